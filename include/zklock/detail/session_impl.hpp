@@ -1,0 +1,136 @@
+// The session's engine: owns the zhandle_t of the single-threaded C client and drives it from
+// the executor. Internal: users talk to zklock::session.
+#pragma once
+
+#include <zklock/detail/pending.hpp>
+#include <zklock/error.hpp>
+#include <zklock/types.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+struct _zhandle;  // the C client's handle
+
+namespace zklock {
+struct session_options;
+}
+
+namespace zklock::detail {
+
+class session_impl;
+
+/// One registered one-shot watch. Shared by the C client's watcher context (kept alive by the
+/// session's registry while the C client may call it) and the user's zklock::watch handle.
+struct watch_state : boost::intrusive_ref_counter<watch_state, boost::thread_unsafe_counter> {
+  std::weak_ptr<session_impl> owner;
+  std::string path;
+  bool child_watch = false;
+  bool registered = false;                        // in the C client's watcher tables
+  std::optional<std::pair<error_code, watch_event>> fired;
+  pending<void(error_code, watch_event)>::ptr waiter;
+
+  void deliver(error_code ec, watch_event ev);    // store or hand to the waiter
+};
+
+using create_handler = asio::any_completion_handler<void(error_code, create_result)>;
+using void_handler = asio::any_completion_handler<void(error_code)>;
+using exists_handler = asio::any_completion_handler<void(error_code, std::optional<node_stat>)>;
+using children_handler = asio::any_completion_handler<void(error_code, children_result)>;
+using data_handler = asio::any_completion_handler<void(error_code, data_result)>;
+using stat_handler = asio::any_completion_handler<void(error_code, node_stat)>;
+using multi_handler = asio::any_completion_handler<void(error_code, std::vector<multi_result>)>;
+using state_handler = asio::any_completion_handler<void(error_code, session_state)>;
+using watch_handler = asio::any_completion_handler<void(error_code, watch_event)>;
+
+class session_impl : public std::enable_shared_from_this<session_impl> {
+ public:
+  session_impl(asio::any_io_executor ex, session_options opts);
+  ~session_impl();
+
+  const asio::any_io_executor& executor() const noexcept { return ex_; }
+  const session_options& options() const noexcept { return *opts_; }
+  session_state state() const noexcept { return state_; }
+  std::int64_t session_id() const noexcept;
+  /// Counters for benchmarks and tests.
+  std::uint64_t requests_sent() const noexcept { return requests_sent_; }
+  std::uint64_t watch_events() const noexcept { return watch_events_; }
+
+  void connect(void_handler h);
+  void close(void_handler h);
+  void wait_state(session_state known, state_handler h);
+  /// Closes the handle now (destructor path); pending operations complete with session_closed.
+  void shutdown() noexcept;
+
+  // Operations. `watch` out-parameters are filled synchronously before the request is sent.
+  void create(std::string path, std::string data, create_mode mode, create_handler h);
+  void remove(std::string path, int version, void_handler h);
+  void exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
+  void get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
+  void get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
+  void set_data(std::string path, std::string data, int version, stat_handler h);
+  void multi(std::vector<multi_op> ops, multi_handler h);
+  void remove_watch(boost::intrusive_ptr<watch_state> w, void_handler h);
+  void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
+
+  /// Listeners see every state transition, synchronously; they must not call back into the
+  /// session (post instead). Returns an id for unsubscribe.
+  std::uint64_t subscribe(std::function<void(session_state)> fn);
+  void unsubscribe(std::uint64_t id) noexcept;
+
+  // --- called from the C client's callbacks (internal) ---
+  void on_session_event(int zstate);
+  void on_watch_fired(watch_state* w, int type, int zstate, const char* path);
+  void on_watch_removed(watch_state* w);
+  void on_abandoned_create(const std::string& path);
+  void drop_watch(watch_state* w);
+  void log(log_level level, std::string_view message);
+  void count_request() noexcept { ++requests_sent_; }
+
+ private:
+  boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
+
+  void open_handle();
+  void close_handle(error_code reason) noexcept;
+  void set_state(session_state s);
+  void pump();
+  void schedule_pump();
+  void process(int events);
+  void update_descriptor(int fd);
+  void arm(int fd, int interest, std::chrono::microseconds timeout);
+
+  asio::any_io_executor ex_;
+  std::unique_ptr<session_options> opts_;
+  _zhandle* zh_ = nullptr;
+  session_state state_ = session_state::disconnected;
+  bool ever_connected_ = false;  // of the current ZooKeeper session
+
+  // The C client's socket, watched without owning it (released before the C client closes it).
+  asio::posix::stream_descriptor sd_;
+  int registered_fd_ = -1;
+  unsigned long registered_ino_ = 0;
+  std::uint64_t fd_generation_ = 0;
+  bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
+  asio::steady_timer timer_;
+  std::uint64_t timer_generation_ = 0;
+
+  asio::steady_timer connect_timer_;
+  pending<void(error_code)>::ptr connect_op_;
+  std::vector<pending<void(error_code, session_state)>::ptr> state_waiters_;
+  std::map<std::uint64_t, std::function<void(session_state)>> listeners_;
+  std::uint64_t next_listener_ = 1;
+  std::unordered_set<watch_state*> watches_;  // holds one reference each
+
+  std::uint64_t requests_sent_ = 0, watch_events_ = 0;
+};
+
+}  // namespace zklock::detail

@@ -1,0 +1,98 @@
+// zklock error codes: one enum for ZooKeeper's return codes, one for zklock's own conditions.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <type_traits>
+
+namespace zklock {
+
+using error_code = boost::system::error_code;
+
+/// Mirrors the ZooKeeper C client's ZOO_ERRORS one to one (same numeric values), so that a
+/// return code `rc` of the C client becomes `make_error_code(static_cast<zk_errc>(rc))`.
+enum class zk_errc : int {
+  ok = 0,
+  system_error = -1,
+  runtime_inconsistency = -2,
+  data_inconsistency = -3,
+  connection_loss = -4,
+  marshalling_error = -5,
+  unimplemented = -6,
+  operation_timeout = -7,
+  bad_arguments = -8,
+  invalid_state = -9,
+  new_config_no_quorum = -13,
+  reconfig_in_progress = -14,
+  ssl_connection_error = -15,
+  api_error = -100,
+  no_node = -101,
+  no_auth = -102,
+  bad_version = -103,
+  no_children_for_ephemerals = -108,
+  node_exists = -110,
+  not_empty = -111,
+  session_expired = -112,
+  invalid_callback = -113,
+  invalid_acl = -114,
+  auth_failed = -115,
+  closing = -116,
+  nothing = -117,
+  session_moved = -118,
+  not_read_only = -119,
+  ephemeral_on_local_session = -120,
+  no_watcher = -121,
+  reconfig_disabled = -123,
+  session_closed_require_sasl_auth = -124,
+  throttled_op = -127,
+};
+
+/// zklock's own conditions: bad input (each malformed input has its own code), session life,
+/// and lock recipes.
+enum class errc : int {
+  // connect string
+  empty_connect_string = 1,       ///< the connect string is empty
+  malformed_connect_string,       ///< not "host:port[,host:port...][/chroot]"
+  // znode paths
+  path_empty,                     ///< a path is the empty string
+  path_not_absolute,              ///< a path does not start with '/'
+  path_trailing_slash,            ///< a path other than "/" ends with '/'
+  path_empty_segment,             ///< a path contains "//"
+  path_relative_segment,          ///< a path contains a "." or ".." segment
+  path_control_character,         ///< a path contains a control character (U+0000..U+001F, U+007F)
+  // session
+  connect_timeout,                ///< no server of the ensemble accepted the session in time
+  not_connected,                  ///< the operation needs a session that was connected first
+  session_closed,                 ///< the session was closed by its owner
+  session_expired,                ///< the session expired: its ephemeral nodes and watches are gone
+  already_connecting,             ///< async_connect while a connect is already under way
+  // locks
+  lock_busy,                      ///< try-acquire found the lock held by someone else
+  lock_timeout,                   ///< a timed acquire gave up when its time ran out
+  lock_lost,                      ///< the lock was held but its session expired (or its node vanished)
+  lock_maybe_lost,                ///< the connection is suspended: the lock may be lost
+  not_owner,                      ///< release of a lock this guard does not hold
+  already_released,               ///< the guard's lock was released already
+  reentrancy_owner_mismatch,      ///< a reentrant acquire named a different owner than the holder
+};
+
+const boost::system::error_category& zk_category() noexcept;
+const boost::system::error_category& zklock_category() noexcept;
+
+inline error_code make_error_code(zk_errc e) noexcept {
+  return {static_cast<int>(e), zk_category()};
+}
+inline error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), zklock_category()};
+}
+
+/// Turns a C client return code into an error_code (ZOK becomes the empty error_code).
+inline error_code zk_error(int rc) noexcept {
+  return rc == 0 ? error_code{} : make_error_code(static_cast<zk_errc>(rc));
+}
+
+}  // namespace zklock
+
+namespace boost::system {
+template <> struct is_error_code_enum<zklock::zk_errc> : std::true_type {};
+template <> struct is_error_code_enum<zklock::errc> : std::true_type {};
+}  // namespace boost::system

@@ -1,0 +1,298 @@
+// zklock::session: one ZooKeeper session, driven by the single-threaded C client on the
+// executor it is given. No thread is started.
+#pragma once
+
+#include <zklock/detail/session_impl.hpp>
+#include <zklock/error.hpp>
+#include <zklock/path.hpp>
+#include <zklock/types.hpp>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+struct session_options {
+  /// "host:port[,host:port...][/chroot]".
+  std::string connect = "127.0.0.1:2181";
+  /// Requested session timeout; the server clamps it to [2, 20] × its tickTime.
+  std::chrono::milliseconds session_timeout{10000};
+  /// async_connect fails with errc::connect_timeout when no server accepted the session by then.
+  std::chrono::milliseconds connect_timeout{10000};
+  /// "user:password" for zoo_add_auth("digest", ...); empty for none.
+  std::string digest_auth;
+  /// ACL for nodes this session creates. creator_all needs digest_auth.
+  acl_policy default_acl = acl_policy::open;
+  /// Where the C client's log goes. Default: lines at or above log_threshold to stderr.
+  log_sink log;
+  log_level log_threshold = log_level::warn;
+  /// Called (on the executor) with the path of a node whose create was cancelled by the caller
+  /// but which the server created anyway. Default: log a warning.
+  std::function<void(const std::string& path)> on_abandoned_create;
+};
+
+/// A one-shot watch registered by async_exists / async_get_children / async_get_data with a
+/// watch. Copyable handle; all copies refer to the same watch.
+class watch {
+ public:
+  watch() = default;
+  explicit watch(boost::intrusive_ptr<detail::watch_state> s) : state_(std::move(s)) {}
+
+  /// False for a default-constructed watch and when the request that would set it failed.
+  bool valid() const noexcept { return static_cast<bool>(state_); }
+  /// True once the watch fired (or its session ended); async_wait then completes at once.
+  bool fired() const noexcept { return state_ && state_->fired.has_value(); }
+  const std::string& path() const noexcept { return state_->path; }
+
+  /// Waits for the watch to fire.
+  /// Handler: void(error_code, watch_event). Errors: errc::session_expired, errc::session_closed
+  /// (the watch is gone with its session), operation_aborted (cancelled: the watch stays
+  /// registered and can be waited on again or removed with session::async_remove_watch).
+  /// Cancellation: terminal, partial, total. Only one wait at a time.
+  template <class Token = asio::deferred_t>
+  auto async_wait(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, watch_event)>(
+        [](auto handler, boost::intrusive_ptr<detail::watch_state> st) {
+          auto owner = st->owner.lock();
+          detail::watch_handler h(std::move(handler));
+          if (!owner) {
+            // session object gone: complete on the handler's executor
+            auto ex = asio::get_associated_executor(h);
+            asio::dispatch(ex, asio::append(std::move(h), error_code(errc::session_closed), watch_event{}));
+            return;
+          }
+          owner->wait_watch(std::move(st), std::move(h));
+        },
+        token, state_);
+  }
+
+  const boost::intrusive_ptr<detail::watch_state>& state() const noexcept { return state_; }
+
+ private:
+  boost::intrusive_ptr<detail::watch_state> state_;
+};
+
+/// One ZooKeeper session.
+///
+/// Thread safety: distinct objects safe; a shared object is not: call it from its executor only
+/// (like every Asio I/O object). All handlers complete through asio::post on their associated
+/// executor (default: the session's executor), never inside the initiating call.
+///
+/// Lifetimes: the session must outlive the operations' initiation calls only; pending
+/// operations keep the engine alive and complete with errc::session_closed when the session is
+/// destroyed or closed. Destroying the session closes the ZooKeeper session at once.
+///
+/// Every operation takes any completion token (callbacks, use_awaitable, deferred, use_future,
+/// as_tuple(...)) and supports per-operation cancellation as documented on it. Bad paths
+/// complete with the path errc (nothing is sent).
+class session {
+ public:
+  using executor_type = asio::any_io_executor;
+
+  session(executor_type ex, session_options opts = {})
+      : impl_(std::make_shared<detail::session_impl>(std::move(ex), std::move(opts))) {}
+  ~session() {
+    if (impl_) impl_->shutdown();
+  }
+  session(session&&) noexcept = default;
+  session& operator=(session&& other) noexcept {
+    if (this != &other) {
+      if (impl_) impl_->shutdown();
+      impl_ = std::move(other.impl_);
+    }
+    return *this;
+  }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  executor_type get_executor() const noexcept { return impl_->executor(); }
+  const session_options& options() const noexcept { return impl_->options(); }
+  session_state state() const noexcept { return impl_->state(); }
+  /// The server-assigned session id (0 before the first connect).
+  std::int64_t session_id() const noexcept { return impl_->session_id(); }
+  /// Requests sent and watch events received since construction (for benchmarks).
+  std::uint64_t requests_sent() const noexcept { return impl_->requests_sent(); }
+  std::uint64_t watch_events() const noexcept { return impl_->watch_events(); }
+
+  /// Opens a new ZooKeeper session and waits until it is established.
+  /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,
+  /// path errors for the chroot, errc::connect_timeout (options().connect_timeout passed with no
+  /// server accepting), zk_errc::auth_failed, errc::already_connecting.
+  /// Also restarts a session after it expired or was closed: the old handle is discarded and a
+  /// new session (new id, no ephemerals) is created.
+  /// Cancellation: terminal/partial/total: the connect attempt is abandoned, the handle closed,
+  /// state returns to disconnected; completes with operation_aborted.
+  template <class Token = asio::deferred_t>
+  auto async_connect(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [impl = impl_](auto h) { impl->connect(detail::void_handler(std::move(h))); }, token);
+  }
+
+  /// Closes the session gracefully: the server ends it at once, deleting its ephemeral nodes.
+  /// Pending operations complete with errc::session_closed. Handler: void(error_code).
+  /// Not cancellable (it does not wait for anything but the send of the close request).
+  template <class Token = asio::deferred_t>
+  auto async_close(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [impl = impl_](auto h) { impl->close(detail::void_handler(std::move(h))); }, token);
+  }
+
+  /// Completes as soon as the state differs from `known` (at once if it already does) with the
+  /// new state. Pass the last state you saw to miss no change of current state.
+  /// Handler: void(error_code, session_state). Cancellation: all types, nothing left behind.
+  template <class Token = asio::deferred_t>
+  auto async_wait_state(session_state known, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, session_state)>(
+        [impl = impl_](auto h, session_state known) {
+          impl->wait_state(known, detail::state_handler(std::move(h)));
+        },
+        token, known);
+  }
+
+  /// Creates a node. Handler: void(error_code, create_result).
+  /// Cancellation (terminal/partial/total): completes at once with operation_aborted, but the
+  /// request is already on its way: the node may still be created. Such a node is reported to
+  /// session_options::on_abandoned_create so the caller can delete it.
+  template <class Token = asio::deferred_t>
+  auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, create_result)>(
+        [impl = impl_](auto h, std::string path, std::string data, create_mode mode) {
+          impl->create(std::move(path), std::move(data), mode, detail::create_handler(std::move(h)));
+        },
+        token, std::move(path), std::move(data), mode);
+  }
+
+  /// Deletes a node if its version matches (-1: any). Handler: void(error_code).
+  /// Cancellation: completes with operation_aborted at once; the delete may still happen.
+  template <class Token = asio::deferred_t>
+  auto async_delete(std::string path, int version = -1, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [impl = impl_](auto h, std::string path, int version) {
+          impl->remove(std::move(path), version, detail::void_handler(std::move(h)));
+        },
+        token, std::move(path), version);
+  }
+
+  /// Stat of a node, or nullopt if it does not exist (not an error).
+  /// Handler: void(error_code, std::optional<node_stat>). Cancellation: operation_aborted, no
+  /// side effect.
+  template <class Token = asio::deferred_t>
+  auto async_exists(std::string path, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
+        [impl = impl_](auto h, std::string path) {
+          impl->exists(std::move(path), nullptr, detail::exists_handler(std::move(h)));
+        },
+        token, std::move(path));
+  }
+
+  /// Like async_exists, and sets a one-shot watch (fires on created, deleted or changed), which
+  /// is registered even when the node does not exist. `w` is filled at once; it becomes usable
+  /// when the handler ran without error. Cancellation: operation_aborted; the watch may be set:
+  /// remove it with async_remove_watch(w).
+  template <class Token = asio::deferred_t>
+  auto async_exists(std::string path, watch& w, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
+        [impl = impl_, &w](auto h, std::string path) {
+          boost::intrusive_ptr<detail::watch_state> st;
+          impl->exists(std::move(path), &st, detail::exists_handler(std::move(h)));
+          w = watch(std::move(st));
+        },
+        token, std::move(path));
+  }
+
+  /// Children of a node (names) and its stat. Handler: void(error_code, children_result).
+  template <class Token = asio::deferred_t>
+  auto async_get_children(std::string path, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, children_result)>(
+        [impl = impl_](auto h, std::string path) {
+          impl->get_children(std::move(path), nullptr, detail::children_handler(std::move(h)));
+        },
+        token, std::move(path));
+  }
+
+  /// Like async_get_children and sets a one-shot child watch (only when the node exists).
+  template <class Token = asio::deferred_t>
+  auto async_get_children(std::string path, watch& w, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, children_result)>(
+        [impl = impl_, &w](auto h, std::string path) {
+          boost::intrusive_ptr<detail::watch_state> st;
+          impl->get_children(std::move(path), &st, detail::children_handler(std::move(h)));
+          w = watch(std::move(st));
+        },
+        token, std::move(path));
+  }
+
+  /// Data and stat of a node. Handler: void(error_code, data_result).
+  template <class Token = asio::deferred_t>
+  auto async_get_data(std::string path, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, data_result)>(
+        [impl = impl_](auto h, std::string path) {
+          impl->get_data(std::move(path), nullptr, detail::data_handler(std::move(h)));
+        },
+        token, std::move(path));
+  }
+
+  /// Like async_get_data and sets a one-shot data watch (only when the node exists).
+  template <class Token = asio::deferred_t>
+  auto async_get_data(std::string path, watch& w, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, data_result)>(
+        [impl = impl_, &w](auto h, std::string path) {
+          boost::intrusive_ptr<detail::watch_state> st;
+          impl->get_data(std::move(path), &st, detail::data_handler(std::move(h)));
+          w = watch(std::move(st));
+        },
+        token, std::move(path));
+  }
+
+  /// Sets a node's data if its version matches (-1: any). Handler: void(error_code, node_stat).
+  /// Cancellation: operation_aborted at once; the write may still happen.
+  template <class Token = asio::deferred_t>
+  auto async_set_data(std::string path, std::string data, int version = -1, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, node_stat)>(
+        [impl = impl_](auto h, std::string path, std::string data, int version) {
+          impl->set_data(std::move(path), std::move(data), version, detail::stat_handler(std::move(h)));
+        },
+        token, std::move(path), std::move(data), version);
+  }
+
+  /// Atomic transaction. Handler: void(error_code, std::vector<multi_result>); on failure the
+  /// error is the first failing op's, and each result's rc tells which failed.
+  /// Cancellation: operation_aborted at once; the transaction may still commit.
+  template <class Token = asio::deferred_t>
+  auto async_multi(std::vector<multi_op> ops, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
+        [impl = impl_](auto h, std::vector<multi_op> ops) {
+          impl->multi(std::move(ops), detail::multi_handler(std::move(h)));
+        },
+        token, std::move(ops));
+  }
+
+  /// Removes a watch from the server and the client (ZooKeeper 3.5+ removeWatches). A pending
+  /// async_wait on it completes with a not_watching event. Errors: zk_errc::no_watcher when it
+  /// already fired. Handler: void(error_code).
+  template <class Token = asio::deferred_t>
+  auto async_remove_watch(const watch& w, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [impl = impl_](auto h, boost::intrusive_ptr<detail::watch_state> st) {
+          impl->remove_watch(std::move(st), detail::void_handler(std::move(h)));
+        },
+        token, w.state());
+  }
+
+  /// The engine, for recipes built on the session.
+  const std::shared_ptr<detail::session_impl>& impl() const noexcept { return impl_; }
+
+ private:
+  std::shared_ptr<detail::session_impl> impl_;
+};
+
+}  // namespace zklock

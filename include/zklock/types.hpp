@@ -1,0 +1,115 @@
+// Plain value types shared by the session and the recipes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock {
+
+/// What the user sees of a session's life.
+enum class session_state {
+  disconnected,  ///< never connected, or a connect failed
+  connecting,    ///< async_connect is under way
+  connected,     ///< the session is established (first connection of this session)
+  suspended,     ///< the connection was lost; the session may still live on the server
+  reconnected,   ///< connected again after `suspended`: same session, ephemerals and watches kept
+  expired,       ///< the server expired the session: its ephemeral nodes and watches are gone
+  closed,        ///< closed by its owner
+};
+const char* to_string(session_state s) noexcept;
+
+/// True for connected and reconnected.
+inline bool is_connected(session_state s) noexcept {
+  return s == session_state::connected || s == session_state::reconnected;
+}
+
+enum class create_mode {
+  persistent,
+  ephemeral,
+  persistent_sequential,
+  ephemeral_sequential,
+  container,  ///< persistent node that the server deletes once its last child is gone
+};
+
+/// ACL for nodes the session creates.
+enum class acl_policy {
+  open,         ///< world:anyone, all permissions
+  creator_all,  ///< all permissions to the creator's authenticated ids only (needs digest auth)
+};
+
+enum class log_level { error = 1, warn = 2, info = 3, debug = 4 };
+/// Receives the C client's log lines (and zklock's own). Called on the session's executor.
+using log_sink = std::function<void(log_level, std::string_view message)>;
+
+/// A znode's Stat.
+struct node_stat {
+  std::int64_t czxid = 0, mzxid = 0, ctime = 0, mtime = 0;
+  std::int32_t version = 0, cversion = 0, aversion = 0;
+  std::int64_t ephemeral_owner = 0;
+  std::int32_t data_length = 0, num_children = 0;
+  std::int64_t pzxid = 0;
+};
+
+struct create_result {
+  std::string path;  ///< the created path (with the sequence suffix for sequential nodes)
+  node_stat stat;
+};
+
+struct children_result {
+  std::vector<std::string> children;  ///< child names, not full paths
+  node_stat stat;                     ///< stat of the parent
+};
+
+struct data_result {
+  std::string data;
+  node_stat stat;
+};
+
+enum class watch_event_type {
+  created,
+  deleted,
+  changed,
+  child,
+  not_watching,  ///< the watch was removed (async_remove_watch)
+};
+const char* to_string(watch_event_type t) noexcept;
+
+struct watch_event {
+  watch_event_type type{};
+  std::string path;
+};
+
+/// One operation of a multi (transaction).
+struct multi_op {
+  enum class kind { create, remove, set_data, check };
+  kind type = kind::check;
+  std::string path;
+  std::string data;
+  create_mode mode = create_mode::persistent;
+  int version = -1;
+
+  static multi_op create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent) {
+    return {kind::create, std::move(path), std::move(data), mode, -1};
+  }
+  static multi_op remove(std::string path, int version = -1) {
+    return {kind::remove, std::move(path), {}, create_mode::persistent, version};
+  }
+  static multi_op set_data(std::string path, std::string data, int version = -1) {
+    return {kind::set_data, std::move(path), std::move(data), create_mode::persistent, version};
+  }
+  static multi_op check(std::string path, int version) {
+    return {kind::check, std::move(path), {}, create_mode::persistent, version};
+  }
+};
+
+struct multi_result {
+  int rc = 0;        ///< the C client's return code of this op (0 = ok)
+  std::string path;  ///< created path, for creates
+  node_stat stat;    ///< for set_data
+};
+
+}  // namespace zklock

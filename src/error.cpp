@@ -1,0 +1,92 @@
+#include <zklock/error.hpp>
+
+#include <string>
+
+namespace zklock {
+namespace {
+
+class zk_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "zookeeper"; }
+  std::string message(int ev) const override {
+    switch (static_cast<zk_errc>(ev)) {
+      case zk_errc::ok: return "ok";
+      case zk_errc::system_error: return "ZooKeeper system error";
+      case zk_errc::runtime_inconsistency: return "ZooKeeper runtime inconsistency";
+      case zk_errc::data_inconsistency: return "ZooKeeper data inconsistency";
+      case zk_errc::connection_loss: return "connection to the ZooKeeper server was lost (the request may or may not have been applied)";
+      case zk_errc::marshalling_error: return "error marshalling or unmarshalling a ZooKeeper message";
+      case zk_errc::unimplemented: return "operation not implemented by the ZooKeeper server";
+      case zk_errc::operation_timeout: return "ZooKeeper operation timed out";
+      case zk_errc::bad_arguments: return "invalid arguments to a ZooKeeper call";
+      case zk_errc::invalid_state: return "the ZooKeeper handle is in an invalid state (session expired or auth failed)";
+      case zk_errc::new_config_no_quorum: return "no quorum of the new ZooKeeper configuration is connected";
+      case zk_errc::reconfig_in_progress: return "a ZooKeeper reconfiguration is already in progress";
+      case zk_errc::ssl_connection_error: return "SSL connection error";
+      case zk_errc::api_error: return "ZooKeeper API error";
+      case zk_errc::no_node: return "znode does not exist";
+      case zk_errc::no_auth: return "not authorized for this znode (check the session's auth and the node's ACL)";
+      case zk_errc::bad_version: return "znode version conflict";
+      case zk_errc::no_children_for_ephemerals: return "ephemeral znodes may not have children";
+      case zk_errc::node_exists: return "znode already exists";
+      case zk_errc::not_empty: return "znode has children";
+      case zk_errc::session_expired: return "ZooKeeper session expired";
+      case zk_errc::invalid_callback: return "invalid ZooKeeper callback";
+      case zk_errc::invalid_acl: return "invalid ACL";
+      case zk_errc::auth_failed: return "ZooKeeper authentication failed";
+      case zk_errc::closing: return "ZooKeeper session is closing";
+      case zk_errc::nothing: return "no server responses to process";
+      case zk_errc::session_moved: return "session moved to another server; operation ignored";
+      case zk_errc::not_read_only: return "state-changing request sent to a read-only server";
+      case zk_errc::ephemeral_on_local_session: return "ephemeral znode on a local session";
+      case zk_errc::no_watcher: return "no such watch";
+      case zk_errc::reconfig_disabled: return "reconfiguration is disabled on the server";
+      case zk_errc::session_closed_require_sasl_auth: return "session closed: the server requires SASL authentication";
+      case zk_errc::throttled_op: return "operation throttled by the server; retry";
+    }
+    return "unknown ZooKeeper error " + std::to_string(ev);
+  }
+};
+
+class zklock_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "zklock"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc>(ev)) {
+      case errc::empty_connect_string: return "connect string is empty: expected host:port[,host:port...][/chroot]";
+      case errc::malformed_connect_string: return "malformed connect string: expected host:port[,host:port...][/chroot]";
+      case errc::path_empty: return "znode path is empty";
+      case errc::path_not_absolute: return "znode path must start with '/'";
+      case errc::path_trailing_slash: return "znode path must not end with '/'";
+      case errc::path_empty_segment: return "znode path has an empty segment (\"//\")";
+      case errc::path_relative_segment: return "znode path has a \".\" or \"..\" segment";
+      case errc::path_control_character: return "znode path contains a control character";
+      case errc::connect_timeout: return "could not connect to any ZooKeeper server within the connect timeout";
+      case errc::not_connected: return "the session is not connected (call async_connect first)";
+      case errc::session_closed: return "the session was closed";
+      case errc::session_expired: return "the ZooKeeper session expired; its ephemeral nodes and watches are gone";
+      case errc::already_connecting: return "a connect is already in progress";
+      case errc::lock_busy: return "the lock is held by another contender";
+      case errc::lock_timeout: return "timed out waiting for the lock";
+      case errc::lock_lost: return "the lock was lost (session expired or lock node deleted)";
+      case errc::lock_maybe_lost: return "connection suspended: the lock may have been lost";
+      case errc::not_owner: return "this owner does not hold the lock";
+      case errc::already_released: return "the lock was already released";
+      case errc::reentrancy_owner_mismatch: return "reentrant acquire by an owner that does not hold the lock";
+    }
+    return "unknown zklock error " + std::to_string(ev);
+  }
+};
+
+}  // namespace
+
+const boost::system::error_category& zk_category() noexcept {
+  static const zk_category_impl c;
+  return c;
+}
+const boost::system::error_category& zklock_category() noexcept {
+  static const zklock_category_impl c;
+  return c;
+}
+
+}  // namespace zklock

@@ -1,0 +1,817 @@
+// The session engine: drives the single-threaded ZooKeeper C client from an Asio executor.
+//
+// The loop: zookeeper_interest() tells which fd to watch, for what, and until when; we wait on
+// that fd with a non-owning stream_descriptor and on a steady_timer, then call
+// zookeeper_process(). The C client closes and reopens its socket inside those calls (often
+// under the same fd number, which epoll has forgotten), so the descriptor is re-registered
+// whenever the fd number or the socket's inode changes.
+#include <zklock/session.hpp>
+
+#include <zookeeper/zookeeper.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace zklock {
+
+const char* to_string(session_state s) noexcept {
+  switch (s) {
+    case session_state::disconnected: return "disconnected";
+    case session_state::connecting: return "connecting";
+    case session_state::connected: return "connected";
+    case session_state::suspended: return "suspended";
+    case session_state::reconnected: return "reconnected";
+    case session_state::expired: return "expired";
+    case session_state::closed: return "closed";
+  }
+  return "?";
+}
+
+const char* to_string(watch_event_type t) noexcept {
+  switch (t) {
+    case watch_event_type::created: return "created";
+    case watch_event_type::deleted: return "deleted";
+    case watch_event_type::changed: return "changed";
+    case watch_event_type::child: return "child";
+    case watch_event_type::not_watching: return "not_watching";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+
+// The session whose C call is on the stack; routes the C client's log lines (its log callback
+// has no context argument). Everything runs on the session's executor, one call at a time.
+thread_local session_impl* current_session = nullptr;
+
+struct in_session {
+  session_impl* prev;
+  explicit in_session(session_impl* s) : prev(current_session) { current_session = s; }
+  ~in_session() { current_session = prev; }
+};
+
+void log_callback(const char* message) {
+  std::string_view m(message);
+  log_level level = log_level::info;
+  if (m.find("ZOO_ERROR@") != std::string_view::npos) level = log_level::error;
+  else if (m.find("ZOO_WARN@") != std::string_view::npos) level = log_level::warn;
+  else if (m.find("ZOO_DEBUG@") != std::string_view::npos) level = log_level::debug;
+  if (current_session)
+    current_session->log(level, m);
+  else if (level <= log_level::warn)
+    std::fprintf(stderr, "%s\n", message);
+}
+
+node_stat to_stat(const Stat* s) {
+  node_stat r;
+  if (!s) return r;
+  r.czxid = s->czxid;
+  r.mzxid = s->mzxid;
+  r.ctime = s->ctime;
+  r.mtime = s->mtime;
+  r.version = s->version;
+  r.cversion = s->cversion;
+  r.aversion = s->aversion;
+  r.ephemeral_owner = s->ephemeralOwner;
+  r.data_length = s->dataLength;
+  r.num_children = s->numChildren;
+  r.pzxid = s->pzxid;
+  return r;
+}
+
+int to_flags(create_mode m) {
+  switch (m) {
+    case create_mode::persistent: return ZOO_PERSISTENT;
+    case create_mode::ephemeral: return ZOO_EPHEMERAL;
+    case create_mode::persistent_sequential: return ZOO_PERSISTENT_SEQUENTIAL;
+    case create_mode::ephemeral_sequential: return ZOO_EPHEMERAL_SEQUENTIAL;
+    case create_mode::container: return ZOO_CONTAINER;
+  }
+  return ZOO_PERSISTENT;
+}
+
+// Adopts the reference handed to the C client as `data`.
+template <class Op>
+boost::intrusive_ptr<Op> adopt(const void* data) {
+  return boost::intrusive_ptr<Op>(static_cast<Op*>(const_cast<void*>(data)), false);
+}
+template <class Op>
+void* hand_over(const boost::intrusive_ptr<Op>& op) {
+  intrusive_ptr_add_ref(op.get());
+  return op.get();
+}
+
+// Completion state of a create: the pending op plus what to do with a node created after the
+// caller stopped waiting.
+struct create_op : boost::intrusive_ref_counter<create_op, boost::thread_unsafe_counter> {
+  pending<void(error_code, create_result)>::ptr op;
+  std::weak_ptr<session_impl> owner;
+};
+
+struct exists_op : boost::intrusive_ref_counter<exists_op, boost::thread_unsafe_counter> {
+  pending<void(error_code, std::optional<node_stat>)>::ptr op;
+  boost::intrusive_ptr<watch_state> watch;
+  std::weak_ptr<session_impl> owner;
+};
+
+struct children_op : boost::intrusive_ref_counter<children_op, boost::thread_unsafe_counter> {
+  pending<void(error_code, children_result)>::ptr op;
+  boost::intrusive_ptr<watch_state> watch;
+  std::weak_ptr<session_impl> owner;
+};
+
+struct data_op : boost::intrusive_ref_counter<data_op, boost::thread_unsafe_counter> {
+  pending<void(error_code, data_result)>::ptr op;
+  boost::intrusive_ptr<watch_state> watch;
+  std::weak_ptr<session_impl> owner;
+};
+
+struct multi_state : boost::intrusive_ref_counter<multi_state, boost::thread_unsafe_counter> {
+  pending<void(error_code, std::vector<multi_result>)>::ptr op;
+  std::vector<multi_op> ops;
+  std::vector<zoo_op_t> zops;
+  std::vector<zoo_op_result_t> zresults;
+  std::vector<std::vector<char>> path_buffers;
+  std::vector<Stat> stats;
+};
+
+// Watches removed on the server report through the removal's completion.
+struct remove_watch_op : boost::intrusive_ref_counter<remove_watch_op, boost::thread_unsafe_counter> {
+  pending<void(error_code)>::ptr op;
+  boost::intrusive_ptr<watch_state> watch;
+  std::weak_ptr<session_impl> owner;
+};
+
+void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) static_cast<session_impl*>(ctx)->on_session_event(state);
+}
+
+void node_watcher(zhandle_t*, int type, int state, const char* path, void* ctx) {
+  auto* w = static_cast<watch_state*>(ctx);
+  if (auto owner = w->owner.lock()) owner->on_watch_fired(w, type, state, path);
+}
+
+void remove_watch_done(int rc, const void* d);
+
+void void_completion(int rc, const void* data) {
+  auto op = adopt<pending<void(error_code)>>(data);
+  op->complete(zk_error(rc));
+}
+
+}  // namespace
+
+void watch_state::deliver(error_code ec, watch_event ev) {
+  if (fired) return;
+  if (waiter && waiter->active()) {
+    auto w = std::move(waiter);
+    w->complete(ec, std::move(ev));
+    fired.emplace(ec, watch_event{});  // consumed; later waits see the same outcome
+    fired->second = watch_event{};
+    return;
+  }
+  fired.emplace(ec, std::move(ev));
+}
+
+session_impl::session_impl(asio::any_io_executor ex, session_options opts)
+    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {}
+
+session_impl::~session_impl() { shutdown(); }
+
+std::int64_t session_impl::session_id() const noexcept {
+  if (!zh_) return 0;
+  const clientid_t* id = zoo_client_id(zh_);
+  return id ? id->client_id : 0;
+}
+
+void session_impl::log(log_level level, std::string_view message) {
+  if (level > opts_->log_threshold) return;
+  if (opts_->log)
+    opts_->log(level, message);
+  else
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+void session_impl::on_abandoned_create(const std::string& path) {
+  if (opts_->on_abandoned_create)
+    opts_->on_abandoned_create(path);
+  else
+    log(log_level::warn, "zklock: a cancelled create created " + path + " anyway");
+}
+
+std::uint64_t session_impl::subscribe(std::function<void(session_state)> fn) {
+  auto id = next_listener_++;
+  listeners_.emplace(id, std::move(fn));
+  return id;
+}
+
+void session_impl::unsubscribe(std::uint64_t id) noexcept { listeners_.erase(id); }
+
+void session_impl::set_state(session_state s) {
+  if (s == state_) return;
+  state_ = s;
+  auto waiters = std::move(state_waiters_);
+  state_waiters_.clear();
+  for (auto& w : waiters) w->complete({}, s);
+  // listeners may unsubscribe themselves while we iterate: walk a copy of the ids
+  std::vector<std::uint64_t> ids;
+  ids.reserve(listeners_.size());
+  for (auto& [id, fn] : listeners_) ids.push_back(id);
+  for (auto id : ids) {
+    auto it = listeners_.find(id);
+    if (it != listeners_.end()) it->second(s);
+  }
+}
+
+void session_impl::wait_state(session_state known, state_handler h) {
+  auto op = pending<void(error_code, session_state)>::make(std::move(h), ex_);
+  if (state_ != known) {
+    op->complete({}, state_);
+    return;
+  }
+  state_waiters_.push_back(op);
+}
+
+// ---------------------------------------------------------------------------------------------
+// connect / close
+
+void session_impl::connect(void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (auto ec = validate_connect_string(opts_->connect)) {
+    op->complete(ec);
+    return;
+  }
+  if (connect_op_) {
+    op->complete(errc::already_connecting);
+    return;
+  }
+  if (zh_ && is_connected(state_)) {
+    op->complete({});
+    return;
+  }
+  if (zh_) close_handle(errc::session_closed);  // restart after expiry / suspended handle
+  open_handle();
+  if (!zh_) {
+    op->complete(error_code(errno ? errno : EINVAL, boost::system::system_category()));
+    set_state(session_state::disconnected);
+    return;
+  }
+  connect_op_ = op;
+  std::weak_ptr<session_impl> weak = weak_from_this();
+  op->on_cancel = [weak](asio::cancellation_type) {
+    if (auto self = weak.lock()) {
+      auto c = std::move(self->connect_op_);
+      self->connect_timer_.cancel();
+      self->close_handle(asio::error::operation_aborted);
+      self->set_state(session_state::disconnected);
+      c->abort();
+    }
+  };
+  connect_timer_.expires_after(opts_->connect_timeout);
+  connect_timer_.async_wait([weak](error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->connect_op_) return;
+    auto c = std::move(self->connect_op_);
+    self->close_handle(errc::connect_timeout);
+    self->set_state(session_state::disconnected);
+    c->complete(errc::connect_timeout);
+  });
+  set_state(session_state::connecting);
+  pump();
+}
+
+void session_impl::open_handle() {
+  in_session guard(this);
+  ever_connected_ = false;
+  errno = 0;
+  zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher,
+                        static_cast<int>(opts_->session_timeout.count()), nullptr, this, 0, log_callback);
+  if (!zh_) return;
+  if (!opts_->digest_auth.empty()) {
+    int rc = zoo_add_auth(zh_, "digest", opts_->digest_auth.data(),
+                          static_cast<int>(opts_->digest_auth.size()), nullptr, nullptr);
+    if (rc != ZOK) log(log_level::error, std::string("zklock: zoo_add_auth failed: ") + zerror(rc));
+  }
+}
+
+void session_impl::close_handle(error_code reason) noexcept {
+  if (!zh_) return;
+  // Stop watching the fd before the C client closes it; never close it ourselves.
+  if (sd_.is_open()) {
+    error_code ignored;
+    sd_.cancel(ignored);
+    (void)sd_.release();
+  }
+  registered_fd_ = -1;
+  registered_ino_ = 0;
+  ++fd_generation_;
+  read_waiting_ = write_waiting_ = false;
+  ++timer_generation_;
+  timer_.cancel();
+  {
+    in_session guard(this);
+    zhandle_t* zh = zh_;
+    zh_ = nullptr;
+    // Flushes the close request (server deletes our ephemerals at once) and fails pending
+    // completions with ZCLOSING; those only post their handlers.
+    zookeeper_close(zh);
+  }
+  // The C client no longer calls any watcher of this handle: end them all.
+  auto watches = std::move(watches_);
+  watches_.clear();
+  for (watch_state* w : watches) {
+    w->registered = false;
+    w->deliver(reason == errc::session_expired ? reason : error_code(errc::session_closed), {});
+    intrusive_ptr_release(w);
+  }
+}
+
+void session_impl::close(void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (connect_op_) {
+    connect_timer_.cancel();
+    auto c = std::move(connect_op_);
+    c->complete(errc::session_closed);
+  }
+  close_handle(errc::session_closed);
+  set_state(session_state::closed);
+  op->complete({});
+}
+
+void session_impl::shutdown() noexcept {
+  if (connect_op_) {
+    connect_timer_.cancel();
+    auto c = std::move(connect_op_);
+    c->complete(errc::session_closed);
+  }
+  if (zh_) {
+    close_handle(errc::session_closed);
+    state_ = session_state::closed;
+  }
+  connect_timer_.cancel();
+  auto waiters = std::move(state_waiters_);
+  for (auto& w : waiters) w->complete(errc::session_closed, state_);
+  listeners_.clear();
+}
+
+void session_impl::on_session_event(int zstate) {
+  if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
+    bool first = !ever_connected_;
+    ever_connected_ = true;
+    if (connect_op_) {
+      connect_timer_.cancel();
+      auto c = std::move(connect_op_);
+      c->complete({});
+    }
+    set_state(first ? session_state::connected : session_state::reconnected);
+  } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
+    if (ever_connected_) set_state(session_state::suspended);
+  } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
+    error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
+    for (watch_state* w : watches_) w->deliver(ec, {});
+    if (connect_op_) {
+      connect_timer_.cancel();
+      auto c = std::move(connect_op_);
+      c->complete(ec);
+    }
+    // The handle is dead; close it outside the C client's call stack.
+    std::weak_ptr<session_impl> weak = weak_from_this();
+    asio::post(ex_, [weak, ec] {
+      if (auto self = weak.lock(); self && self->zh_ &&
+          (zoo_state(self->zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(self->zh_) == ZOO_AUTH_FAILED_STATE))
+        self->close_handle(ec);
+    });
+    set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::disconnected : session_state::expired);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// the event loop
+
+void session_impl::schedule_pump() {
+  if (pump_scheduled_ || !zh_) return;
+  pump_scheduled_ = true;
+  asio::post(ex_, [self = shared_from_this()] {
+    self->pump_scheduled_ = false;
+    self->pump();
+  });
+}
+
+void session_impl::process(int events) {
+  if (!zh_) return;
+  {
+    in_session guard(this);
+    zookeeper_process(zh_, events);
+  }
+  pump();
+}
+
+void session_impl::pump() {
+  if (!zh_) return;
+  int fd = -1, interest = 0;
+  timeval tv{};
+  int rc;
+  {
+    in_session guard(this);
+    rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+  }
+  if (!zh_) return;  // a callback closed it
+  if (rc == ZINVALIDSTATE) {
+    // expired or auth failed: the watcher was told; nothing more to drive
+    update_descriptor(-1);
+    return;
+  }
+  arm(fd, interest, std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec));
+}
+
+void session_impl::update_descriptor(int fd) {
+  unsigned long ino = 0;
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) ino = st.st_ino;
+  }
+  if (fd == registered_fd_ && ino == registered_ino_) return;
+  // The socket changed (a reconnect), possibly under the same number: epoll dropped the old one
+  // when it was closed, so register the new one afresh.
+  if (sd_.is_open()) {
+    error_code ignored;
+    sd_.cancel(ignored);
+    (void)sd_.release();
+  }
+  ++fd_generation_;
+  read_waiting_ = write_waiting_ = false;
+  registered_fd_ = fd;
+  registered_ino_ = ino;
+  if (fd >= 0) {
+    error_code ec;
+    sd_.assign(fd, ec);
+    if (ec) {
+      log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
+      registered_fd_ = -1;
+    }
+  }
+}
+
+void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) {
+  update_descriptor(fd);
+  auto gen = fd_generation_;
+  if (registered_fd_ >= 0) {
+    if ((interest & ZOOKEEPER_READ) && !read_waiting_) {
+      read_waiting_ = true;
+      sd_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), gen](error_code ec) {
+        if (gen != self->fd_generation_) return;
+        self->read_waiting_ = false;
+        if (ec) return;
+        self->process(ZOOKEEPER_READ);
+      });
+    }
+    if ((interest & ZOOKEEPER_WRITE) && !write_waiting_) {
+      write_waiting_ = true;
+      sd_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this(), gen](error_code ec) {
+        if (gen != self->fd_generation_) return;
+        self->write_waiting_ = false;
+        if (ec) return;
+        self->process(ZOOKEEPER_WRITE);
+      });
+    }
+  }
+  auto tgen = ++timer_generation_;
+  timer_.expires_after(timeout);
+  timer_.async_wait([self = shared_from_this(), tgen](error_code ec) {
+    if (ec || tgen != self->timer_generation_) return;
+    self->process(0);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// operations
+
+namespace {
+// Returns an error for a request that cannot be sent now, or {} when it can.
+error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
+  if (auto ec = validate_path(path)) return ec;
+  if (!zh) {
+    if (st == session_state::expired) return errc::session_expired;
+    if (st == session_state::closed) return errc::session_closed;
+    return errc::not_connected;
+  }
+  return {};
+}
+}  // namespace
+
+boost::intrusive_ptr<watch_state> session_impl::new_watch(const std::string& path, bool child) {
+  boost::intrusive_ptr<watch_state> w(new watch_state);
+  w->owner = weak_from_this();
+  w->path = path;
+  w->child_watch = child;
+  w->registered = true;
+  intrusive_ptr_add_ref(w.get());  // the registry's reference
+  watches_.insert(w.get());
+  return w;
+}
+
+void session_impl::drop_watch(watch_state* w) {
+  if (!w->registered) return;
+  w->registered = false;
+  if (watches_.erase(w)) intrusive_ptr_release(w);
+}
+
+void session_impl::on_watch_fired(watch_state* w, int type, int zstate, const char* path) {
+  if (type == ZOO_SESSION_EVENT) {
+    // Connection state changes reach every watcher; the watch survives a reconnect.
+    if (zstate == ZOO_EXPIRED_SESSION_STATE) w->deliver(errc::session_expired, {});
+    return;
+  }
+  ++watch_events_;
+  watch_event ev;
+  ev.path = path ? path : "";
+  if (type == ZOO_CREATED_EVENT) ev.type = watch_event_type::created;
+  else if (type == ZOO_DELETED_EVENT) ev.type = watch_event_type::deleted;
+  else if (type == ZOO_CHANGED_EVENT) ev.type = watch_event_type::changed;
+  else if (type == ZOO_CHILD_EVENT) ev.type = watch_event_type::child;
+  else ev.type = watch_event_type::not_watching;
+  boost::intrusive_ptr<watch_state> keep(w);
+  drop_watch(w);
+  w->deliver({}, std::move(ev));
+}
+
+void session_impl::on_watch_removed(watch_state* w) {
+  boost::intrusive_ptr<watch_state> keep(w);
+  drop_watch(w);
+  w->deliver({}, watch_event{watch_event_type::not_watching, w->path});
+}
+
+void session_impl::wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
+  auto op = pending<void(error_code, watch_event)>::make(std::move(h), ex_);
+  if (w->fired) {
+    op->complete(w->fired->first, w->fired->second);
+    return;
+  }
+  if (w->waiter && w->waiter->active()) w->waiter->abort();  // one waiter at a time
+  w->waiter = op;
+}
+
+void session_impl::create(std::string path, std::string data, create_mode mode, create_handler h) {
+  auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
+  boost::intrusive_ptr<create_op> c(new create_op);
+  c->op = op;
+  c->owner = weak_from_this();
+  const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+  in_session guard(this);
+  int rc = zoo_acreate2(
+      zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, to_flags(mode),
+      [](int rc, const char* value, const Stat* stat, const void* d) {
+        auto c = adopt<create_op>(d);
+        if (c->op->active()) {
+          create_result r;
+          if (rc == ZOK) {
+            r.path = value ? value : "";
+            r.stat = to_stat(stat);
+          }
+          c->op->complete(zk_error(rc), std::move(r));
+        } else if (rc == ZOK && value) {
+          if (auto owner = c->owner.lock()) owner->on_abandoned_create(value);
+        }
+      },
+      hand_over(c));
+  if (rc != ZOK) {
+    intrusive_ptr_release(c.get());
+    return op->complete(zk_error(rc), {});
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::remove(std::string path, int version, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec);
+  in_session guard(this);
+  int rc = zoo_adelete(zh_, path.c_str(), version, void_completion, hand_over(op));
+  if (rc != ZOK) {
+    intrusive_ptr_release(op.get());
+    return op->complete(zk_error(rc));
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
+  auto op = pending<void(error_code, std::optional<node_stat>)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, std::nullopt);
+  boost::intrusive_ptr<exists_op> e(new exists_op);
+  e->op = op;
+  e->owner = weak_from_this();
+  if (watch) e->watch = *watch = new_watch(path, false);
+  auto done = [](int rc, const Stat* stat, const void* d) {
+    auto e = adopt<exists_op>(d);
+    if (e->watch && rc != ZOK && rc != ZNONODE) {
+      if (auto owner = e->owner.lock()) owner->drop_watch(e->watch.get());
+    }
+    if (rc == ZNONODE) return e->op->complete({}, std::nullopt);
+    if (rc != ZOK) return e->op->complete(zk_error(rc), std::nullopt);
+    e->op->complete({}, to_stat(stat));
+  };
+  in_session guard(this);
+  int rc = watch ? zoo_awexists(zh_, path.c_str(), node_watcher, e->watch.get(), done, hand_over(e))
+                 : zoo_aexists(zh_, path.c_str(), 0, done, hand_over(e));
+  if (rc != ZOK) {
+    intrusive_ptr_release(e.get());
+    if (e->watch) drop_watch(e->watch.get());
+    if (watch) *watch = nullptr;
+    return op->complete(zk_error(rc), std::nullopt);
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
+  auto op = pending<void(error_code, children_result)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
+  boost::intrusive_ptr<children_op> c(new children_op);
+  c->op = op;
+  c->owner = weak_from_this();
+  if (watch) c->watch = *watch = new_watch(path, true);
+  auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
+    auto c = adopt<children_op>(d);
+    if (c->watch && rc != ZOK) {
+      if (auto owner = c->owner.lock()) owner->drop_watch(c->watch.get());
+    }
+    children_result r;
+    if (rc == ZOK) {
+      if (strings) {
+        r.children.reserve(strings->count);
+        for (int i = 0; i < strings->count; ++i) r.children.emplace_back(strings->data[i]);
+      }
+      r.stat = to_stat(stat);
+    }
+    c->op->complete(zk_error(rc), std::move(r));
+  };
+  in_session guard(this);
+  int rc = watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
+                 : zoo_aget_children2(zh_, path.c_str(), 0, done, hand_over(c));
+  if (rc != ZOK) {
+    intrusive_ptr_release(c.get());
+    if (c->watch) drop_watch(c->watch.get());
+    if (watch) *watch = nullptr;
+    return op->complete(zk_error(rc), {});
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
+  auto op = pending<void(error_code, data_result)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
+  boost::intrusive_ptr<data_op> c(new data_op);
+  c->op = op;
+  c->owner = weak_from_this();
+  if (watch) c->watch = *watch = new_watch(path, false);
+  auto done = [](int rc, const char* value, int len, const Stat* stat, const void* d) {
+    auto c = adopt<data_op>(d);
+    if (c->watch && rc != ZOK) {
+      if (auto owner = c->owner.lock()) owner->drop_watch(c->watch.get());
+    }
+    data_result r;
+    if (rc == ZOK) {
+      if (value && len > 0) r.data.assign(value, static_cast<std::size_t>(len));
+      r.stat = to_stat(stat);
+    }
+    c->op->complete(zk_error(rc), std::move(r));
+  };
+  in_session guard(this);
+  int rc = watch ? zoo_awget(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
+                 : zoo_aget(zh_, path.c_str(), 0, done, hand_over(c));
+  if (rc != ZOK) {
+    intrusive_ptr_release(c.get());
+    if (c->watch) drop_watch(c->watch.get());
+    if (watch) *watch = nullptr;
+    return op->complete(zk_error(rc), {});
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
+  auto op = pending<void(error_code, node_stat)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
+  in_session guard(this);
+  int rc = zoo_aset(
+      zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+      [](int rc, const Stat* stat, const void* d) {
+        auto op = adopt<pending<void(error_code, node_stat)>>(d);
+        op->complete(zk_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
+      },
+      hand_over(op));
+  if (rc != ZOK) {
+    intrusive_ptr_release(op.get());
+    return op->complete(zk_error(rc), {});
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
+  auto op = pending<void(error_code, std::vector<multi_result>)>::make(std::move(h), ex_);
+  for (auto& o : ops)
+    if (auto ec = precheck(zh_, state_, o.path)) return op->complete(ec, {});
+  if (ops.empty()) {
+    if (!zh_) return op->complete(errc::not_connected, {});
+    return op->complete({}, {});
+  }
+  boost::intrusive_ptr<multi_state> m(new multi_state);
+  m->op = op;
+  m->ops = std::move(ops);
+  const std::size_t n = m->ops.size();
+  m->zops.resize(n);
+  m->zresults.resize(n);
+  m->path_buffers.resize(n);
+  m->stats.resize(n);
+  const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& o = m->ops[i];
+    switch (o.type) {
+      case multi_op::kind::create:
+        m->path_buffers[i].resize(o.path.size() + 32);
+        zoo_create_op_init(&m->zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), acl,
+                           to_flags(o.mode), m->path_buffers[i].data(), static_cast<int>(m->path_buffers[i].size()));
+        break;
+      case multi_op::kind::remove:
+        zoo_delete_op_init(&m->zops[i], o.path.c_str(), o.version);
+        break;
+      case multi_op::kind::set_data:
+        zoo_set_op_init(&m->zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version,
+                        &m->stats[i]);
+        break;
+      case multi_op::kind::check:
+        zoo_check_op_init(&m->zops[i], o.path.c_str(), o.version);
+        break;
+    }
+  }
+  in_session guard(this);
+  int rc = zoo_amulti(
+      zh_, static_cast<int>(n), m->zops.data(), m->zresults.data(),
+      [](int rc, const void* d) {
+        auto m = adopt<multi_state>(d);
+        std::vector<multi_result> results(m->ops.size());
+        error_code first;
+        for (std::size_t i = 0; i < m->ops.size(); ++i) {
+          results[i].rc = m->zresults[i].err;
+          if (m->zresults[i].err != ZOK && !first) first = zk_error(m->zresults[i].err);
+          if (m->ops[i].type == multi_op::kind::create && m->zresults[i].err == ZOK)
+            results[i].path = m->path_buffers[i].data();
+          if (m->ops[i].type == multi_op::kind::set_data && m->zresults[i].err == ZOK)
+            results[i].stat = to_stat(&m->stats[i]);
+        }
+        m->op->complete(rc == ZOK ? error_code{} : (first ? first : zk_error(rc)), std::move(results));
+      },
+      hand_over(m));
+  if (rc != ZOK) {
+    intrusive_ptr_release(m.get());
+    return op->complete(zk_error(rc), {});
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (!w) return op->complete(zk_errc::no_watcher);
+  if (auto ec = precheck(zh_, state_, w->path)) return op->complete(ec);
+  if (!w->registered) return op->complete(zk_errc::no_watcher);
+  boost::intrusive_ptr<remove_watch_op> r(new remove_watch_op);
+  r->op = op;
+  r->watch = w;
+  r->owner = weak_from_this();
+  in_session guard(this);
+  int rc = zoo_aremove_watches(
+      zh_, w->path.c_str(), w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA, node_watcher, w.get(), 0,
+      // The header declares a void_completion_t*, but the C client stores and calls it as a
+      // void_completion_t (as its own tests pass it).
+      reinterpret_cast<void_completion_t*>(&remove_watch_done), hand_over(r));
+  if (rc != ZOK) {
+    intrusive_ptr_release(r.get());
+    return op->complete(zk_error(rc));
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+namespace {
+void remove_watch_done(int rc, const void* d) {
+  auto r = adopt<remove_watch_op>(d);
+  if (rc == ZOK) {
+    if (auto owner = r->owner.lock()) owner->on_watch_removed(r->watch.get());
+  }
+  r->op->complete(zk_error(rc));
+}
+}  // namespace
+
+}  // namespace detail
+}  // namespace zklock
