@@ -1,0 +1,115 @@
+// The exclusive-lock recipe as a sans-I/O state machine: inputs are replies, watch events and
+// session changes; outputs are the requests to send next. No Asio, no ZooKeeper calls: the
+// mutex's async operation carries the actions out, and unit tests walk every interleaving.
+//
+// Recipe (ZooKeeper "Locks" recipe, Curator-compatible node names):
+//  1. create "<lock>/_c_<id>-lock-" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list <lock>;
+//  2. if our node has the lowest sequence among the contenders, we hold the lock;
+//  3. else set a data watch (getData) on the next-lower node only, and wait for it to go;
+//     if it was the head of the queue when we began to watch it, its deletion means we hold the
+//     lock; otherwise list again (it may have given up rather than released).
+#pragma once
+
+#include <zklock/error.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock::detail {
+
+/// Sequence number of a lock contender's node name: names ending in "-lock-<10 digits>"
+/// (Curator, zklock) or "__lock__<10 digits>" (kazoo); nullopt for anything else (ignored).
+std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept;
+
+struct contender {
+  std::string name;
+  std::int64_t sequence;
+};
+/// The contenders among `children`, in queue order (sequence, then name).
+std::vector<contender> queue_order(const std::vector<std::string>& children);
+
+enum class lock_mode { wait, try_once };
+
+struct lock_action {
+  enum kind {
+    create_and_list,    ///< create `path` (ephemeral sequential) and list `dir`, pipelined
+    list,               ///< list `dir`
+    ensure_parents,     ///< create `dir` and its missing ancestors as containers
+    watch_predecessor,  ///< getData with watch on `path`
+    remove_watch,       ///< remove our data watch on `path`
+    delete_node,        ///< delete `path`
+    stat_node,          ///< exists `path` (to learn its czxid after recovery)
+    wait_reconnect,     ///< nothing to send until the session is connected again
+    complete,           ///< the operation is over: see lock_fsm::result()
+  };
+  kind type;
+  std::string path;
+};
+
+struct lock_result {
+  error_code ec;
+  std::string node;            ///< full path of our lock node
+  std::int64_t fencing_token = 0;  ///< czxid of our lock node
+};
+
+class lock_fsm {
+ public:
+  using actions = std::vector<lock_action>;
+
+  lock_fsm(std::string dir, std::string client_id, lock_mode mode);
+
+  actions start();
+  actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
+  actions on_children(error_code ec, const std::vector<std::string>& children);
+  actions on_parents(error_code ec);
+  actions on_watch_set(error_code ec);          ///< reply to watch_predecessor
+  actions on_watch_event(bool deleted);         ///< the predecessor's watch fired
+  actions on_watch_removed(error_code ec);
+  actions on_deleted(error_code ec);
+  actions on_stat(error_code ec, std::int64_t czxid);
+  actions on_reconnected();
+  actions on_expired(error_code ec = errc::session_expired);
+  /// Stop: cancellation (operation_aborted) or timeout (errc::lock_timeout). Cleans up (our
+  /// node, our watch) before completing with `reason`.
+  actions cancel(error_code reason);
+
+  bool done() const noexcept { return phase_ == phase::done; }
+  const lock_result& result() const noexcept { return result_; }
+  const std::string& node_prefix() const noexcept { return prefix_; }
+  const std::string& predecessor() const noexcept { return predecessor_; }
+  bool predecessor_was_head() const noexcept { return predecessor_was_head_; }
+
+ private:
+  enum class phase { idle, acquiring, cleaning, done };
+  enum class retry { none, create, list, delete_node };
+
+  actions evaluate(const std::vector<std::string>& children);
+  actions acquired();
+  actions fail(error_code ec);          // clean up, then complete with ec
+  actions finish_cleaning_if_idle();
+  actions create_and_list();
+  actions after_connection_loss(retry what);
+
+  std::string dir_, prefix_, create_path_;
+  lock_mode mode_;
+  phase phase_ = phase::idle;
+  error_code reason_;           // completion error while cleaning
+
+  std::string node_;            // our node's path once known
+  std::int64_t czxid_ = 0;
+  bool create_outcome_unknown_ = false;  // create lost with the connection
+  bool pending_create_ = false, pending_list_ = false, pending_watch_ = false;
+  bool pending_remove_ = false, pending_delete_ = false, pending_stat_ = false;
+  bool watch_active_ = false;
+  bool node_gone_ = false;      // deleted (or never created) during cleanup
+  retry retry_ = retry::none;
+  int parent_attempts_ = 0;
+  std::string predecessor_;
+  bool predecessor_was_head_ = false;
+  lock_result result_;
+};
+
+}  // namespace zklock::detail

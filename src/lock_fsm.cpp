@@ -1,0 +1,314 @@
+#include <zklock/detail/lock_fsm.hpp>
+#include <zklock/path.hpp>
+
+#include <algorithm>
+
+namespace zklock::detail {
+
+std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
+  // "<anything>(-lock-|__lock__)(-?<10 digits>)": the pattern kazoo uses with
+  // extra_lock_patterns=["-lock-"]; the sign covers the server's sequence overflow.
+  if (name.size() < 10) return std::nullopt;
+  std::string_view digits = name.substr(name.size() - 10);
+  for (char c : digits)
+    if (c < '0' || c > '9') return std::nullopt;
+  std::string_view head = name.substr(0, name.size() - 10);
+  bool negative = false;
+  auto ends_with_marker = [](std::string_view h) {
+    return h.ends_with("-lock-") || h.ends_with("__lock__");
+  };
+  if (!ends_with_marker(head)) {
+    if (head.ends_with("-") && ends_with_marker(head.substr(0, head.size() - 1))) {
+      negative = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::int64_t v = 0;
+  for (char c : digits) v = v * 10 + (c - '0');
+  return negative ? -v : v;
+}
+
+std::vector<contender> queue_order(const std::vector<std::string>& children) {
+  std::vector<contender> q;
+  q.reserve(children.size());
+  for (const auto& c : children)
+    if (auto seq = lock_sequence(c)) q.push_back({c, *seq});
+  std::sort(q.begin(), q.end(), [](const contender& a, const contender& b) {
+    return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
+  });
+  return q;
+}
+
+namespace {
+bool is_connection_loss(const error_code& ec) { return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout; }
+bool is_session_gone(const error_code& ec) {
+  return ec == zk_errc::session_expired || ec == errc::session_expired || ec == zk_errc::invalid_state ||
+         ec == zk_errc::closing || ec == errc::session_closed || ec == errc::not_connected;
+}
+}  // namespace
+
+lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode)
+    : dir_(std::move(dir)), prefix_("_c_" + client_id + "-lock-"), create_path_(join_path(dir_, prefix_)), mode_(mode) {}
+
+lock_fsm::actions lock_fsm::start() {
+  phase_ = phase::acquiring;
+  return create_and_list();
+}
+
+lock_fsm::actions lock_fsm::create_and_list() {
+  pending_create_ = pending_list_ = true;
+  create_outcome_unknown_ = false;
+  node_.clear();
+  czxid_ = 0;
+  return {{lock_action::create_and_list, create_path_}};
+}
+
+lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
+  retry_ = what;
+  return {{lock_action::wait_reconnect, {}}};
+}
+
+lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_path, std::int64_t czxid) {
+  if (!pending_create_ || phase_ == phase::done) return {};
+  pending_create_ = false;
+  if (!ec) {
+    node_ = created_path;
+    czxid_ = czxid;
+    if (phase_ == phase::cleaning) {
+      pending_list_ = false;  // its reply is of no use now
+      return finish_cleaning_if_idle();
+    }
+    return {};  // the pipelined listing follows
+  }
+  pending_list_ = false;  // the pipelined listing fails the same way; ignore its reply
+  if (is_connection_loss(ec)) {
+    create_outcome_unknown_ = true;  // find our node by its id after the reconnect
+    return after_connection_loss(retry::list);
+  }
+  if (phase_ == phase::cleaning) {
+    node_gone_ = true;
+    return finish_cleaning_if_idle();
+  }
+  if (ec == zk_errc::no_node && parent_attempts_ < 5) {
+    ++parent_attempts_;
+    return {{lock_action::ensure_parents, dir_}};
+  }
+  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+}
+
+lock_fsm::actions lock_fsm::on_parents(error_code ec) {
+  if (phase_ == phase::done) return {};
+  if (phase_ == phase::cleaning) {
+    node_gone_ = true;
+    return finish_cleaning_if_idle();
+  }
+  if (!ec || ec == zk_errc::node_exists) return create_and_list();
+  if (is_connection_loss(ec)) return after_connection_loss(retry::create);
+  return fail(ec);
+}
+
+lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
+  if (!pending_list_ || phase_ == phase::done) return {};
+  pending_list_ = false;
+  if (!ec) return evaluate(children);
+  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (ec == zk_errc::no_node) {
+    // the lock dir is gone, so is any node of ours in it
+    node_.clear();
+    create_outcome_unknown_ = false;
+    if (phase_ == phase::cleaning) {
+      node_gone_ = true;
+      return finish_cleaning_if_idle();
+    }
+    return create_and_list();
+  }
+  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+}
+
+lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
+  auto q = queue_order(children);
+  if (node_.empty() && create_outcome_unknown_) {
+    // Protected creation: our create may have succeeded before the connection dropped.
+    for (const auto& c : children)
+      if (c.starts_with(prefix_)) {
+        node_ = join_path(dir_, c);
+        czxid_ = 0;  // learnt by stat_node if we get the lock
+        break;
+      }
+    create_outcome_unknown_ = false;
+  }
+  std::string_view mine = node_.empty() ? std::string_view{} : node_name(node_);
+  std::ptrdiff_t idx = -1;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (!mine.empty() && q[i].name == mine) idx = static_cast<std::ptrdiff_t>(i);
+
+  if (phase_ == phase::cleaning) {
+    if (idx < 0) node_gone_ = true;
+    return finish_cleaning_if_idle();
+  }
+  if (idx < 0) return create_and_list();  // never created, or our node vanished: queue again
+  if (idx == 0) return acquired();
+  if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
+  predecessor_ = join_path(dir_, q[static_cast<std::size_t>(idx) - 1].name);
+  predecessor_was_head_ = idx == 1;
+  pending_watch_ = true;
+  return {{lock_action::watch_predecessor, predecessor_}};
+}
+
+lock_fsm::actions lock_fsm::acquired() {
+  if (czxid_ == 0) {
+    pending_stat_ = true;
+    return {{lock_action::stat_node, node_}};
+  }
+  phase_ = phase::done;
+  result_ = {{}, node_, czxid_};
+  return {{lock_action::complete, {}}};
+}
+
+lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid) {
+  if (!pending_stat_ || phase_ == phase::done) return {};
+  pending_stat_ = false;
+  if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+  if (!ec) {
+    czxid_ = czxid;
+    return acquired();
+  }
+  if (ec == zk_errc::no_node) return create_and_list();
+  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+}
+
+lock_fsm::actions lock_fsm::on_watch_set(error_code ec) {
+  if (!pending_watch_ || phase_ == phase::done) return {};
+  pending_watch_ = false;
+  if (phase_ == phase::cleaning) {
+    if (!ec) {
+      watch_active_ = true;
+      pending_remove_ = true;
+      return {{lock_action::remove_watch, predecessor_}};
+    }
+    return finish_cleaning_if_idle();
+  }
+  if (!ec) {
+    watch_active_ = true;
+    return {};
+  }
+  if (ec == zk_errc::no_node) {
+    // gone before we could watch it (getData sets no watch on a missing node)
+    if (predecessor_was_head_) return acquired();
+    pending_list_ = true;
+    return {{lock_action::list, dir_}};
+  }
+  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+}
+
+lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
+  if (!watch_active_ || phase_ == phase::done) return {};
+  watch_active_ = false;
+  if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+  if (!deleted) {  // data changed: keep watching the same node
+    pending_watch_ = true;
+    return {{lock_action::watch_predecessor, predecessor_}};
+  }
+  if (predecessor_was_head_) return acquired();  // the head released: nobody is ahead of us
+  pending_list_ = true;
+  return {{lock_action::list, dir_}};
+}
+
+lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
+  if (!pending_remove_) return {};
+  pending_remove_ = false;
+  (void)ec;  // ok, or no_watcher when it fired meanwhile: either way it is gone
+  watch_active_ = false;
+  return finish_cleaning_if_idle();
+}
+
+lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
+  if (!pending_delete_) return {};
+  pending_delete_ = false;
+  if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
+  node_gone_ = true;  // ok, no_node, or the session is gone (ephemeral with it)
+  return finish_cleaning_if_idle();
+}
+
+lock_fsm::actions lock_fsm::on_reconnected() {
+  if (phase_ == phase::done) return {};
+  retry r = retry_;
+  retry_ = retry::none;
+  switch (r) {
+    case retry::none:
+      return {};
+    case retry::create:
+      if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+      return create_and_list();
+    case retry::list:
+      if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return finish_cleaning_if_idle();
+      pending_list_ = true;
+      return {{lock_action::list, dir_}};
+    case retry::delete_node:
+      pending_delete_ = true;
+      return {{lock_action::delete_node, node_}};
+  }
+  return {};
+}
+
+lock_fsm::actions lock_fsm::on_expired(error_code why) {
+  if (phase_ == phase::done) return {};
+  // Our ephemeral node and our watch died with the session.
+  error_code ec = phase_ == phase::cleaning ? reason_ : why;
+  phase_ = phase::done;
+  pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
+  watch_active_ = false;
+  retry_ = retry::none;
+  result_ = {ec, {}, 0};
+  return {{lock_action::complete, {}}};
+}
+
+lock_fsm::actions lock_fsm::cancel(error_code reason) {
+  if (phase_ != phase::acquiring) {
+    if (phase_ == phase::idle) {
+      phase_ = phase::done;
+      result_.ec = reason;
+      return {{lock_action::complete, {}}};
+    }
+    return {};
+  }
+  phase_ = phase::cleaning;
+  reason_ = reason;
+  actions out;
+  if (watch_active_) {
+    pending_remove_ = true;
+    out.push_back({lock_action::remove_watch, predecessor_});
+  }
+  auto rest = finish_cleaning_if_idle();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::fail(error_code ec) {
+  if (phase_ == phase::acquiring) return cancel(ec);
+  return {};
+}
+
+lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
+  if (phase_ != phase::cleaning) return {};
+  // Wait for what is in flight: a create whose outcome decides whether there is a node, a
+  // watch being set (to remove it), a removal or delete, or a reconnect.
+  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || retry_ != retry::none) return {};
+  if (create_outcome_unknown_ && node_.empty()) {
+    if (pending_list_) return {};
+    pending_list_ = true;
+    return {{lock_action::list, dir_}};
+  }
+  if (!node_.empty() && !node_gone_) {
+    pending_delete_ = true;
+    return {{lock_action::delete_node, node_}};
+  }
+  phase_ = phase::done;
+  result_ = {reason_, {}, 0};
+  return {{lock_action::complete, {}}};
+}
+
+}  // namespace zklock::detail
