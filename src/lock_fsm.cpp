@@ -7,7 +7,8 @@ namespace zklock::detail {
 
 std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
   // "<anything>(-lock-|__lock__)(-?<10 digits>)": the pattern kazoo uses with
-  // extra_lock_patterns=["-lock-"]; the sign covers the server's sequence overflow.
+  // extra_lock_patterns=["-lock-"], plus Curator's unprotected "lock-<seq>"; the sign covers
+  // the server's sequence overflow.
   if (name.size() < 10) return std::nullopt;
   std::string_view digits = name.substr(name.size() - 10);
   for (char c : digits)
@@ -15,7 +16,7 @@ std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
   std::string_view head = name.substr(0, name.size() - 10);
   bool negative = false;
   auto ends_with_marker = [](std::string_view h) {
-    return h.ends_with("-lock-") || h.ends_with("__lock__");
+    return h == "lock-" || h.ends_with("-lock-") || h.ends_with("__lock__");
   };
   if (!ends_with_marker(head)) {
     if (head.ends_with("-") && ends_with_marker(head.substr(0, head.size() - 1))) {

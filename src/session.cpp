@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -190,6 +191,16 @@ std::int64_t session_impl::session_id() const noexcept {
   return id ? id->client_id : 0;
 }
 
+session_credentials session_impl::credentials() const {
+  session_credentials c;
+  if (!zh_) return c;
+  if (const clientid_t* id = zoo_client_id(zh_)) {
+    c.id = id->client_id;
+    c.password.assign(id->passwd, sizeof id->passwd);
+  }
+  return c;
+}
+
 void session_impl::log(log_level level, std::string_view message) {
   if (level > opts_->log_threshold) return;
   if (opts_->log)
@@ -290,8 +301,13 @@ void session_impl::open_handle() {
   in_session guard(this);
   ever_connected_ = false;
   errno = 0;
-  zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher,
-                        static_cast<int>(opts_->session_timeout.count()), nullptr, this, 0, log_callback);
+  clientid_t resume{};
+  if (opts_->resume) {
+    resume.client_id = opts_->resume->id;
+    std::memcpy(resume.passwd, opts_->resume->password.data(), std::min(sizeof resume.passwd, opts_->resume->password.size()));
+  }
+  zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
+                        opts_->resume ? &resume : nullptr, this, 0, log_callback);
   if (!zh_) return;
   if (!opts_->digest_auth.empty()) {
     int rc = zoo_add_auth(zh_, "digest", opts_->digest_auth.data(),

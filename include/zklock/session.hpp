@@ -21,6 +21,12 @@ namespace zklock {
 
 namespace asio = boost::asio;
 
+/// A session's id and password, enough to re-attach to it.
+struct session_credentials {
+  std::int64_t id = 0;
+  std::string password;  // 16 bytes
+};
+
 struct session_options {
   /// "host:port[,host:port...][/chroot]".
   std::string connect = "127.0.0.1:2181";
@@ -38,6 +44,10 @@ struct session_options {
   /// Called (on the executor) with the path of a node whose create was cancelled by the caller
   /// but which the server created anyway. Default: log a warning.
   std::function<void(const std::string& path)> on_abandoned_create;
+  /// Re-attach to an existing session (id and password from session::credentials()) instead of
+  /// creating one, as the C client allows. Closing such a session ends it for its first owner
+  /// too (tests use this to expire a session on purpose).
+  std::optional<session_credentials> resume;
 };
 
 /// A one-shot watch registered by async_exists / async_get_children / async_get_data with a
@@ -119,6 +129,8 @@ class session {
   session_state state() const noexcept { return impl_->state(); }
   /// The server-assigned session id (0 before the first connect).
   std::int64_t session_id() const noexcept { return impl_->session_id(); }
+  /// Id and password of the current session (id 0 when none).
+  session_credentials credentials() const { return impl_->credentials(); }
   /// Requests sent and watch events received since construction (for benchmarks).
   std::uint64_t requests_sent() const noexcept { return impl_->requests_sent(); }
   std::uint64_t watch_events() const noexcept { return impl_->watch_events(); }

@@ -23,6 +23,7 @@ struct _zhandle;  // the C client's handle
 
 namespace zklock {
 struct session_options;
+struct session_credentials;
 }
 
 namespace zklock::detail {
@@ -61,6 +62,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   const session_options& options() const noexcept { return *opts_; }
   session_state state() const noexcept { return state_; }
   std::int64_t session_id() const noexcept;
+  session_credentials credentials() const;
   /// Counters for benchmarks and tests.
   std::uint64_t requests_sent() const noexcept { return requests_sent_; }
   std::uint64_t watch_events() const noexcept { return watch_events_; }

@@ -1,0 +1,39 @@
+// The smallest zklock program: connect, take a lock, do work, release.
+//   acquire_release [HOSTS] [PATH]
+#include <zklock/mutex.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio.hpp>
+
+#include <iostream>
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> run(std::string hosts, std::string path) {
+  zklock::session session{co_await asio::this_coro::executor, {.connect = hosts}};
+  co_await session.async_connect(asio::use_awaitable);
+
+  zklock::mutex lock{session, path};
+  auto guard = co_await lock.async_acquire(asio::use_awaitable);  // resumes when our turn comes
+  std::cout << "holding " << guard.node_path() << " fencing token " << guard.fencing_token() << "\n";
+  // ... critical section: send guard.fencing_token() with every write to the protected resource ...
+  co_await guard.async_release(asio::use_awaitable);
+  std::cout << "released\n";
+  co_await session.async_close(asio::use_awaitable);
+}
+
+int main(int argc, char** argv) {
+  std::string hosts = argc > 1 ? argv[1] : "127.0.0.1:2181";
+  std::string path = argc > 2 ? argv[2] : "/locks/example";
+  asio::io_context ioc;
+  asio::co_spawn(ioc, run(hosts, path), [](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const boost::system::system_error& err) {
+      std::cerr << "error: " << err.code().message() << "\n";
+      std::exit(1);
+    }
+  });
+  ioc.run();
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's demo command: installs what is missing, builds, starts a throwaway ZooKeeper,
+# runs the contention demo (several sessions, one thread, one lock) and stops the server.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+BUILD_DIR=${BUILD_DIR:-build}
+dir=$(mktemp -d /tmp/zklock-demo-XXXXXX)
+trap 'bash scripts/zk-server.sh stop "$dir"' EXIT
+connect=$(bash scripts/zk-server.sh start "$dir")
+echo "ZooKeeper at $connect" >&2
+"$BUILD_DIR/examples/contention_demo" --connect "$connect" "$@"

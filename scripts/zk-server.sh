@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Throwaway ZooKeeper for the demo and the benchmark.
+#   scripts/zk-server.sh start DIR [key=value ...]   -> prints "127.0.0.1:PORT", server runs in background
+#   scripts/zk-server.sh stop DIR                     -> kills it and removes DIR
+# Extra key=value pairs go into zoo.cfg (e.g. forceSync=no).
+set -euo pipefail
+cmd=$1 dir=$2
+shift 2
+case "$cmd" in
+  start)
+    mkdir -p "$dir/data"
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    {
+      echo "tickTime=2000"
+      echo "dataDir=$dir/data"
+      echo "clientPort=$port"
+      echo "clientPortAddress=127.0.0.1"
+      echo "admin.enableServer=false"
+      echo "4lw.commands.whitelist=*"
+      echo "maxClientCnxns=0"
+      for kv in "$@"; do echo "$kv"; done
+    } > "$dir/zoo.cfg"
+    java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
+      org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/server.log" 2>&1 &
+    echo $! > "$dir/pid"
+    for _ in $(seq 1 300); do
+      if python3 - "$port" <<'PY' 2>/dev/null; then echo "127.0.0.1:$port"; exit 0; fi
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"ruok")
+sys.exit(0 if s.recv(4) == b"imok" else 1)
+PY
+      sleep 0.1
+    done
+    echo "zookeeper did not start; log:" >&2
+    tail -20 "$dir/server.log" >&2
+    kill -9 "$(cat "$dir/pid")" 2>/dev/null || true
+    exit 1
+    ;;
+  stop)
+    if [ -f "$dir/pid" ]; then
+      pid=$(cat "$dir/pid")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$dir"
+    ;;
+  *) echo "usage: $0 start|stop DIR [key=value...]" >&2; exit 2 ;;
+esac

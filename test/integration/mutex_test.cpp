@@ -1,0 +1,331 @@
+// zklock::mutex against real servers; the exclusion log is the oracle.
+#include "common.hpp"
+#include "exclusion_log.hpp"
+#include "zk_server.hpp"
+
+#include <zklock/detail/lock_fsm.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+using namespace zklock;
+using zklock::test::exclusion_log;
+using zklock::test::zk_server;
+
+namespace {
+
+std::string temp_log(const char* name) {
+  auto p = std::filesystem::temp_directory_path() / (std::string("zklock-excl-") + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+std::int64_t seq_of(const std::string& node) {
+  return *detail::lock_sequence(node_name(node));
+}
+
+// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
+int server_watches(const zk_server& srv) {
+  auto out = srv.four_letter("wchs");
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
+  return -1;
+}
+
+struct fleet {
+  asio::io_context& ioc;
+  std::vector<std::unique_ptr<session>> sessions;
+  fleet(asio::io_context& ioc, const std::string& connect, int n) : ioc(ioc) {
+    for (int i = 0; i < n; ++i) sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(connect)));
+  }
+  asio::awaitable<void> connect() {
+    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("8 sessions x 100 acquisitions: no overlap, FIFO grants, increasing fencing tokens",
+          "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 8);
+  auto log_path = temp_log("fifo");
+  exclusion_log log(log_path);
+  std::vector<std::int64_t> granted_seq, tokens;
+  int finished = 0;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    for (int i = 0; i < 8; ++i) {
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        mutex m(*f.sessions[i], "/locks/fifo");
+        for (int k = 0; k < 100; ++k) {
+          auto g = co_await m.async_acquire(asio::use_awaitable);
+          log.enter("s" + std::to_string(i));
+          granted_seq.push_back(seq_of(g.node_path()));
+          tokens.push_back(g.fencing_token());
+          co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
+          log.leave("s" + std::to_string(i));
+          co_await g.async_release(asio::use_awaitable);
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    while (finished < 8) co_await sleep_for(20ms);
+    auto children = co_await f.sessions[0]->async_get_children("/locks/fifo", asio::use_awaitable);
+    CHECK(children.children.empty());
+  }(), 240s);
+  auto r = exclusion_log::check(log_path);
+  std::filesystem::remove(log_path);
+  CHECK(r.entries == 800);
+  CHECK(r.violations == 0);
+  REQUIRE(granted_seq.size() == 800);
+  CHECK(std::is_sorted(granted_seq.begin(), granted_seq.end()));        // FIFO by queue position
+  CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());  // strictly increasing
+}
+
+TEST_CASE("try-acquire: lock_busy when held, no node left; succeeds when free", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    mutex a(*f.sessions[0], "/locks/try"), b(*f.sessions[1], "/locks/try");
+    auto g = co_await a.async_try_acquire(asio::use_awaitable);
+    CHECK(g.owns_lock());
+    auto [ec, g2] = co_await b.async_try_acquire(tuple_awaitable);
+    CHECK(ec == errc::lock_busy);
+    CHECK_FALSE(g2.owns_lock());
+    auto ch = co_await f.sessions[0]->async_get_children("/locks/try", asio::use_awaitable);
+    CHECK(ch.children.size() == 1);
+    co_await g.async_release(asio::use_awaitable);
+    auto g3 = co_await b.async_try_acquire(asio::use_awaitable);
+    CHECK(g3.owns_lock());
+  }());
+}
+
+TEST_CASE("timeout and cancellation at every step leave the lock dir as it was", "[integration][mutex][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    mutex holder_m(*f.sessions[0], "/locks/cancel/x");
+    auto held = co_await holder_m.async_acquire(asio::use_awaitable);
+    mutex m(*f.sessions[1], "/locks/cancel/x");
+
+    auto [ec, g] = co_await m.async_acquire_for(300ms, tuple_awaitable);
+    CHECK(ec == errc::lock_timeout);
+    CHECK_FALSE(g.owns_lock());
+
+    // cancel after 0..40 polls of the io_context: hits the create in flight, the listing, the
+    // watch being set and the wait
+    for (int polls = 0; polls <= 40; polls += 2) {
+      CAPTURE(polls);
+      asio::cancellation_signal sig;
+      error_code got;
+      bool done = false;
+      m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code e, lock_guard) {
+        got = e;
+        done = true;
+      }));
+      for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+      sig.emit(asio::cancellation_type::terminal);
+      while (!done) co_await sleep_for(1ms);
+      CHECK(got == asio::error::operation_aborted);
+      auto ch = co_await f.sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
+      CHECK(ch.children.size() == 1);  // only the holder's node
+    }
+    CHECK(server_watches(srv) == 0);
+    co_await held.async_release(asio::use_awaitable);
+    auto ch = co_await f.sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
+    CHECK(ch.children.empty());
+  }(), 120s);
+}
+
+TEST_CASE("a release wakes exactly one waiter", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 9);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    mutex head(*f.sessions[0], "/locks/herd");
+    auto g = co_await head.async_acquire(asio::use_awaitable);
+    std::vector<std::unique_ptr<mutex>> ms;
+    std::vector<lock_guard> guards(9);
+    int granted = 0;
+    for (int i = 1; i < 9; ++i) {
+      ms.push_back(std::make_unique<mutex>(*f.sessions[i], "/locks/herd"));
+      ms.back()->async_acquire([&, i](error_code ec, lock_guard lg) {
+        CHECK_FALSE(ec);
+        guards[i] = std::move(lg);
+        ++granted;
+      });
+    }
+    co_await sleep_for(500ms);  // all queued and watching
+    auto events = [&] {
+      std::uint64_t n = 0;
+      for (auto& s : f.sessions) n += s->watch_events();
+      return n;
+    };
+    CHECK(server_watches(srv) == 8);
+    auto before = events();
+    co_await g.async_release(asio::use_awaitable);
+    for (int expected = 1; expected <= 8; ++expected) {
+      while (granted < expected) co_await sleep_for(1ms);
+      co_await sleep_for(50ms);  // would any other waiter wake?
+      CHECK(granted == expected);
+      CHECK(events() - before == static_cast<std::uint64_t>(expected));
+      for (auto& lg : guards)
+        if (lg.owns_lock()) co_await lg.async_release(asio::use_awaitable);
+    }
+  }(), 120s);
+}
+
+TEST_CASE("1,000 pending acquires on one thread", "[integration][mutex][scale]") {
+  zk_server srv;
+  int threads_before = thread_count();
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 10);
+  int granted = 0;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    std::vector<std::unique_ptr<mutex>> ms;
+    for (auto& s : f.sessions) ms.push_back(std::make_unique<mutex>(*s, "/locks/many"));
+    for (int i = 0; i < 1000; ++i) {
+      ms[i % 10]->async_acquire([&](error_code ec, lock_guard g) {
+        CHECK_FALSE(ec);
+        ++granted;
+        // released when g goes out of scope: the background release hands over
+      });
+    }
+    co_await sleep_for(200ms);
+    CHECK(thread_count() == threads_before);
+    while (granted < 1000) co_await sleep_for(20ms);
+    co_await sleep_for(200ms);
+    auto ch = co_await f.sessions[0]->async_get_children("/locks/many", asio::use_awaitable);
+    CHECK(ch.children.empty());
+  }(), 180s);
+  CHECK(granted == 1000);
+  CHECK(thread_count() == threads_before);
+}
+
+TEST_CASE("the guard reports lock lost when its session expires", "[integration][mutex][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 2000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/lost");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    CHECK(g.status() == lock_status::held);
+    mutex m2(other, "/locks/lost");
+    error_code other_ec;
+    lock_guard other_guard;
+    bool other_done = false;
+    m2.async_acquire([&](error_code ec, lock_guard lg) {
+      other_ec = ec;
+      other_guard = std::move(lg);
+      other_done = true;
+    });
+
+    auto opts = options_for(srv.connect_string(), 2000ms);
+    opts.resume = s.credentials();
+    session thief(co_await asio::this_coro::executor, opts);
+    co_await thief.async_connect(asio::use_awaitable);
+    co_await thief.async_close(asio::use_awaitable);
+
+    auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+    CHECK(lost == errc::lock_lost);
+    CHECK(g.status() == lock_status::lost);
+    CHECK_FALSE(g.owns_lock());
+    while (!other_done) co_await sleep_for(10ms);
+    CHECK_FALSE(other_ec);
+    CHECK(other_guard.owns_lock());
+    CHECK(other_guard.fencing_token() > g.fencing_token());
+    auto [rel] = co_await g.async_release(tuple_awaitable);
+    CHECK(rel == errc::lock_lost);
+  }());
+}
+
+TEST_CASE("a suspended connection makes the guard report maybe_lost, then held again", "[integration][mutex][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 15000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/suspend");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    srv.restart();
+    co_await await_state(s, session_state::suspended);
+    CHECK(g.status() == lock_status::maybe_lost);
+    CHECK(g.owns_lock());
+    co_await await_state(s, session_state::reconnected);
+    CHECK(g.status() == lock_status::held);
+    co_await g.async_release(asio::use_awaitable);
+  }(), 120s);
+}
+
+TEST_CASE("guard destroyed without release still releases; double release is an error", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    mutex a(*f.sessions[0], "/locks/raii"), b(*f.sessions[1], "/locks/raii");
+    {
+      auto g = co_await a.async_acquire(asio::use_awaitable);
+      CHECK(g.node_path().starts_with("/locks/raii/_c_"));
+    }  // dropped: released in the background
+    auto g2 = co_await b.async_acquire_for(10s, asio::use_awaitable);
+    CHECK(g2.owns_lock());
+    co_await g2.async_release(asio::use_awaitable);
+    auto [ec] = co_await g2.async_release(tuple_awaitable);
+    CHECK(ec == errc::already_released);
+    lock_guard empty;
+    auto [ec2] = co_await empty.async_release(tuple_awaitable);
+    CHECK(ec2 == errc::already_released);
+  }());
+}
+
+TEST_CASE("reentrant acquire by the same owner", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    mutex m(*f.sessions[0], "/locks/reentrant"), other(*f.sessions[1], "/locks/reentrant");
+    owner_id job{42};
+    auto g1 = co_await m.async_acquire(job, asio::use_awaitable);
+    auto g2 = co_await m.async_acquire(job, asio::use_awaitable);
+    CHECK(g2.node_path() == g1.node_path());
+    CHECK(g1.hold_count() == 2);
+    // a different owner on the same mutex object queues like anyone else
+    auto [ec, g3] = co_await m.async_acquire_for(200ms, tuple_awaitable);
+    CHECK(ec == errc::lock_timeout);
+    co_await g2.async_release(asio::use_awaitable);
+    auto [ec2, g4] = co_await other.async_try_acquire(tuple_awaitable);
+    CHECK(ec2 == errc::lock_busy);  // still held by the first hold
+    co_await g1.async_release(asio::use_awaitable);
+    auto g5 = co_await other.async_try_acquire(asio::use_awaitable);
+    CHECK(g5.owns_lock());
+  }());
+}
+
+TEST_CASE("bad lock paths fail at once", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex bad(s, "locks/x");
+    auto [ec, g] = co_await bad.async_acquire(tuple_awaitable);
+    CHECK(ec == errc::path_not_absolute);
+    mutex bad2(s, "/locks//x");
+    auto [ec2, g2] = co_await bad2.async_try_acquire(tuple_awaitable);
+    CHECK(ec2 == errc::path_empty_segment);
+  }());
+}

@@ -1,0 +1,479 @@
+// The session against real ZooKeeper servers started by the fixture.
+#include "common.hpp"
+#include "zk_server.hpp"
+
+#include <future>
+#include <thread>
+
+using namespace zklock;
+using zklock::test::zk_server;
+
+TEST_CASE("connect, CRUD, multi, and every completion token", "[integration][session]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    CHECK(s.state() == session_state::connected);
+    CHECK(s.session_id() != 0);
+
+    auto r = co_await s.async_create("/crud", "v1", create_mode::persistent, asio::use_awaitable);
+    CHECK(r.path == "/crud");
+    CHECK(r.stat.czxid > 0);
+    auto [ec, r2] = co_await s.async_create("/crud", "", create_mode::persistent, tuple_awaitable);
+    CHECK(ec == zk_errc::node_exists);
+    auto seq1 = co_await s.async_create("/crud/s-", "", create_mode::persistent_sequential, asio::use_awaitable);
+    auto seq2 = co_await s.async_create("/crud/s-", "", create_mode::ephemeral_sequential, asio::use_awaitable);
+    CHECK(seq1.path == "/crud/s-0000000000");
+    CHECK(seq2.path == "/crud/s-0000000001");
+    CHECK(seq2.stat.ephemeral_owner == s.session_id());
+    auto c = co_await s.async_create("/crud/container", "", create_mode::container, asio::use_awaitable);
+    CHECK(c.path == "/crud/container");
+
+    auto d = co_await s.async_get_data("/crud", asio::use_awaitable);
+    CHECK(d.data == "v1");
+    auto st = co_await s.async_set_data("/crud", "v2", d.stat.version, asio::use_awaitable);
+    CHECK(st.version == d.stat.version + 1);
+    auto [ec2, st2] = co_await s.async_set_data("/crud", "v3", d.stat.version, tuple_awaitable);
+    CHECK(ec2 == zk_errc::bad_version);
+
+    auto ch = co_await s.async_get_children("/crud", asio::use_awaitable);
+    CHECK(ch.children.size() == 3);
+    CHECK(ch.stat.num_children == 3);
+
+    auto ex = co_await s.async_exists("/crud/nope", asio::use_awaitable);
+    CHECK_FALSE(ex.has_value());
+    auto ex2 = co_await s.async_exists("/crud", asio::use_awaitable);
+    REQUIRE(ex2.has_value());
+    CHECK(ex2->num_children == 3);
+
+    auto [ec3] = co_await s.async_delete("/crud/s-0000000000", 7, tuple_awaitable);
+    CHECK(ec3 == zk_errc::bad_version);
+    co_await s.async_delete("/crud/s-0000000000", 0, asio::use_awaitable);
+
+    // multi: all or nothing
+    auto [ec4, res4] = co_await s.async_multi(
+        {multi_op::create("/crud/m1"), multi_op::create("/crud/m1")}, tuple_awaitable);
+    CHECK(ec4 == zk_errc::node_exists);
+    CHECK_FALSE(co_await s.async_exists("/crud/m1", asio::use_awaitable));
+    auto res5 = co_await s.async_multi({multi_op::create("/crud/m1", "x"), multi_op::set_data("/crud/m1", "y"),
+                                        multi_op::check("/crud", -1), multi_op::remove("/crud/container")},
+                                       asio::use_awaitable);
+    REQUIRE(res5.size() == 4);
+    CHECK(res5[0].path == "/crud/m1");
+    CHECK(res5[1].stat.version == 1);
+    CHECK((co_await s.async_get_data("/crud/m1", asio::use_awaitable)).data == "y");
+
+    // deferred
+    auto deferred_op = s.async_exists("/crud", asio::deferred);
+    auto ex3 = co_await std::move(deferred_op)(asio::use_awaitable);
+    CHECK(ex3.has_value());
+  }());
+
+  // plain callback
+  bool called = false;
+  s.async_get_data("/crud", [&](error_code ec, data_result d) {
+    CHECK_FALSE(ec);
+    CHECK(d.data == "v2");
+    called = true;
+  });
+  CHECK_FALSE(called);  // never inline from the initiating call
+  ioc.restart();
+  while (!called) ioc.run_one_for(5s);
+  CHECK(called);
+
+  // use_future, with the io_context running on another thread
+  std::thread runner;
+  {
+    auto guard = asio::make_work_guard(ioc);
+    ioc.restart();
+    runner = std::thread([&] { ioc.run(); });
+    std::promise<std::future<std::optional<node_stat>>> p;
+    asio::post(ioc, [&] { p.set_value(s.async_exists("/crud", asio::use_future)); });
+    auto f = p.get_future().get();
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    CHECK(f.get().has_value());
+    std::promise<void> closed;
+    asio::post(ioc, [&] { s.async_close([&](error_code) { closed.set_value(); }); });
+    closed.get_future().wait_for(10s);
+  }
+  runner.join();
+  CHECK(s.state() == session_state::closed);
+}
+
+TEST_CASE("bad input fails at once with a distinct error and sends nothing", "[integration][session]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    auto sent = s.requests_sent();
+    for (auto [path, want] : std::vector<std::pair<std::string, errc>>{
+             {"", errc::path_empty},
+             {"a/b", errc::path_not_absolute},
+             {"/a/", errc::path_trailing_slash},
+             {"/a//b", errc::path_empty_segment},
+             {"/a/../b", errc::path_relative_segment},
+             {"/a/\x01", errc::path_control_character}}) {
+      auto [ec, r] = co_await s.async_create(path, "", create_mode::persistent, tuple_awaitable);
+      CHECK(ec == want);
+      auto [ec2, r2] = co_await s.async_get_children(path, tuple_awaitable);
+      CHECK(ec2 == want);
+    }
+    CHECK(s.requests_sent() == sent);
+  }());
+  for (auto [connect, want] : std::vector<std::pair<std::string, error_code>>{
+           {"", errc::empty_connect_string},
+           {"localhost", errc::malformed_connect_string},
+           {"127.0.0.1:2181/bad/", errc::path_trailing_slash}}) {
+    session bad(ioc.get_executor(), options_for(connect));
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+      auto [ec] = co_await bad.async_connect(tuple_awaitable);
+      CHECK(ec == want);
+      CHECK(bad.state() == session_state::disconnected);
+    }());
+  }
+}
+
+TEST_CASE("chroot and multiple hosts in the connect string", "[integration][session]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session root(ioc.get_executor(), options_for(srv.connect_string()));
+  // a dead port first: the client must move on to the live one
+  session chrooted(ioc.get_executor(), options_for("127.0.0.1:" + std::to_string(zklock::test::free_port()) + "," +
+                                                   srv.connect_string() + "/app"));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await root.async_connect(asio::use_awaitable);
+    co_await root.async_create("/app", "", create_mode::persistent, asio::use_awaitable);
+    co_await chrooted.async_connect(asio::use_awaitable);
+    auto r = co_await chrooted.async_create("/x", "", create_mode::persistent, asio::use_awaitable);
+    CHECK(r.path == "/x");
+    CHECK((co_await root.async_exists("/app/x", asio::use_awaitable)).has_value());
+  }());
+}
+
+TEST_CASE("watches fire on the io_context's thread", "[integration][session][watch]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  auto test_thread = std::this_thread::get_id();
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    watch w_exists, w_children, w_data;
+    CHECK_FALSE(co_await a.async_exists("/w", w_exists, asio::use_awaitable));
+    REQUIRE(w_exists.valid());
+    co_await b.async_create("/w", "1", create_mode::persistent, asio::use_awaitable);
+    auto ev = co_await w_exists.async_wait(asio::use_awaitable);
+    CHECK(ev.type == watch_event_type::created);
+    CHECK(ev.path == "/w");
+    CHECK(std::this_thread::get_id() == test_thread);
+
+    co_await a.async_get_children("/w", w_children, asio::use_awaitable);
+    co_await a.async_get_data("/w", w_data, asio::use_awaitable);
+    co_await b.async_create("/w/c", "", create_mode::ephemeral, asio::use_awaitable);
+    co_await b.async_set_data("/w", "2", -1, asio::use_awaitable);
+    auto ev2 = co_await w_children.async_wait(asio::use_awaitable);
+    CHECK(ev2.type == watch_event_type::child);
+    auto ev3 = co_await w_data.async_wait(asio::use_awaitable);
+    CHECK(ev3.type == watch_event_type::changed);
+    CHECK(std::this_thread::get_id() == test_thread);
+
+    // one-shot: a second change is not seen by the fired watch; a fresh watch sees deletion
+    watch w_del;
+    co_await a.async_exists("/w/c", w_del, asio::use_awaitable);
+    co_await b.async_delete("/w/c", -1, asio::use_awaitable);
+    auto ev4 = co_await w_del.async_wait(asio::use_awaitable);
+    CHECK(ev4.type == watch_event_type::deleted);
+
+    // a watch on a missing node via get_data is not set
+    watch none;
+    auto [ec, d] = co_await a.async_get_data("/nope", none, tuple_awaitable);
+    CHECK(ec == zk_errc::no_node);
+    CHECK_FALSE(none.valid());
+  }());
+}
+
+TEST_CASE("cancelling pending operations and watches", "[integration][session][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await s.async_create("/c", "", create_mode::persistent, asio::use_awaitable);
+
+    // a watch wait cancelled by a timer: operation_aborted, and the watch stays usable
+    watch w;
+    co_await s.async_get_data("/c", w, asio::use_awaitable);
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer t(co_await asio::this_coro::executor, 100ms);
+    auto r = co_await (w.async_wait(tuple_awaitable) || t.async_wait(tuple_awaitable));
+    CHECK(r.index() == 1);
+    co_await s.async_set_data("/c", "x", -1, asio::use_awaitable);
+    auto ev = co_await w.async_wait(asio::use_awaitable);
+    CHECK(ev.type == watch_event_type::changed);
+
+    // removing a watch from the server: the waiter sees not_watching
+    watch w2;
+    co_await s.async_get_data("/c", w2, asio::use_awaitable);
+    co_await s.async_remove_watch(w2, asio::use_awaitable);
+    auto ev2 = co_await w2.async_wait(asio::use_awaitable);
+    CHECK(ev2.type == watch_event_type::not_watching);
+    auto [ec_rm] = co_await s.async_remove_watch(w2, tuple_awaitable);
+    CHECK(ec_rm == zk_errc::no_watcher);
+
+    // an operation cancelled through its slot completes with operation_aborted at once
+    asio::cancellation_signal sig;
+    error_code got;
+    bool done = false;
+    s.async_get_children("/c", asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, children_result) {
+                           got = ec;
+                           done = true;
+                         }));
+    sig.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(200ms);
+    CHECK(done);
+    CHECK(got == asio::error::operation_aborted);
+
+    // a cancelled create that the server performs anyway is reported
+    std::string abandoned;
+    bool created_done = false;
+    asio::cancellation_signal sig2;
+    s.async_create("/c/orphan", "", create_mode::ephemeral,
+                   asio::bind_cancellation_slot(sig2.slot(), [&](error_code ec, create_result) {
+                     CHECK(ec == asio::error::operation_aborted);
+                     created_done = true;
+                   }));
+    sig2.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(300ms);
+    CHECK(created_done);
+    CHECK((co_await s.async_exists("/c/orphan", asio::use_awaitable)).has_value());
+  }());
+}
+
+TEST_CASE("abandoned creates go to the user's hook", "[integration][session][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  std::vector<std::string> abandoned;
+  auto opts = options_for(srv.connect_string());
+  opts.on_abandoned_create = [&](const std::string& p) { abandoned.push_back(p); };
+  session s(ioc.get_executor(), opts);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    asio::cancellation_signal sig;
+    s.async_create("/orphan-", "", create_mode::ephemeral_sequential,
+                   asio::bind_cancellation_slot(sig.slot(), [](error_code, create_result) {}));
+    sig.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(300ms);
+    REQUIRE(abandoned.size() == 1);
+    CHECK(abandoned[0] == "/orphan-0000000000");
+  }());
+}
+
+TEST_CASE("digest auth and creator-only ACL: others get no_auth", "[integration][session][auth]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto owner_opts = options_for(srv.connect_string());
+  owner_opts.digest_auth = "alice:secret";
+  owner_opts.default_acl = acl_policy::creator_all;
+  session owner(ioc.get_executor(), owner_opts);
+  session stranger(ioc.get_executor(), options_for(srv.connect_string()));
+  auto bob_opts = options_for(srv.connect_string());
+  bob_opts.digest_auth = "bob:other";
+  session bob(ioc.get_executor(), bob_opts);
+  auto alice2_opts = options_for(srv.connect_string());
+  alice2_opts.digest_auth = "alice:secret";
+  session alice2(ioc.get_executor(), alice2_opts);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await owner.async_connect(asio::use_awaitable);
+    co_await stranger.async_connect(asio::use_awaitable);
+    co_await bob.async_connect(asio::use_awaitable);
+    co_await alice2.async_connect(asio::use_awaitable);
+    co_await owner.async_create("/secret", "data", create_mode::persistent, asio::use_awaitable);
+    auto [ec, d] = co_await stranger.async_get_data("/secret", tuple_awaitable);
+    CHECK(ec == zk_errc::no_auth);
+    auto [ec2, d2] = co_await bob.async_get_data("/secret", tuple_awaitable);
+    CHECK(ec2 == zk_errc::no_auth);
+    auto d3 = co_await alice2.async_get_data("/secret", asio::use_awaitable);
+    CHECK(d3.data == "data");
+  }());
+}
+
+TEST_CASE("a server restart is seen as suspended, then reconnected; watches survive",
+          "[integration][session][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 10000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string(), 10000ms));
+  std::vector<session_state> seen;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    auto id = s.session_id();
+    co_await s.async_create("/r", "", create_mode::persistent, asio::use_awaitable);
+    watch w;
+    co_await s.async_get_data("/r", w, asio::use_awaitable);
+    // restart twice: the C client usually reopens its socket under the same fd number
+    for (int round = 0; round < 2; ++round) {
+      srv.restart();
+      co_await await_state(s, session_state::suspended);
+      seen.push_back(s.state());
+      co_await await_state(s, session_state::reconnected);
+      seen.push_back(s.state());
+      CHECK(s.session_id() == id);
+      // the loop still works after re-registering the socket
+      auto d = co_await s.async_get_data("/r", asio::use_awaitable);
+      CHECK(d.data.empty());
+    }
+    co_await await_state(other, session_state::reconnected);
+    co_await other.async_set_data("/r", "after", -1, asio::use_awaitable);
+    auto ev = co_await w.async_wait(asio::use_awaitable);
+    CHECK(ev.type == watch_event_type::changed);
+  }(), 120s);
+  CHECK(seen == std::vector<session_state>{session_state::suspended, session_state::reconnected,
+                                           session_state::suspended, session_state::reconnected});
+}
+
+TEST_CASE("session expiry is seen as expired; watches end; the session can restart",
+          "[integration][session][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 2000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    auto first_id = s.session_id();
+    co_await s.async_create("/eph", "", create_mode::ephemeral, asio::use_awaitable);
+    watch w;
+    co_await s.async_exists("/never", w, asio::use_awaitable);
+
+    // expire it: attach a second handle to the same session and close that
+    auto opts = options_for(srv.connect_string(), 2000ms);
+    opts.resume = s.credentials();
+    session thief(co_await asio::this_coro::executor, opts);
+    co_await thief.async_connect(asio::use_awaitable);
+    co_await thief.async_close(asio::use_awaitable);
+
+    co_await await_state(s, session_state::expired);
+    auto [ec, ev] = co_await w.async_wait(tuple_awaitable);
+    CHECK(ec == errc::session_expired);
+    auto [ec2, st] = co_await s.async_exists("/eph", tuple_awaitable);
+    CHECK(ec2 == errc::session_expired);
+
+    co_await s.async_connect(asio::use_awaitable);  // a new session
+    CHECK(s.state() == session_state::connected);
+    CHECK(s.session_id() != first_id);
+    CHECK_FALSE(co_await s.async_exists("/eph", asio::use_awaitable));
+  }());
+}
+
+TEST_CASE("pausing the server past the session timeout expires the session", "[integration][session][fault][slow]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 1000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    srv.pause();
+    co_await await_state(s, session_state::suspended);
+    co_await sleep_for(3s);
+    srv.resume();
+    co_await await_state(s, session_state::expired);
+  }());
+}
+
+TEST_CASE("close is graceful: ephemerals vanish at once", "[integration][session]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
+  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await watcher.async_connect(asio::use_awaitable);
+    co_await s.async_create("/gone", "", create_mode::ephemeral, asio::use_awaitable);
+    watch w;
+    co_await watcher.async_exists("/gone", w, asio::use_awaitable);
+    auto t0 = std::chrono::steady_clock::now();
+    co_await s.async_close(asio::use_awaitable);
+    auto ev = co_await w.async_wait(asio::use_awaitable);
+    CHECK(ev.type == watch_event_type::deleted);
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);  // far below the 20 s session timeout
+    auto [ec, r] = co_await s.async_get_data("/", tuple_awaitable);
+    CHECK(ec == errc::session_closed);
+  }());
+}
+
+TEST_CASE("connecting to a dead port fails within the connect timeout", "[integration][session][fault]") {
+  asio::io_context ioc;
+  auto opts = options_for("127.0.0.1:" + std::to_string(zklock::test::free_port()));
+  opts.connect_timeout = 1500ms;
+  session s(ioc.get_executor(), opts);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    auto t0 = std::chrono::steady_clock::now();
+    auto [ec] = co_await s.async_connect(tuple_awaitable);
+    auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(ec == errc::connect_timeout);
+    CHECK(took >= 1400ms);
+    CHECK(took < 5s);
+    CHECK(s.state() == session_state::disconnected);
+  }());
+}
+
+TEST_CASE("connecting and running operations adds no thread", "[integration][session]") {
+  zk_server srv;
+  int before = thread_count();
+  asio::io_context ioc;
+  std::vector<std::unique_ptr<session>> sessions;
+  for (int i = 0; i < 4; ++i) sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string())));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
+    co_await sessions[0]->async_create("/t", "", create_mode::persistent, asio::use_awaitable);
+    for (auto& s : sessions) {
+      mutex m(*s, "/t/lock");
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      co_await g.async_release(asio::use_awaitable);
+    }
+    CHECK(thread_count() == before);
+  }());
+  CHECK(thread_count() == before);
+}
+
+TEST_CASE("the C client's log goes to the user's sink", "[integration][session]") {
+  asio::io_context ioc;
+  std::vector<std::string> lines;
+  auto opts = options_for("127.0.0.1:" + std::to_string(zklock::test::free_port()));
+  opts.connect_timeout = 1000ms;
+  opts.log_threshold = log_level::info;
+  opts.log = [&](log_level, std::string_view m) { lines.emplace_back(m); };
+  session s(ioc.get_executor(), opts);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await s.async_connect(tuple_awaitable);
+    CHECK(ec == errc::connect_timeout);
+  }());
+  CHECK_FALSE(lines.empty());
+}
+
+TEST_CASE("a 3-node ensemble survives losing the member we talk to", "[integration][session][ensemble][slow]") {
+  zklock::test::zk_ensemble ens(3);
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(ens.connect_string(), 10000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await s.async_create("/e", "1", create_mode::persistent, asio::use_awaitable);
+    co_await s.async_create("/e/eph", "", create_mode::ephemeral, asio::use_awaitable);
+    auto id = s.session_id();
+    // find and kill the member this session is connected to
+    for (int i = 0; i < ens.size(); ++i) {
+      auto cons = ens.four_letter(i, "cons");
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "sid=0x%llx", static_cast<unsigned long long>(id));
+      if (cons.find(hex) != std::string::npos) {
+        ens.kill(i);
+        break;
+      }
+    }
+    co_await await_state(s, session_state::suspended);
+    co_await await_state(s, session_state::reconnected, 60s);
+    CHECK(s.session_id() == id);
+    CHECK((co_await s.async_exists("/e/eph", asio::use_awaitable)).has_value());
+  }(), 120s);
+}

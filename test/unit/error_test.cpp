@@ -1,0 +1,83 @@
+#include <zklock/error.hpp>
+#include <zklock/path.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+using namespace zklock;
+
+TEST_CASE("every ZooKeeper return code has its own message", "[unit][error]") {
+  const int codes[] = {-1, -2, -3, -4, -5, -6, -7, -8, -9, -13, -14, -15, -100, -101, -102, -103,
+                       -108, -110, -111, -112, -113, -114, -115, -116, -117, -118, -119, -120, -121,
+                       -123, -124, -127};
+  std::set<std::string> messages;
+  for (int c : codes) {
+    error_code ec = zk_error(c);
+    CHECK(ec);
+    CHECK(ec.category() == zk_category());
+    CHECK(std::string(ec.category().name()) == "zookeeper");
+    CHECK(ec.message().find("unknown") == std::string::npos);
+    messages.insert(ec.message());
+  }
+  CHECK(messages.size() == std::size(codes));
+  CHECK_FALSE(zk_error(0));
+  CHECK(zk_error(-4) == zk_errc::connection_loss);
+  CHECK(make_error_code(zk_errc::no_node).value() == -101);
+  CHECK(zk_error(-999).message().find("unknown") != std::string::npos);
+}
+
+TEST_CASE("zklock's own conditions have their own category and messages", "[unit][error]") {
+  std::set<std::string> messages;
+  for (int v = static_cast<int>(errc::empty_connect_string); v <= static_cast<int>(errc::reentrancy_owner_mismatch); ++v) {
+    error_code ec = static_cast<errc>(v);
+    CHECK(ec.category() == zklock_category());
+    CHECK(ec.message().find("unknown") == std::string::npos);
+    messages.insert(ec.message());
+  }
+  CHECK(messages.size() == static_cast<std::size_t>(errc::reentrancy_owner_mismatch) - static_cast<std::size_t>(errc::empty_connect_string) + 1);
+  CHECK(error_code(errc::lock_lost) != error_code(zk_errc::session_expired));
+}
+
+TEST_CASE("path validation gives a distinct error for each problem", "[unit][path]") {
+  CHECK_FALSE(validate_path("/"));
+  CHECK_FALSE(validate_path("/a"));
+  CHECK_FALSE(validate_path("/locks/orders/42"));
+  CHECK_FALSE(validate_path("/a/.b/..c/b..")); // dots inside names are fine
+  CHECK(validate_path("") == errc::path_empty);
+  CHECK(validate_path("locks/a") == errc::path_not_absolute);
+  CHECK(validate_path("/a/") == errc::path_trailing_slash);
+  CHECK(validate_path("/a//b") == errc::path_empty_segment);
+  CHECK(validate_path("/a/./b") == errc::path_relative_segment);
+  CHECK(validate_path("/a/..") == errc::path_relative_segment);
+  CHECK(validate_path("/.") == errc::path_relative_segment);
+  CHECK(validate_path(std::string("/a\0b", 4)) == errc::path_control_character);
+  CHECK(validate_path("/a\nb") == errc::path_control_character);
+  CHECK(validate_path("/a\x7f") == errc::path_control_character);
+}
+
+TEST_CASE("connect string validation", "[unit][path]") {
+  CHECK_FALSE(validate_connect_string("127.0.0.1:2181"));
+  CHECK_FALSE(validate_connect_string("a:1,b.example.com:2181,[::1]:2182"));
+  CHECK_FALSE(validate_connect_string("h1:2181,h2:2181/app/locks"));
+  CHECK(validate_connect_string("") == errc::empty_connect_string);
+  CHECK(validate_connect_string("localhost") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("localhost:") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("localhost:0") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("localhost:70000") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("localhost:12x") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("a:1,,b:2") == errc::malformed_connect_string);
+  CHECK(validate_connect_string(":2181") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("/chroot") == errc::malformed_connect_string);
+  CHECK(validate_connect_string("a:1/chroot/") == errc::path_trailing_slash);
+}
+
+TEST_CASE("path helpers", "[unit][path]") {
+  CHECK(parent_path("/a/b/c") == "/a/b");
+  CHECK(parent_path("/a") == "/");
+  CHECK(parent_path("/") == "");
+  CHECK(node_name("/a/b/c") == "c");
+  CHECK(join_path("/a", "b") == "/a/b");
+  CHECK(join_path("/", "b") == "/b");
+}

@@ -1,0 +1,397 @@
+// The lock recipe without a server: an in-memory lock dir answers the state machine's requests
+// in order (as one ZooKeeper session does), and each test injects cancellation, connection
+// loss or expiry at every step.
+#include <zklock/detail/lock_fsm.hpp>
+#include <zklock/path.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+
+using namespace zklock;
+using namespace zklock::detail;
+
+namespace {
+
+std::string seq10(std::int64_t n) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%010lld", static_cast<long long>(n));
+  return buf;
+}
+
+struct sim {
+  std::string dir = "/locks/a";
+  bool dir_exists = true;
+  std::map<std::string, std::int64_t> children;  // name -> czxid
+  std::int64_t next_seq = 0, zxid = 100;
+  std::set<std::string> watches;                 // paths watched by the fsm
+  std::deque<std::function<lock_fsm::actions()>> replies;
+  lock_fsm fsm;
+  bool completed = false, waiting_reconnect = false;
+  int requests = 0, lists = 0;
+
+  explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, "11111111-2222-3333-4444-555555555555", mode) {}
+
+  std::string add_foreign(const std::string& prefix = "_c_ffffffff-0000-0000-0000-000000000000-lock-") {
+    std::string name = prefix + seq10(next_seq++);
+    children[name] = ++zxid;
+    return name;
+  }
+  void delete_foreign(const std::string& name) {
+    children.erase(name);
+    auto path = join_path(dir, name);
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(true); });
+  }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> v;
+    for (auto& [n, z] : children) v.push_back(n);
+    return v;
+  }
+  int ours() const {
+    int n = 0;
+    for (auto& [name, z] : children)
+      if (name.starts_with(fsm.node_prefix())) ++n;
+    return n;
+  }
+
+  void apply(const lock_fsm::actions& actions) {
+    for (const auto& a : actions) {
+      ++requests;
+      switch (a.type) {
+        case lock_action::create_and_list: {
+          if (!dir_exists) {
+            replies.push_back([this] { return fsm.on_create(zk_errc::no_node, {}, 0); });
+            replies.push_back([this] { return fsm.on_children(zk_errc::no_node, {}); });
+            break;
+          }
+          std::string name = std::string(node_name(a.path)) + seq10(next_seq++);
+          auto z = children[name] = ++zxid;
+          std::string path = join_path(dir, name);
+          replies.push_back([this, path, z] { return fsm.on_create({}, path, z); });
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back([this, snapshot] { return fsm.on_children({}, snapshot); });
+          break;
+        }
+        case lock_action::list: {
+          auto snapshot = listing();
+          ++lists;
+          bool exists = dir_exists;
+          replies.push_back([this, snapshot, exists] {
+            return fsm.on_children(exists ? error_code{} : error_code(zk_errc::no_node), snapshot);
+          });
+          break;
+        }
+        case lock_action::ensure_parents:
+          dir_exists = true;
+          replies.push_back([this] { return fsm.on_parents({}); });
+          break;
+        case lock_action::watch_predecessor: {
+          bool exists = children.count(std::string(node_name(a.path))) > 0;
+          if (exists) watches.insert(a.path);
+          replies.push_back([this, exists] { return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node)); });
+          break;
+        }
+        case lock_action::remove_watch: {
+          bool had = watches.erase(a.path) > 0;
+          replies.push_back([this, had] { return fsm.on_watch_removed(had ? error_code{} : error_code(zk_errc::no_watcher)); });
+          break;
+        }
+        case lock_action::delete_node: {
+          bool had = children.erase(std::string(node_name(a.path))) > 0;
+          replies.push_back([this, had] { return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node)); });
+          break;
+        }
+        case lock_action::stat_node: {
+          auto it = children.find(std::string(node_name(a.path)));
+          bool had = it != children.end();
+          auto z = had ? it->second : 0;
+          replies.push_back([this, had, z] { return fsm.on_stat(had ? error_code{} : error_code(zk_errc::no_node), z); });
+          break;
+        }
+        case lock_action::wait_reconnect:
+          waiting_reconnect = true;
+          --requests;
+          break;
+        case lock_action::complete:
+          completed = true;
+          --requests;
+          break;
+      }
+    }
+  }
+  bool step() {
+    if (replies.empty()) return false;
+    auto r = std::move(replies.front());
+    replies.pop_front();
+    apply(r());
+    return true;
+  }
+  void drain() {
+    while (step()) {
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("lock_sequence recognises Curator, zklock and kazoo names only", "[unit][lock]") {
+  CHECK(lock_sequence("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lock-0000000042") == 42);
+  CHECK(lock_sequence("lock-0000000007") == 7);
+  CHECK(lock_sequence("5f2b0c7e9d__lock__0000000003") == 3);
+  CHECK(lock_sequence("x-lock--0000000003") == -3);
+  CHECK_FALSE(lock_sequence("5f2b0c7e9d__rlock__0000000003"));
+  CHECK_FALSE(lock_sequence("leader-0000000001"));
+  CHECK_FALSE(lock_sequence("lock-000000001"));
+  CHECK_FALSE(lock_sequence("config"));
+  auto q = queue_order({"b__lock__0000000005", "config", "_c_x-lock-0000000002", "lock-0000000009"});
+  REQUIRE(q.size() == 3);
+  CHECK(q[0].sequence == 2);
+  CHECK(q[1].sequence == 5);
+  CHECK(q[2].sequence == 9);
+}
+
+TEST_CASE("uncontended acquire: create and list pipelined, one round trip", "[unit][lock]") {
+  sim s;
+  auto a = s.fsm.start();
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].type == lock_action::create_and_list);
+  CHECK(a[0].path == "/locks/a/_c_11111111-2222-3333-4444-555555555555-lock-");
+  s.apply(a);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.fsm.result().node == "/locks/a/_c_11111111-2222-3333-4444-555555555555-lock-0000000000");
+  CHECK(s.fsm.result().fencing_token == 101);
+  CHECK(s.requests == 1);  // one create_and_list
+}
+
+TEST_CASE("waiter watches only its predecessor; head's release grants without listing", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  auto second = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, second)});
+  CHECK_FALSE(s.fsm.predecessor_was_head());
+  // the head releases: nobody watches it but the second, so we stay put
+  s.delete_foreign(head);
+  s.drain();
+  CHECK_FALSE(s.completed);
+  // our predecessor releases: it was not the head when we began, so we list again
+  int lists = s.lists;
+  s.delete_foreign(second);
+  s.drain();
+  CHECK(s.lists == lists + 1);
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+TEST_CASE("predecessor that was head: its deletion grants at once", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(s.fsm.predecessor_was_head());
+  int lists = s.lists;
+  s.delete_foreign(head);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.lists == lists);  // no listing after the event
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+TEST_CASE("predecessor gives up (not released): list again and watch the next", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  auto middle = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.delete_foreign(middle);  // gave up: head still holds
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  s.delete_foreign(head);
+  s.drain();
+  CHECK(s.completed);
+}
+
+TEST_CASE("kazoo and Curator nodes are contenders; other children are ignored", "[unit][lock]") {
+  sim s;
+  s.children["config"] = 1;
+  s.children["leader-0000000000"] = 2;
+  s.next_seq = 1;
+  auto kz = s.add_foreign("0123456789abcdef__lock__");
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, kz)});
+  s.delete_foreign(kz);
+  s.drain();
+  CHECK(s.completed);
+}
+
+TEST_CASE("missing lock dir: parents are created, then the create is retried", "[unit][lock]") {
+  sim s;
+  s.dir_exists = false;
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.ours() == 1);
+}
+
+TEST_CASE("try-acquire on a held lock fails with lock_busy and leaves no node", "[unit][lock]") {
+  sim s(lock_mode::try_once);
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 0);
+  CHECK(s.watches.empty());
+}
+
+TEST_CASE("cancellation at every step leaves no node and no watch", "[unit][lock][cancel]") {
+  // scenario: two foreign contenders ahead; they release one after another
+  for (int cancel_at = 0; cancel_at < 12; ++cancel_at) {
+    for (error_code reason : {error_code(boost::asio::error::operation_aborted), error_code(errc::lock_timeout)}) {
+      CAPTURE(cancel_at, reason.message());
+      sim s;
+      auto f1 = s.add_foreign();
+      auto f2 = s.add_foreign();
+      std::deque<std::function<void()>> script = {[&] { s.delete_foreign(f1); }, [&] { s.delete_foreign(f2); }};
+      s.apply(s.fsm.start());
+      int steps = 0;
+      bool cancelled = false;
+      while (!s.completed) {
+        if (steps++ == cancel_at) {
+          s.apply(s.fsm.cancel(reason));
+          cancelled = true;
+        }
+        if (!s.step()) {
+          if (script.empty()) break;
+          script.front()();
+          script.pop_front();
+        }
+      }
+      s.drain();
+      REQUIRE(s.completed);
+      if (cancelled && s.fsm.result().ec) {
+        CHECK(s.fsm.result().ec == reason);
+        CHECK(s.ours() == 0);
+        CHECK(s.watches.empty());
+      } else {
+        CHECK(s.ours() == 1);  // acquired before the cancel arrived
+      }
+    }
+  }
+}
+
+TEST_CASE("cancel while the create is in flight deletes the node once it appears", "[unit][lock][cancel]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  // the create was applied on the server; its reply has not arrived
+  CHECK(s.ours() == 1);
+  auto a = s.fsm.cancel(boost::asio::error::operation_aborted);
+  CHECK(a.empty());  // nothing to do until the create's outcome is known
+  s.apply(a);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+  CHECK(s.ours() == 0);
+}
+
+TEST_CASE("protected create: a create lost with the connection is found by its id", "[unit][lock][fault]") {
+  for (bool created : {true, false}) {
+    CAPTURE(created);
+    sim s;
+    auto a = s.fsm.start();
+    if (created) {
+      s.apply(a);           // applied on the server...
+      s.replies.clear();    // ...but the connection dropped before the replies
+    }
+    s.apply(s.fsm.on_create(zk_errc::connection_loss, {}, 0));
+    s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+    REQUIRE(s.waiting_reconnect);
+    s.apply(s.fsm.on_reconnected());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.ours() == 1);  // never two
+    CHECK(s.fsm.result().fencing_token == s.children.begin()->second);
+  }
+}
+
+TEST_CASE("cancel during recovery after a lost create still cleans up", "[unit][lock][fault][cancel]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.replies.clear();
+  s.apply(s.fsm.on_create(zk_errc::connection_loss, {}, 0));
+  s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+  s.apply(s.fsm.cancel(errc::lock_timeout));
+  CHECK_FALSE(s.completed);  // must first find out whether the node exists
+  s.apply(s.fsm.on_reconnected());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_timeout);
+  CHECK(s.ours() == 0);
+}
+
+TEST_CASE("connection loss while waiting: watches survive; a lost listing is retried", "[unit][lock][fault]") {
+  sim s;
+  auto f = s.add_foreign();
+  s.apply(s.fsm.start());
+  // lose the listing's reply
+  REQUIRE(s.step());  // create reply
+  s.replies.clear();
+  s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+  REQUIRE(s.waiting_reconnect);
+  s.apply(s.fsm.on_reconnected());
+  s.drain();
+  CHECK(s.watches.size() == 1);
+  s.delete_foreign(f);
+  s.drain();
+  CHECK(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+TEST_CASE("session expiry while waiting completes with session_expired", "[unit][lock][fault]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.apply(s.fsm.on_expired());
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_expired);
+  // late replies are ignored
+  s.apply(s.fsm.on_watch_event(true));
+  s.apply(s.fsm.on_children({}, {}));
+}
+
+TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.step();
+  s.step();  // listing: busy -> delete requested
+  REQUIRE(s.replies.size() == 1);
+  s.replies.clear();
+  s.apply(s.fsm.on_deleted(zk_errc::connection_loss));
+  CHECK_FALSE(s.completed);
+  // the delete never reached the server
+  s.children[std::string(node_name(s.fsm.node_prefix())) + "0000000001"] = 1;
+  s.apply(s.fsm.on_reconnected());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 0);
+}
