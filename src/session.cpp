@@ -329,6 +329,8 @@ void session_impl::close_handle(error_code reason) noexcept {
   ++fd_generation_;
   read_waiting_ = write_waiting_ = false;
   ++timer_generation_;
+  timer_waiting_ = false;
+  connected_at_last_check_ = false;
   timer_.cancel();
   {
     in_session guard(this);
@@ -447,6 +449,13 @@ void session_impl::pump() {
 }
 
 void session_impl::update_descriptor(int fd) {
+  // While the client stays connected on the same fd number it is the same socket: reopening
+  // one passes through the connecting state, seen by at least one turn of the loop. Otherwise
+  // compare the socket's inode, since a new socket often gets the old number.
+  bool connected = zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE;
+  bool same_socket_certain = connected && connected_at_last_check_ && fd == registered_fd_;
+  connected_at_last_check_ = connected;
+  if (same_socket_certain) return;
   unsigned long ino = 0;
   if (fd >= 0) {
     struct stat st {};
@@ -497,10 +506,18 @@ void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) 
       });
     }
   }
+  // Re-arm the timer only when the C client wants to wake up earlier than already planned:
+  // an early wake-up is harmless (we ask zookeeper_interest again), cancelling a wait on every
+  // turn of the loop is not free.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (timer_waiting_ && deadline >= timer_.expiry()) return;
   auto tgen = ++timer_generation_;
-  timer_.expires_after(timeout);
+  timer_waiting_ = true;
+  timer_.expires_at(deadline);
   timer_.async_wait([self = shared_from_this(), tgen](error_code ec) {
-    if (ec || tgen != self->timer_generation_) return;
+    if (tgen != self->timer_generation_) return;
+    self->timer_waiting_ = false;
+    if (ec) return;
     self->process(0);
   });
 }

@@ -124,6 +124,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
+  bool timer_waiting_ = false;
+  bool connected_at_last_check_ = false;
 
   asio::steady_timer connect_timer_;
   pending<void(error_code)>::ptr connect_op_;
