@@ -3,8 +3,6 @@
 #include <zklock/mutex.hpp>
 
 #include <boost/asio/steady_timer.hpp>
-#include <cstdio>
-#include <cstdlib>
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
@@ -162,7 +160,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void run(lock_fsm::actions actions) {
     ptr self(this);
     for (auto& a : actions) {
-      if (std::getenv("ZKLOCK_TRACE")) std::fprintf(stderr, "[acquire %p] action %d %s\n", (void*)this, int(a.type), a.path.c_str());
       switch (a.type) {
         case lock_action::create_and_list:
           ++creates_;
