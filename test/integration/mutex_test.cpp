@@ -1,6 +1,7 @@
 // zklock::mutex against real servers; the exclusion log is the oracle.
 #include "common.hpp"
 #include "exclusion_log.hpp"
+#include "tcp_proxy.hpp"
 #include "zk_server.hpp"
 
 #include <zklock/detail/lock_fsm.hpp>
@@ -327,5 +328,49 @@ TEST_CASE("bad lock paths fail at once", "[integration][mutex]") {
     mutex bad2(s, "/locks//x");
     auto [ec2, g2] = co_await bad2.async_try_acquire(tuple_awaitable);
     CHECK(ec2 == errc::path_empty_segment);
+  }());
+}
+
+TEST_CASE("protected create: a create whose reply is lost is found again, not duplicated",
+          "[integration][mutex][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 6000ms));
+  session observer(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await observer.async_connect(asio::use_awaitable);
+    co_await observer.async_create("/locks", "", create_mode::persistent, asio::use_awaitable);
+    co_await observer.async_create("/locks/protected", "", create_mode::persistent, asio::use_awaitable);
+    mutex m(s, "/locks/protected");
+    proxy.swallow_replies(true);
+    error_code got;
+    lock_guard guard;
+    bool done = false;
+    m.async_acquire([&](error_code ec, lock_guard g) {
+      got = ec;
+      guard = std::move(g);
+      done = true;
+    });
+    // the create reaches the server; its reply does not reach us
+    for (int i = 0; i < 100; ++i) {
+      auto ch = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
+      if (!ch.children.empty()) break;
+      co_await sleep_for(10ms);
+    }
+    auto before = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
+    REQUIRE(before.children.size() == 1);
+    CHECK_FALSE(done);
+    proxy.drop_all();  // connection lost with the create's outcome unknown
+    proxy.swallow_replies(false);
+    while (!done) co_await sleep_for(10ms);
+    CHECK_FALSE(got);
+    REQUIRE(guard.owns_lock());
+    auto after = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
+    REQUIRE(after.children.size() == 1);  // one node, not two
+    CHECK(guard.node_path() == "/locks/protected/" + after.children[0]);
+    CHECK(guard.fencing_token() > 0);
+    co_await guard.async_release(asio::use_awaitable);
   }());
 }

@@ -1,0 +1,94 @@
+// A fault-injecting TCP proxy on 127.0.0.1 for tests: forwards to a target, and on request
+// swallows the server's replies or drops every connection. Runs on the test's io_context.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <array>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+namespace zklock::test {
+
+class tcp_proxy {
+ public:
+  tcp_proxy(boost::asio::any_io_executor ex, std::uint16_t target_port)
+      : ex_(ex), acceptor_(ex, {boost::asio::ip::make_address("127.0.0.1"), 0}), target_port_(target_port) {
+    accept();
+  }
+  ~tcp_proxy() {
+    boost::system::error_code ignored;
+    acceptor_.close(ignored);
+    drop_all();
+  }
+
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  std::string connect_string() const { return "127.0.0.1:" + std::to_string(port()); }
+
+  /// While true, bytes from the server are read and thrown away (requests still go through).
+  void swallow_replies(bool on) { swallow_ = on; }
+  /// Closes every proxied connection (both sides), as a network failure would.
+  void drop_all() {
+    for (auto& l : links_) {
+      boost::system::error_code ignored;
+      l->client.close(ignored);
+      l->server.close(ignored);
+    }
+    links_.clear();
+  }
+  int connections_accepted() const { return accepted_; }
+
+ private:
+  struct link {
+    explicit link(boost::asio::any_io_executor ex) : client(ex), server(ex) {}
+    boost::asio::ip::tcp::socket client, server;
+  };
+
+  void accept() {
+    acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
+      if (ec) return;
+      ++accepted_;
+      auto l = std::make_shared<link>(ex_);
+      l->client = std::move(s);
+      boost::system::error_code cec;
+      l->server.connect({boost::asio::ip::make_address("127.0.0.1"), target_port_}, cec);
+      if (!cec) {
+        links_.push_back(l);
+        pump(l, l->client, l->server, false);
+        pump(l, l->server, l->client, true);
+      }
+      accept();
+    });
+  }
+
+  void pump(std::shared_ptr<link> l, boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to,
+            bool from_server) {
+    auto buf = std::make_shared<std::array<char, 16384>>();
+    from.async_read_some(boost::asio::buffer(*buf), [this, l, &from, &to, from_server, buf](boost::system::error_code ec,
+                                                                                          std::size_t n) {
+      if (ec) {
+        boost::system::error_code ignored;
+        l->client.close(ignored);
+        l->server.close(ignored);
+        return;
+      }
+      if (from_server && swallow_) return pump(l, from, to, from_server);
+      boost::asio::async_write(to, boost::asio::buffer(buf->data(), n),
+                               [this, l, &from, &to, from_server, buf](boost::system::error_code ec, std::size_t) {
+                                 if (ec) return;
+                                 pump(l, from, to, from_server);
+                               });
+    });
+  }
+
+  boost::asio::any_io_executor ex_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t target_port_;
+  bool swallow_ = false;
+  int accepted_ = 0;
+  std::list<std::shared_ptr<link>> links_;
+};
+
+}  // namespace zklock::test
