@@ -83,6 +83,9 @@ struct report {
   }
 };
 
+int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
+                const std::string& json_file);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,7 +100,12 @@ int main(int argc, char** argv) {
   app.add_option("--solo-cycles", solo_cycles, "uncontended cycles measured first (default max(50, cycles))");
   app.add_option("--json", json_file, "also write the result as JSON");
   app.add_option("--cdf", cdf_file, "write every handoff latency (us), one per line");
+  int pending = 0;
+  app.add_option("--pending", pending,
+                 "instead: hold the lock, queue this many acquires over the contenders' sessions, "
+                 "report memory and threads per pending waiter, then drain them");
   CLI11_PARSE(app, argc, argv);
+  if (pending > 0) return run_pending(connect, path, contenders, pending, json_file);
   if (solo_cycles < 0) solo_cycles = std::max(50, cycles);
 
   asio::io_context ioc(1);
@@ -217,3 +225,85 @@ int main(int argc, char** argv) {
   }
   return violations == 0 ? 0 : 1;
 }
+
+namespace {
+
+// 10,000 waiters on one thread: each is a znode, a watch and a small state machine; no thread.
+int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
+                const std::string& json_file) {
+  asio::io_context ioc(1);
+  std::vector<std::unique_ptr<zklock::session>> sessions;
+  for (int i = 0; i < contenders + 1; ++i) {
+    zklock::session_options o;
+    o.connect = connect;
+    o.session_timeout = std::chrono::seconds(30);
+    o.connect_timeout = std::chrono::seconds(60);
+    sessions.push_back(std::make_unique<zklock::session>(ioc.get_executor(), o));
+  }
+  long rss_before = 0, rss_pending = 0;
+  int threads_before = 0, threads_pending = 0, granted = 0, errors = 0;
+  double drain_seconds = 0;
+  std::string failure;
+  std::vector<std::unique_ptr<zklock::mutex>> mutexes;
+  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
+    zklock::mutex holder_m(*sessions[0], path);
+    auto held = co_await holder_m.async_acquire(asio::use_awaitable);
+    for (int i = 1; i <= contenders; ++i) mutexes.push_back(std::make_unique<zklock::mutex>(*sessions[i], path));
+    threads_before = thread_count();
+    rss_before = rss_kb("VmRSS:");
+    std::uint64_t requests_before = 0;
+    for (auto& s : sessions) requests_before += s->requests_sent();
+    for (int k = 0; k < pending; ++k)
+      mutexes[k % contenders]->async_acquire([&](zklock::error_code ec, zklock::lock_guard g) {
+        if (ec) ++errors;
+        ++granted;
+        // g released on scope exit (background release hands over to the next)
+      });
+    // all queued once every waiter has sent its create, listing and watch
+    for (;;) {
+      std::uint64_t r = 0;
+      for (auto& s : sessions) r += s->requests_sent();
+      if (r - requests_before >= static_cast<std::uint64_t>(pending) * 3) break;
+      asio::steady_timer t(ioc, std::chrono::milliseconds(50));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    asio::steady_timer settle(ioc, std::chrono::milliseconds(500));
+    co_await settle.async_wait(asio::use_awaitable);
+    rss_pending = rss_kb("VmRSS:");
+    threads_pending = thread_count();
+    auto t0 = clock_type::now();
+    co_await held.async_release(asio::use_awaitable);
+    while (granted < pending) {
+      asio::steady_timer t(ioc, std::chrono::milliseconds(20));
+      co_await t.async_wait(asio::use_awaitable);
+    }
+    drain_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    for (auto& s : sessions) s->async_close(asio::detached);
+  }, [&](std::exception_ptr e) {
+    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
+  });
+  ioc.run();
+  if (!failure.empty()) {
+    std::cerr << "zklock-bench: " << failure << "\n";
+    return 2;
+  }
+  report r;
+  r.add("impl", std::string("zklock"));
+  r.add("mode", std::string("pending"));
+  r.add("pending", static_cast<long long>(pending));
+  r.add("sessions", static_cast<long long>(contenders));
+  r.add("threads_before", static_cast<long long>(threads_before));
+  r.add("threads_pending", static_cast<long long>(threads_pending));
+  r.add("rss_kb_before", static_cast<long long>(rss_before));
+  r.add("rss_kb_pending", static_cast<long long>(rss_pending));
+  r.add("bytes_per_waiter", (rss_pending - rss_before) * 1024.0 / pending, 0);
+  r.add("granted", static_cast<long long>(granted));
+  r.add("errors", static_cast<long long>(errors));
+  r.add("drain_throughput", pending / drain_seconds);
+  std::cout << r.line() << std::endl;
+  if (!json_file.empty()) std::ofstream(json_file) << r.json() << "\n";
+  return errors == 0 ? 0 : 1;
+}
+
+}  // namespace
