@@ -105,6 +105,12 @@ int main(int argc, char** argv) {
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
                  "report memory and threads per pending waiter, then drain them");
   CLI11_PARSE(app, argc, argv);
+  // thousands of sessions need thousands of sockets
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   if (pending > 0) return run_pending(connect, path, contenders, pending, json_file);
   if (solo_cycles < 0) solo_cycles = std::max(50, cycles);
 
