@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
 
   std::vector<double> solo_us, handoffs;
   clock_type::time_point release_started{};
+  int releaser = -1;  // a handoff is from one contender to another, not a re-acquire by itself
   int inside = 0, violations = 0, finished = 0, acquisitions = 0;
   std::uint64_t requests_before = 0, events_before = 0;
   double contended_seconds = 0, cpu_contended = 0;
@@ -162,10 +163,9 @@ int main(int argc, char** argv) {
         for (int k = 0; k < cycles; ++k) {
           auto g = co_await m.async_acquire(asio::use_awaitable);
           auto now = clock_type::now();
-          if (release_started != clock_type::time_point{}) {
+          if (release_started != clock_type::time_point{} && releaser != i)
             handoffs.push_back(std::chrono::duration<double, std::micro>(now - release_started).count());
-            release_started = {};
-          }
+          release_started = {};
           if (++inside != 1) ++violations;
           ++acquisitions;
           if (hold_us > 0) {
@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
             co_await t.async_wait(asio::use_awaitable);
           }
           --inside;
+          releaser = i;
           release_started = clock_type::now();
           co_await g.async_release(asio::use_awaitable);
         }

@@ -309,6 +309,10 @@ void session_impl::open_handle() {
   zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
                         opts_->resume ? &resume : nullptr, this, 0, log_callback);
   if (!zh_) return;
+  // By default the C client resolves the connect string's hosts again on every
+  // zookeeper_interest call (a socket, a netlink dump and file reads each time): resolve on
+  // connection loss only.
+  zoo_set_servers_resolution_delay(zh_, -1);
   if (!opts_->digest_auth.empty()) {
     int rc = zoo_add_auth(zh_, "digest", opts_->digest_auth.data(),
                           static_cast<int>(opts_->digest_auth.size()), nullptr, nullptr);
@@ -445,7 +449,14 @@ void session_impl::pump() {
     update_descriptor(-1);
     return;
   }
-  arm(fd, interest, std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec));
+  std::chrono::microseconds timeout = std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
+  if (rc != ZOK) {
+    // The C client just dropped the connection: the fd it reports may be the closed one. Watch
+    // nothing and come back soon to let it reconnect.
+    fd = -1;
+    timeout = std::min(timeout, std::chrono::microseconds(std::chrono::milliseconds(50)));
+  }
+  arm(fd, interest, timeout);
 }
 
 void session_impl::update_descriptor(int fd) {
@@ -822,12 +833,19 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   r->op = op;
   r->watch = w;
   r->owner = weak_from_this();
+  // Removing one watcher only checks it on the server (checkWatches): the server keeps its
+  // watch for the connection. When no other watch of this session is on the same path and
+  // type, remove them all (removeWatches) so the server forgets it too.
+  bool shared = false;
+  for (watch_state* other : watches_)
+    if (other != w.get() && other->child_watch == w->child_watch && other->path == w->path) shared = true;
+  auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
+  // The header declares a void_completion_t*, but the C client stores and calls it as a
+  // void_completion_t (as its own tests pass it).
+  auto done = reinterpret_cast<void_completion_t*>(&remove_watch_done);
   in_session guard(this);
-  int rc = zoo_aremove_watches(
-      zh_, w->path.c_str(), w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA, node_watcher, w.get(), 0,
-      // The header declares a void_completion_t*, but the C client stores and calls it as a
-      // void_completion_t (as its own tests pass it).
-      reinterpret_cast<void_completion_t*>(&remove_watch_done), hand_over(r));
+  int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, hand_over(r))
+                  : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, hand_over(r));
   if (rc != ZOK) {
     intrusive_ptr_release(r.get());
     return op->complete(zk_error(rc));

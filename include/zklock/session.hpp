@@ -58,7 +58,7 @@ class watch {
   explicit watch(boost::intrusive_ptr<detail::watch_state> s) : state_(std::move(s)) {}
 
   /// False for a default-constructed watch and when the request that would set it failed.
-  bool valid() const noexcept { return static_cast<bool>(state_); }
+  bool valid() const noexcept { return state_ && (state_->registered || state_->fired); }
   /// True once the watch fired (or its session ended); async_wait then completes at once.
   bool fired() const noexcept { return state_ && state_->fired.has_value(); }
   const std::string& path() const noexcept { return state_->path; }

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tcp_proxy.hpp"
+
 #include <chrono>
 #include <dirent.h>
 #include <exception>
@@ -44,6 +46,7 @@ inline zklock::session_options options_for(const std::string& connect,
   o.connect = connect;
   o.session_timeout = session_timeout;
   o.connect_timeout = 10s;
+  o.log_threshold = zklock::log_level::error;
   return o;
 }
 
@@ -60,6 +63,21 @@ inline int thread_count() {
 inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(asio::use_awaitable);
+}
+
+/// Expires `s` (connected through `proxy`) for certain: cut it off, attach a second handle to
+/// its session directly and close that, then let `s` reconnect and learn it expired.
+inline asio::awaitable<void> expire_session(zklock::session& s, zklock::test::tcp_proxy& proxy,
+                                            const std::string& direct_connect) {
+  auto creds = s.credentials();
+  proxy.set_accepting(false);
+  proxy.drop_all();
+  auto opts = options_for(direct_connect, 4000ms);
+  opts.resume = creds;
+  zklock::session thief(co_await asio::this_coro::executor, opts);
+  co_await thief.async_connect(asio::use_awaitable);
+  co_await thief.async_close(asio::use_awaitable);
+  proxy.set_accepting(true);
 }
 
 /// Waits until the session reaches `want` (or fails the test after `limit`).

@@ -29,6 +29,7 @@ std::int64_t seq_of(const std::string& node) {
 // Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
 int server_watches(const zk_server& srv) {
   auto out = srv.four_letter("wchs");
+  UNSCOPED_INFO(srv.four_letter("wchc"));
   std::smatch m;
   if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
   return -1;
@@ -119,6 +120,7 @@ TEST_CASE("timeout and cancellation at every step leave the lock dir as it was",
     auto [ec, g] = co_await m.async_acquire_for(300ms, tuple_awaitable);
     CHECK(ec == errc::lock_timeout);
     CHECK_FALSE(g.owns_lock());
+    CHECK(server_watches(srv) == 0);
 
     // cancel after 0..40 polls of the io_context: hits the create in flight, the listing, the
     // watch being set and the wait
@@ -137,6 +139,7 @@ TEST_CASE("timeout and cancellation at every step leave the lock dir as it was",
       CHECK(got == asio::error::operation_aborted);
       auto ch = co_await f.sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
       CHECK(ch.children.size() == 1);  // only the holder's node
+      CHECK(server_watches(srv) == 0);   // and no watch of ours
     }
     CHECK(server_watches(srv) == 0);
     co_await held.async_release(asio::use_awaitable);
@@ -215,7 +218,8 @@ TEST_CASE("1,000 pending acquires on one thread", "[integration][mutex][scale]")
 TEST_CASE("the guard reports lock lost when its session expires", "[integration][mutex][fault]") {
   zk_server srv;
   asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string(), 2000ms));
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
   session other(ioc.get_executor(), options_for(srv.connect_string()));
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);
@@ -233,11 +237,7 @@ TEST_CASE("the guard reports lock lost when its session expires", "[integration]
       other_done = true;
     });
 
-    auto opts = options_for(srv.connect_string(), 2000ms);
-    opts.resume = s.credentials();
-    session thief(co_await asio::this_coro::executor, opts);
-    co_await thief.async_connect(asio::use_awaitable);
-    co_await thief.async_close(asio::use_awaitable);
+    co_await expire_session(s, proxy, srv.connect_string());
 
     auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
     CHECK(lost == errc::lock_lost);

@@ -39,6 +39,8 @@ class tcp_proxy {
     links_.clear();
   }
   int connections_accepted() const { return accepted_; }
+  /// While false, new connections are closed at once (the server looks unreachable).
+  void set_accepting(bool on) { accepting_ = on; }
 
  private:
   struct link {
@@ -49,6 +51,11 @@ class tcp_proxy {
   void accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
       if (ec) return;
+      if (!accepting_) {
+        boost::system::error_code ignored;
+        s.close(ignored);
+        return accept();
+      }
       ++accepted_;
       auto l = std::make_shared<link>(ex_);
       l->client = std::move(s);
@@ -87,6 +94,7 @@ class tcp_proxy {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t target_port_;
   bool swallow_ = false;
+  bool accepting_ = true;
   int accepted_ = 0;
   std::list<std::shared_ptr<link>> links_;
 };

@@ -1,0 +1,477 @@
+/* cfloor: the raw single-threaded ZooKeeper C client floor for the zklock contention benchmark
+ * (see bench/peers/README.md). One thread, one poll() loop driving zookeeper_interest /
+ * zookeeper_process for every handle, exactly like the ST client's own cli.
+ *
+ *  (a) delete -> watcher: session A creates an ephemeral node, session B sets an exists-watch on it
+ *      (and waits for the exists reply), then A deletes it. Latency = just before A's zoo_adelete
+ *      -> B's watcher callback for ZOO_DELETED_EVENT.
+ *  (b) delete -> event -> get_children: as (a), but B issues zoo_aget_children2(parent) from its
+ *      watcher callback and the latency ends when that reply arrives.
+ *  (c) uncontended cycle on one session: zoo_acreate(PATH/..., ephemeral|sequential) and
+ *      zoo_aget_children2(PATH) sent back to back, both replies awaited, then zoo_adelete and its
+ *      reply. Latency = whole cycle.
+ *
+ * Prints ONE line of key=value pairs (the common benchmark keys plus floor_*), --json FILE writes
+ * the same keys as a flat JSON object. Diagnostics go to stderr.
+ */
+#define _GNU_SOURCE
+#include <zookeeper/zookeeper.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------- small utilities ---------- */
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void die(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("cfloor: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(2);
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+/* nearest rank, like zklock-bench; v must be sorted */
+static double percentile(const double* v, int n, double p) {
+  if (n <= 0) return NAN;
+  int idx = (int)ceil(p / 100.0 * n);
+  idx = idx == 0 ? 0 : idx - 1;
+  return v[idx < n ? idx : n - 1];
+}
+
+static int thread_count(void) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 1;
+  struct dirent* e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+static long rss_kb(const char* field) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long v = -1;
+  size_t fl = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field, fl) == 0) {
+      v = strtol(line + fl, NULL, 10);
+      break;
+    }
+  fclose(f);
+  return v;
+}
+
+/* ---------- sessions and the event loop ---------- */
+
+#define MAX_SESSIONS 2
+
+struct session {
+  const char* name;
+  zhandle_t* zh;
+  int connected;
+};
+
+static struct session sessions[MAX_SESSIONS];
+static int n_sessions;
+
+static void session_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
+  (void)zh;
+  (void)path;
+  struct session* s = ctx;
+  if (type != ZOO_SESSION_EVENT) return;
+  if (state == ZOO_CONNECTED_STATE) {
+    s->connected = 1;
+  } else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE) {
+    die("session %s: %s", s->name, state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "auth failed");
+  } else {
+    s->connected = 0;
+  }
+}
+
+/* One round of the ST client's cli loop for every handle: zookeeper_interest, one poll() over all
+ * fds with the smallest timeout they ask for, then zookeeper_process with what poll() reported. */
+static void pump(void) {
+  struct pollfd fds[MAX_SESSIONS];
+  int fd_of[MAX_SESSIONS];
+  int timeout = 1000;
+  for (int i = 0; i < n_sessions; ++i) {
+    int fd = -1, interest = 0;
+    struct timeval tv = {0, 0};
+    int rc = zookeeper_interest(sessions[i].zh, &fd, &interest, &tv);
+    if (rc != ZOK && rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT)
+      die("zookeeper_interest(%s): %s", sessions[i].name, zerror(rc));
+    int t = (int)(tv.tv_sec * 1000 + tv.tv_usec / 1000);
+    if (t < timeout) timeout = t;
+    fd_of[i] = fd;
+    fds[i].fd = fd; /* poll() ignores negative fds */
+    fds[i].events = (short)(((interest & ZOOKEEPER_READ) ? POLLIN : 0) | ((interest & ZOOKEEPER_WRITE) ? POLLOUT : 0));
+    fds[i].revents = 0;
+  }
+  if (timeout < 0) timeout = 0;
+  if (poll(fds, (nfds_t)n_sessions, timeout) < 0 && errno != EINTR) die("poll: %s", strerror(errno));
+  for (int i = 0; i < n_sessions; ++i) {
+    int events = 0;
+    if (fd_of[i] != -1) {
+      events = (fds[i].revents & POLLIN) ? ZOOKEEPER_READ : 0;
+      events |= ((fds[i].revents & POLLOUT) || (fds[i].revents & POLLHUP)) ? ZOOKEEPER_WRITE : 0;
+    }
+    zookeeper_process(sessions[i].zh, events);
+  }
+}
+
+static double deadline_s = 60;
+
+static void wait_until(const int* flag, const char* what) {
+  double limit = now_us() + deadline_s * 1e6;
+  while (!*flag) {
+    if (now_us() > limit) die("timed out waiting for %s", what);
+    pump();
+  }
+}
+
+static void wait_until2(const int* f1, const int* f2, const char* what) {
+  double limit = now_us() + deadline_s * 1e6;
+  while (!*f1 || !*f2) {
+    if (now_us() > limit) die("timed out waiting for %s", what);
+    pump();
+  }
+}
+
+/* ---------- completions ---------- */
+
+struct op {
+  int done;
+  int rc;
+  double t_done;
+  char value[512]; /* created path */
+};
+
+static void reset(struct op* o) {
+  o->done = 0;
+  o->rc = 0;
+  o->t_done = 0;
+  o->value[0] = 0;
+}
+
+static void string_done(int rc, const char* value, const void* data) {
+  struct op* o = (struct op*)data;
+  o->t_done = now_us();
+  o->rc = rc;
+  if (rc == ZOK && value) snprintf(o->value, sizeof o->value, "%s", value);
+  o->done = 1;
+}
+
+static void void_done(int rc, const void* data) {
+  struct op* o = (struct op*)data;
+  o->t_done = now_us();
+  o->rc = rc;
+  o->done = 1;
+}
+
+static void stat_done(int rc, const struct Stat* stat, const void* data) {
+  (void)stat;
+  void_done(rc, data);
+}
+
+static void children_done(int rc, const struct String_vector* strings, const struct Stat* stat, const void* data) {
+  (void)strings;
+  (void)stat;
+  void_done(rc, data);
+}
+
+static void check(int rc, const char* what) {
+  if (rc != ZOK) die("%s: %s", what, zerror(rc));
+}
+
+/* create every component of path as a persistent node; ZNODEEXISTS is fine */
+static void ensure_path(zhandle_t* zh, const char* path) {
+  char buf[512];
+  size_t len = strlen(path);
+  if (len >= sizeof buf) die("path too long");
+  for (size_t i = 1; i <= len; ++i) {
+    if (i != len && path[i] != '/') continue;
+    memcpy(buf, path, i);
+    buf[i] = 0;
+    struct op o;
+    reset(&o);
+    check(zoo_acreate(zh, buf, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, string_done, &o), "zoo_acreate(parent)");
+    wait_until(&o.done, "create parent");
+    if (o.rc != ZOK && o.rc != ZNODEEXISTS) die("create %s: %s", buf, zerror(o.rc));
+  }
+}
+
+/* create node with flags, re-creating the parent once if it vanished (e.g. a container that the
+ * server reaped between runs) */
+static void create_node(zhandle_t* zh, const char* parent, const char* node, int flags, struct op* o) {
+  for (int attempt = 0;; ++attempt) {
+    reset(o);
+    check(zoo_acreate(zh, node, "", 0, &ZOO_OPEN_ACL_UNSAFE, flags, string_done, o), "zoo_acreate");
+    wait_until(&o->done, "create");
+    if (o->rc == ZNONODE && attempt == 0) {
+      ensure_path(zh, parent);
+      continue;
+    }
+    if (o->rc != ZOK) die("create %s: %s", node, zerror(o->rc));
+    return;
+  }
+}
+
+/* ---------- floors (a) and (b) ---------- */
+
+struct watch_ctx {
+  int fired;
+  int type;
+  double t_event;
+  int list_children;       /* (b): issue get_children on parent from the watcher */
+  const char* parent;
+  struct op children;      /* (b): reply of that get_children */
+};
+
+static void exists_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
+  (void)state;
+  (void)path;
+  double t = now_us();
+  struct watch_ctx* w = ctx;
+  if (type == ZOO_SESSION_EVENT) return; /* one-shot data watch also hears session events */
+  w->t_event = t;
+  w->type = type;
+  w->fired = 1;
+  if (w->list_children && type == ZOO_DELETED_EVENT)
+    check(zoo_aget_children2(zh, w->parent, 0, children_done, &w->children), "zoo_aget_children2");
+}
+
+/* one delete -> watch (-> get_children) measurement; returns latency in us */
+static double delete_to_watch(zhandle_t* a, zhandle_t* b, const char* parent, const char* node, int with_children) {
+  struct op create, exists, del;
+  create_node(a, parent, node, ZOO_EPHEMERAL, &create);
+
+  struct watch_ctx w;
+  memset(&w, 0, sizeof w);
+  w.list_children = with_children;
+  w.parent = parent;
+  reset(&w.children);
+  reset(&exists);
+  check(zoo_awexists(b, node, exists_watcher, &w, stat_done, &exists), "zoo_awexists");
+  wait_until(&exists.done, "exists reply");
+  if (exists.rc != ZOK) die("exists %s: %s", node, zerror(exists.rc));
+
+  reset(&del);
+  double t0 = now_us();
+  check(zoo_adelete(a, node, -1, void_done, &del), "zoo_adelete");
+  wait_until2(&del.done, &w.fired, "delete reply and watch event");
+  if (del.rc != ZOK) die("delete %s: %s", node, zerror(del.rc));
+  if (w.type != ZOO_DELETED_EVENT) die("watch on %s: unexpected event type %d", node, w.type);
+  if (!with_children) return w.t_event - t0;
+  wait_until(&w.children.done, "get_children reply");
+  if (w.children.rc != ZOK) die("get_children %s: %s", parent, zerror(w.children.rc));
+  return w.children.t_done - t0;
+}
+
+/* ---------- floor (c) ---------- */
+
+static double uncontended_cycle(zhandle_t* zh, const char* parent, const char* prefix) {
+  struct op create, children, del;
+  for (int attempt = 0;; ++attempt) {
+    reset(&create);
+    reset(&children);
+    double t0 = now_us();
+    check(zoo_acreate(zh, prefix, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, string_done, &create),
+          "zoo_acreate");
+    check(zoo_aget_children2(zh, parent, 0, children_done, &children), "zoo_aget_children2");
+    wait_until2(&create.done, &children.done, "create and get_children replies");
+    if (create.rc == ZNONODE && attempt == 0) {
+      ensure_path(zh, parent);
+      continue;
+    }
+    if (create.rc != ZOK) die("create %s: %s", prefix, zerror(create.rc));
+    if (children.rc != ZOK) die("get_children %s: %s", parent, zerror(children.rc));
+    reset(&del);
+    check(zoo_adelete(zh, create.value, -1, void_done, &del), "zoo_adelete");
+    wait_until(&del.done, "delete reply");
+    if (del.rc != ZOK) die("delete %s: %s", create.value, zerror(del.rc));
+    return now_us() - t0;
+  }
+}
+
+/* ---------- output ---------- */
+
+struct kv {
+  const char* key;
+  char value[64];
+};
+static struct kv out[40];
+static int n_out;
+
+static void put_num(const char* key, double v) {
+  out[n_out].key = key;
+  if (isnan(v) || isinf(v))
+    snprintf(out[n_out].value, sizeof out[n_out].value, "nan");
+  else
+    snprintf(out[n_out].value, sizeof out[n_out].value, "%.1f", v);
+  ++n_out;
+}
+static void put_int(const char* key, long long v) {
+  out[n_out].key = key;
+  snprintf(out[n_out].value, sizeof out[n_out].value, "%lld", v);
+  ++n_out;
+}
+static void put_str(const char* key, const char* v) {
+  out[n_out].key = key;
+  snprintf(out[n_out].value, sizeof out[n_out].value, "%s", v);
+  ++n_out;
+}
+
+static void usage(const char* msg) {
+  fprintf(stderr, "cfloor: %s\nusage: zklock-cfloor --connect HOSTS --path PATH --contenders N --cycles M "
+                  "[--hold-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
+  exit(2);
+}
+
+int main(int argc, char** argv) {
+  const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL;
+  int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* v = NULL;
+    char key[64];
+    const char* eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) != 0) usage("unexpected argument");
+    if (eq) {
+      size_t kl = (size_t)(eq - a) < sizeof key - 1 ? (size_t)(eq - a) : sizeof key - 1;
+      memcpy(key, a, kl);
+      key[kl] = 0;
+      v = eq + 1;
+    } else {
+      snprintf(key, sizeof key, "%s", a);
+      if (i + 1 >= argc) usage("missing option value");
+      v = argv[++i];
+    }
+    if (!strcmp(key, "--connect")) connect = v;
+    else if (!strcmp(key, "--path")) path = v;
+    else if (!strcmp(key, "--contenders")) contenders = atoi(v);
+    else if (!strcmp(key, "--cycles")) cycles = atoi(v);
+    else if (!strcmp(key, "--hold-us")) (void)v; /* accepted for a uniform command line; unused */
+    else if (!strcmp(key, "--json")) json_file = v;
+    else if (!strcmp(key, "--resolve-delay-ms")) resolve_delay_ms = atoi(v), set_resolve_delay = 1;
+    else usage("unknown option");
+  }
+  if (path[0] != '/' || strlen(path) > 400 || (strlen(path) > 1 && path[strlen(path) - 1] == '/'))
+    usage("--path must be an absolute znode path");
+  int n = cycles < 200 ? 200 : cycles;
+
+  zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+  const char* names[MAX_SESSIONS] = {"A", "B"};
+  n_sessions = MAX_SESSIONS;
+  for (int i = 0; i < n_sessions; ++i) {
+    sessions[i].name = names[i];
+    sessions[i].zh = zookeeper_init(connect, session_watcher, 30000, NULL, &sessions[i], 0);
+    if (!sessions[i].zh) die("zookeeper_init(%s): %s", connect, strerror(errno));
+    /* Not set by default, like the ST cli (and zklock): the client then re-resolves the host list
+     * (getaddrinfo) on every zookeeper_interest call. -1 disables routine re-resolution. */
+    if (set_resolve_delay) check(zoo_set_servers_resolution_delay(sessions[i].zh, resolve_delay_ms),
+                                 "zoo_set_servers_resolution_delay");
+  }
+  for (int i = 0; i < n_sessions; ++i) wait_until(&sessions[i].connected, "session connect");
+  fprintf(stderr, "cfloor: sessions connected; %d cycles per floor\n", n);
+  zhandle_t* A = sessions[0].zh;
+  zhandle_t* B = sessions[1].zh;
+  ensure_path(A, path);
+
+  char node[512], prefix[512];
+  snprintf(node, sizeof node, "%s/cfloor-%ld", path, (long)getpid());
+  snprintf(prefix, sizeof prefix, "%s/cfloor-c-", path);
+
+  double* fa = calloc((size_t)n, sizeof *fa);
+  double* fb = calloc((size_t)n, sizeof *fb);
+  double* fc = calloc((size_t)n, sizeof *fc);
+  if (!fa || !fb || !fc) die("out of memory");
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  for (int k = 0; k < n; ++k) fa[k] = delete_to_watch(A, B, path, node, 0);
+  for (int k = 0; k < n; ++k) fb[k] = delete_to_watch(A, B, path, node, 1);
+  for (int k = 0; k < n; ++k) fc[k] = uncontended_cycle(A, path, prefix);
+  getrusage(RUSAGE_SELF, &ru1);
+  int threads = thread_count();
+  long rss = rss_kb("VmHWM:");
+  for (int i = 0; i < n_sessions; ++i) zookeeper_close(sessions[i].zh);
+  double cpu_s = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) + (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+                 (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+  fprintf(stderr, "cfloor: cpu %.1f us per measured round trip\n", cpu_s * 1e6 / (3.0 * n));
+  qsort(fa, (size_t)n, sizeof *fa, cmp_double);
+  qsort(fb, (size_t)n, sizeof *fb, cmp_double);
+  qsort(fc, (size_t)n, sizeof *fc, cmp_double);
+
+  put_str("impl", "cfloor");
+  put_int("contenders", contenders);
+  put_int("cycles", n);
+  put_num("acquisitions", NAN);
+  put_num("throughput", NAN);
+  put_num("handoff_p50_us", percentile(fa, n, 50));
+  put_num("handoff_p90_us", percentile(fa, n, 90));
+  put_num("handoff_p99_us", percentile(fa, n, 99));
+  put_num("handoff_p999_us", percentile(fa, n, 99.9));
+  put_num("handoff_max_us", percentile(fa, n, 100));
+  put_int("handoffs", n);
+  put_num("solo_cycle_us", percentile(fc, n, 50));
+  put_int("violations", 0);
+  put_int("threads", threads);
+  put_int("rss_kb", rss);
+  put_num("cpu_us_per_acq", NAN);
+  put_num("floor_a_p50_us", percentile(fa, n, 50));
+  put_num("floor_a_p90_us", percentile(fa, n, 90));
+  put_num("floor_a_p99_us", percentile(fa, n, 99));
+  put_num("floor_b_p50_us", percentile(fb, n, 50));
+  put_num("floor_b_p99_us", percentile(fb, n, 99));
+  put_num("floor_c_p50_us", percentile(fc, n, 50));
+  put_num("floor_c_p99_us", percentile(fc, n, 99));
+
+  for (int i = 0; i < n_out; ++i) printf("%s%s=%s", i ? " " : "", out[i].key, out[i].value);
+  printf("\n");
+  fflush(stdout);
+  if (json_file) {
+    FILE* f = fopen(json_file, "w");
+    if (!f) die("cannot write %s: %s", json_file, strerror(errno));
+    fputc('{', f);
+    for (int i = 0; i < n_out; ++i) {
+      const char* v = out[i].value;
+      int numeric = (v[0] >= '0' && v[0] <= '9') || v[0] == '-';
+      if (!strcmp(v, "nan"))
+        fprintf(f, "%s\"%s\": null", i ? ", " : "", out[i].key);
+      else if (numeric)
+        fprintf(f, "%s\"%s\": %s", i ? ", " : "", out[i].key, v);
+      else
+        fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", out[i].key, v);
+    }
+    fputs("}\n", f);
+    fclose(f);
+  }
+  free(fa);
+  free(fb);
+  free(fc);
+  return 0;
+}

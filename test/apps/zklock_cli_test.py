@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Tests of the zklock command against a throwaway ZooKeeper server.
+
+    zklock_cli_test.py --zklock BIN --scripts DIR CASE [CASE...]
+
+Each run starts its own server (scripts/zk-server.sh, free loopback port, tickTime=500 so that
+short session timeouts are not clamped up) and always stops it, also on failure, on a test
+deadline and on SIGTERM. Every process a case starts is killed and reaped before it returns.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ZKLOCK = None
+SCRIPTS = None
+DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stopped by us
+
+EXIT_USAGE, EXIT_BUSY, EXIT_LOST = 2, 75, 76
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Server:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="zk-apps-test-")
+        self.connect = None
+
+    def start(self):
+        out = subprocess.run(["bash", os.path.join(SCRIPTS, "zk-server.sh"), "start", self.dir, "tickTime=500"],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise Failure(f"zk-server.sh start failed: {out.stderr}")
+        self.connect = out.stdout.strip().splitlines()[-1]
+        log(f"server {self.connect} in {self.dir}")
+
+    def stop(self):
+        subprocess.run(["bash", os.path.join(SCRIPTS, "zk-server.sh"), "stop", self.dir], timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Case:
+    """What a test case gets: the server, a scratch dir, and process helpers that clean up."""
+
+    def __init__(self, server, work):
+        self.server = server
+        self.work = work
+        self.procs = []
+
+    def env(self):
+        e = dict(os.environ)
+        e["ZKLOCK_CONNECT"] = self.server.connect
+        return e
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def run(self, *args, timeout=30):
+        """Runs zklock to completion: (returncode, stdout, stderr, seconds)."""
+        t0 = time.monotonic()
+        p = subprocess.run([ZKLOCK, *args], capture_output=True, text=True, timeout=timeout, env=self.env())
+        dt = time.monotonic() - t0
+        log(f"zklock {' '.join(args)} -> {p.returncode} in {dt:.2f}s" + (f"; stderr: {p.stderr.strip()}" if p.stderr.strip() else ""))
+        return p.returncode, p.stdout, p.stderr, dt
+
+    def start(self, *args):
+        p = subprocess.Popen([ZKLOCK, *args], env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        log(f"started zklock {' '.join(args)} (pid {p.pid})")
+        return p
+
+    def wait(self, p, timeout=30):
+        out, err = p.communicate(timeout=timeout)
+        log(f"pid {p.pid} exited {p.returncode}" + (f"; stderr: {err.strip()}" if err.strip() else ""))
+        return p.returncode, out, err
+
+    def cleanup(self):
+        # SIGTERM first: zklock passes it to its command, so that no command outlives the case
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    os.kill(p.pid, signal.SIGTERM)
+                    p.wait(timeout=5)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    p.kill()
+            try:
+                p.communicate(timeout=10)
+            except Exception:
+                pass
+
+
+def wait_for(cond, timeout, what):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise Failure(f"timed out after {timeout}s waiting for {what}")
+
+
+def holders(c, lock):
+    rc, out, err, _ = c.run("holders", lock)
+    check(rc == 0, f"holders exited {rc}: {err}")
+    return [line.split() for line in out.splitlines()]
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead for our purpose
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def holder_command(c, ready_name, seconds):
+    """A command that signals it holds the lock (creates a file), then sleeps."""
+    return ["sh", "-c", f'touch "{c.path(ready_name)}"; exec sleep {seconds}']
+
+
+# ---------------------------------------------------------------------------------------------
+# cases
+
+def case_status_passthrough(c):
+    rc, *_ = c.run("exec", "/apps/status", "--", "sh", "-c", "exit 7")
+    check(rc == 7, f"exit 7 -> {rc}")
+    rc, *_ = c.run("exec", "/apps/status", "--", "true")
+    check(rc == 0, f"true -> {rc}")
+    rc, *_ = c.run("exec", "/apps/status", "--", "sh", "-c", "exit 255")
+    check(rc == 255, f"exit 255 -> {rc}")
+    rc, *_ = c.run("exec", "/apps/status", "--", "sh", "-c", 'kill -KILL $$')
+    check(rc == 128 + 9, f"killed by SIGKILL -> {rc}")
+    rc, *_ = c.run("exec", "/apps/status", "--", "no-such-command-zklock-test")
+    check(rc == 127, f"command not found -> {rc}")
+    # the command sees the lock it runs under
+    rc, out, *_ = c.run("exec", "/apps/status", "--", "sh", "-c", 'echo "$ZKLOCK_PATH $ZKLOCK_NODE $ZKLOCK_FENCING_TOKEN"')
+    check(rc == 0 and re.fullmatch(r"/apps/status /apps/status/_c_[0-9a-f-]+-lock-\d{10} \d+\n", out), f"environment: {out!r}")
+    # usage errors
+    rc, *_ = c.run("exec", "/apps/status")
+    check(rc == EXIT_USAGE, f"no command -> {rc}")
+    rc, *_ = c.run("exec", "relative/path", "--", "true")
+    check(rc == EXIT_USAGE, f"bad path -> {rc}")
+    rc, *_ = c.run("exec", "--try", "--timeout", "1", "/apps/status", "--", "true")
+    check(rc == EXIT_USAGE, f"--try with --timeout -> {rc}")
+    rc, *_ = c.run("frobnicate")
+    check(rc == EXIT_USAGE, f"unknown subcommand -> {rc}")
+    rc, out, *_ = c.run("exec", "--help")
+    check(rc == 0 and "--kill-grace" in out, f"exec --help -> {rc}")
+    rc, out, *_ = c.run("holders", "--help")
+    check(rc == 0 and "PATH" in out, f"holders --help -> {rc}")
+    # nobody listens there: generic error
+    rc, *_ = c.run("exec", "--connect", "127.0.0.1:1", "--connect-timeout", "1", "/apps/status", "--", "true")
+    check(rc == 1, f"cannot connect -> {rc}")
+    # nothing left behind
+    check(holders(c, "/apps/status") == [], "nodes left behind")
+
+
+def case_mutual_exclusion(c):
+    logf = c.path("intervals")
+    script = ('echo "$1 start $(date +%s.%N)" >> "$2"; sleep 0.7; echo "$1 end $(date +%s.%N)" >> "$2"')
+    n = 3
+    t0 = time.monotonic()
+    procs = [c.start("exec", "/apps/mutex", "--", "sh", "-c", script, "_", f"run{i}", logf) for i in range(n)]
+    for p in procs:
+        rc, *_ = c.wait(p, timeout=60)
+        check(rc == 0, f"exec exited {rc}")
+    elapsed = time.monotonic() - t0
+    spans = {}
+    with open(logf) as f:
+        for line in f:
+            who, what, t = line.split()
+            spans.setdefault(who, {})[what] = float(t)
+    check(len(spans) == n and all(len(s) == 2 for s in spans.values()), f"log incomplete: {spans}")
+    iv = sorted((s["start"], s["end"]) for s in spans.values())
+    for (s0, e0), (s1, e1) in zip(iv, iv[1:]):
+        check(s1 >= e0, f"overlap: [{s0}, {e0}] and [{s1}, {e1}]")
+    log("intervals: " + ", ".join(f"[{s - iv[0][0]:.3f}, {e - iv[0][0]:.3f}]" for s, e in iv))
+    check(elapsed >= n * 0.7, f"{n} runs of 0.7 s took only {elapsed:.2f}s: they did not wait")
+
+
+def case_try_busy(c):
+    holder = c.start("exec", "/apps/try", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    rc, out, err, dt = c.run("exec", "--try", "/apps/try", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY, f"--try while held -> {rc}")
+    check(dt < 3, f"--try took {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+    check(len(holders(c, "/apps/try")) == 1, "--try left a node behind")
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    rc, *_ = c.run("exec", "--try", "/apps/try", "--", "touch", c.path("ran"))
+    check(rc == 0 and os.path.exists(c.path("ran")), f"--try when free -> {rc}")
+
+
+def case_timeout(c):
+    holder = c.start("exec", "/apps/timeout", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    rc, out, err, dt = c.run("exec", "--timeout", "1", "/apps/timeout", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY, f"--timeout 1 while held -> {rc}")
+    check(0.9 <= dt < 3.0, f"--timeout 1 returned after {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+    check(len(holders(c, "/apps/timeout")) == 1, "--timeout left a node behind")
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    rc, *_ = c.run("exec", "--timeout", "5", "/apps/timeout", "--", "true")
+    check(rc == 0, f"--timeout 5 when free -> {rc}")
+
+
+def case_holders(c):
+    check(holders(c, "/apps/holders/missing") == [], "missing dir: output")
+    holder = c.start("exec", "/apps/holders", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    time.sleep(0.3)
+    waiter = c.start("exec", "/apps/holders", "--", "touch", c.path("waiter-ran"))
+    def two():
+        h = holders(c, "/apps/holders")
+        return h if len(h) == 2 else None
+    lines = wait_for(two, 20, "two contenders")
+    log(f"holders: {lines}")
+    for i, l in enumerate(lines):
+        check(len(l) == 4 and l[0] == str(i), f"line {i}: {l}")
+        check(re.fullmatch(r"_c_[0-9a-f-]+-lock-\d{10}", l[1]), f"node name {l[1]}")
+        check(re.fullmatch(r"0x[0-9a-f]+", l[2]), f"owner {l[2]}")
+        check(re.fullmatch(r"\d+\.\d", l[3]), f"age {l[3]}")
+    check(int(lines[0][1][-10:]) < int(lines[1][1][-10:]), "holder first")
+    check(lines[0][2] != lines[1][2], "distinct sessions")
+    check(float(lines[0][3]) >= float(lines[1][3]), "the holder is older")
+    check(not os.path.exists(c.path("waiter-ran")), "the waiter ran while the lock was held")
+    # children of the lock dir that are not lock nodes are ignored (kazoo is optional here)
+    try:
+        from kazoo.client import KazooClient
+    except ImportError:
+        log("kazoo not installed: skipping the non-lock-node check")
+    else:
+        zk = KazooClient(hosts=c.server.connect)
+        zk.start(timeout=10)
+        try:
+            zk.create("/apps/holders/not-a-lock-node", b"")
+            zk.create("/apps/holders/x-lock-12", b"")  # no 10-digit sequence: not a contender
+            again = holders(c, "/apps/holders")
+            check([l[:3] for l in again] == [l[:3] for l in lines], f"non-lock nodes were listed: {again}")
+            zk.delete("/apps/holders/not-a-lock-node")
+            zk.delete("/apps/holders/x-lock-12")
+        finally:
+            zk.stop()
+            zk.close()
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    rc, *_ = c.wait(waiter)
+    check(rc == 0 and os.path.exists(c.path("waiter-ran")), f"waiter -> {rc}")
+    check(holders(c, "/apps/holders") == [], "nodes left after both ran")
+
+
+def case_lock_lost(c):
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    child = int(wait_for(lambda: open(pidfile).read().strip() if os.path.exists(pidfile) and open(pidfile).read().endswith("\n") else None,
+                         20, "the child to start"))
+    check(pid_alive(child), "child not running")
+    waiter = c.start("exec", "/apps/lost", "--", "touch", c.path("waiter-ran"))
+    wait_for(lambda: len(holders(c, "/apps/lost")) == 2, 20, "the waiter to queue")
+    log(f"SIGSTOP zklock {p.pid} for 6 s (session timeout 2 s)")
+    os.kill(p.pid, signal.SIGSTOP)
+    t_stop = time.monotonic()
+    # meanwhile the session expires and the waiter takes the lock
+    rc, *_ = c.wait(waiter, timeout=15)
+    check(rc == 0 and os.path.exists(c.path("waiter-ran")), f"the waiter did not get the lock after the expiry ({rc})")
+    time.sleep(max(0.0, 6 - (time.monotonic() - t_stop)))
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGCONT)
+    rc, out, err = c.wait(p, timeout=30)
+    dt = time.monotonic() - t0
+    check(rc == EXIT_LOST, f"lock lost -> {rc}")
+    check("lock lost" in err, f"no message: {err}")
+    check(not pid_alive(child), f"child {child} still running")
+    log(f"zklock exited {rc} {dt:.2f}s after SIGCONT; child gone")
+
+    # a child that ignores SIGTERM is killed after --kill-grace
+    pidfile2 = c.path("child2.pid")
+    p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/lost2", "--",
+                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile2}"; while :; do sleep 0.2; done')
+    child = int(wait_for(lambda: open(pidfile2).read().strip() if os.path.exists(pidfile2) and open(pidfile2).read().endswith("\n") else None,
+                         20, "the child to start"))
+    os.kill(p.pid, signal.SIGSTOP)
+    time.sleep(6)
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGCONT)
+    rc, out, err = c.wait(p, timeout=30)
+    dt = time.monotonic() - t0
+    check(rc == EXIT_LOST, f"lock lost (TERM ignored) -> {rc}")
+    check("SIGKILL" in err, f"no SIGKILL message: {err}")
+    check(1.0 <= dt < 10, f"exited {dt:.2f}s after SIGCONT (grace 1 s)")
+    check(not pid_alive(child), f"child {child} still running")
+
+
+def case_signal_forwarding(c):
+    # the child traps SIGTERM and exits 3: zklock passes the signal and exits with the child's status
+    got = c.path("got")
+    script = f'trap \'echo TERM > "{got}"; exit 3\' TERM; touch "{c.path("ready")}"; while :; do sleep 0.1; done'
+    p = c.start("exec", "/apps/signal", "--", "sh", "-c", script)
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the child to run")
+    waiter = c.start("exec", "/apps/signal", "--", "touch", c.path("second-ran"))
+    wait_for(lambda: len(holders(c, "/apps/signal")) == 2, 20, "the waiter to queue")
+    os.kill(p.pid, signal.SIGTERM)
+    rc, *_ = c.wait(p)
+    check(rc == 3, f"child trapping TERM -> {rc}")
+    check(os.path.exists(got), "the child did not get SIGTERM")
+    rc, *_ = c.wait(waiter)
+    check(rc == 0 and os.path.exists(c.path("second-ran")), f"second exec -> {rc}")
+    # default disposition: the child dies of the signal, zklock exits 128+N
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        ready = c.path(f"ready-{sig.name}")
+        p = c.start("exec", "/apps/signal", "--", *holder_command(c, f"ready-{sig.name}", 30))
+        wait_for(lambda: os.path.exists(ready), 20, "the child to run")
+        os.kill(p.pid, sig)
+        rc, *_ = c.wait(p)
+        check(rc == 128 + sig, f"{sig.name} -> {rc}")
+    rc, *_ = c.run("exec", "--try", "/apps/signal", "--", "true")
+    check(rc == 0, f"lock not released after the signals ({rc})")
+    # a signal while waiting for the lock: gives up, leaves no node
+    holder = c.start("exec", "/apps/signal", "--", *holder_command(c, "ready-h", 30))
+    wait_for(lambda: os.path.exists(c.path("ready-h")), 20, "the holder to run")
+    waiter = c.start("exec", "/apps/signal", "--", "touch", c.path("never"))
+    wait_for(lambda: len(holders(c, "/apps/signal")) == 2, 20, "the waiter to queue")
+    os.kill(waiter.pid, signal.SIGTERM)
+    rc, *_ = c.wait(waiter)
+    check(rc == 128 + signal.SIGTERM, f"SIGTERM while waiting -> {rc}")
+    check(len(holders(c, "/apps/signal")) == 1, "the waiter left its node behind")
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    check(not os.path.exists(c.path("never")), "the waiter's command ran")
+
+
+def case_server_unreachable(c):
+    # ZooKeeper stops answering while the command runs: zklock must not hang on the release
+    # once the command is done; it gives up after a session timeout (the expiry removes the node).
+    with open(os.path.join(c.server.dir, "pid")) as f:
+        server_pid = int(f.read())
+    p = c.start("exec", "--session-timeout", "2", "/apps/unreachable", "--", *holder_command(c, "ready", 2))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
+    t0 = time.monotonic()
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        rc, out, err = c.wait(p, timeout=20)
+        dt = time.monotonic() - t0
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+    check(rc == 0, f"command status not passed through: {rc}")
+    check(dt < 8, f"zklock took {dt:.2f}s to exit (command 2 s + session timeout 2 s)")
+    check("release not confirmed" in err, f"no message: {err}")
+    wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
+
+
+CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def on_deadline(signum, frame):
+    raise Failure(f"test deadline ({DEADLINE_S}s) or signal {signum}")
+
+
+def main():
+    global ZKLOCK, SCRIPTS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--zklock", required=True)
+    ap.add_argument("--scripts", required=True)
+    ap.add_argument("cases", nargs="+", choices=sorted(CASES) + ["all"])
+    a = ap.parse_args()
+    ZKLOCK, SCRIPTS = os.path.abspath(a.zklock), a.scripts
+    names = sorted(CASES) if "all" in a.cases else a.cases
+    signal.signal(signal.SIGALRM, on_deadline)
+    signal.signal(signal.SIGTERM, on_deadline)
+    signal.alarm(DEADLINE_S * len(names))
+    failed = []
+    server = Server()
+    try:
+        server.start()
+        for name in names:
+            work = tempfile.mkdtemp(prefix=f"zklock-{name}-")
+            c = Case(server, work)
+            log(f"=== {name}")
+            try:
+                CASES[name](c)
+                log(f"=== {name}: ok")
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+                log(f"=== {name}: FAILED")
+            finally:
+                c.cleanup()
+                shutil.rmtree(work, ignore_errors=True)
+    except Exception:
+        traceback.print_exc()
+        failed.append("setup")
+    finally:
+        signal.alarm(0)
+        server.stop()
+    if failed:
+        print("FAILED: " + " ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,662 @@
+#include "zk_server.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace zklock::test {
+
+namespace {
+
+// zookeeper.jar's manifest Class-Path pulls in its dependencies (jute, netty, metrics, ...).
+const char* const default_classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
+const char* const dir_prefix = "zklock-test-";
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string java_binary() {
+  if (const char* v = std::getenv("ZKLOCK_TEST_JAVA"); v && *v) return v;
+  std::string path = env_or("PATH", "/usr/bin:/bin");
+  std::istringstream in(path);
+  for (std::string d; std::getline(in, d, ':');) {
+    if (d.empty()) continue;
+    std::string p = d + "/java";
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "/usr/bin/java";
+}
+
+std::string tail_of(const std::string& path, std::size_t bytes = 4000) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "(no log at " + path + ")";
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
+}
+
+bool pid_exists(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno != ESRCH); }
+
+// --- everything this process started, for the atexit handler -----------------------------------
+
+struct registry_t {
+  std::mutex m;
+  std::set<pid_t> pids;
+  std::set<std::string> dirs;
+};
+
+void at_exit_cleanup() noexcept;
+
+registry_t& registry() {
+  static registry_t* r = [] {
+    auto* p = new registry_t;  // leaked: must outlive static destructors
+    std::atexit(at_exit_cleanup);
+    return p;
+  }();
+  return *r;
+}
+
+void at_exit_cleanup() noexcept {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  for (pid_t pid : r.pids) {
+    ::kill(pid, SIGKILL);
+    ::kill(pid, SIGCONT);
+    ::waitpid(pid, nullptr, 0);
+  }
+  r.pids.clear();
+  for (auto& d : r.dirs) {
+    std::error_code ec;
+    fs::remove_all(d, ec);
+  }
+  r.dirs.clear();
+}
+
+void register_pid(pid_t pid) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.pids.insert(pid);
+}
+// false if the pid is not (or no longer) ours: the atexit handler reaped it already.
+bool unregister_pid(pid_t pid) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  return r.pids.erase(pid) > 0;
+}
+bool is_registered(pid_t pid) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  return r.pids.count(pid) > 0;
+}
+
+// --- stale dirs of dead test processes --------------------------------------------------------
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Removes <tmp>/zklock-test-<pid>-* whose test process is gone, first killing a server still
+// running from it (possible only if PDEATHSIG was lost); the server's cmdline must name the dir.
+void sweep_stale_dirs() noexcept {
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) return;
+  for (fs::directory_iterator it(tmp, ec), end; !ec && it != end; it.increment(ec)) {
+    auto name = it->path().filename().string();
+    if (name.rfind(dir_prefix, 0) != 0) continue;
+    auto rest = name.substr(std::strlen(dir_prefix));
+    auto dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    if (rest.find_first_not_of("0123456789") != dash) continue;
+    pid_t owner = static_cast<pid_t>(std::atol(rest.substr(0, dash).c_str()));
+    if (owner <= 0 || owner == ::getpid() || pid_exists(owner)) continue;
+    try {
+      std::string sp = read_file(it->path() / "server.pid");
+      pid_t server = static_cast<pid_t>(std::atol(sp.c_str()));
+      if (server > 0) {
+        std::string cmdline = read_file("/proc/" + std::to_string(server) + "/cmdline");
+        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+        if (cmdline.find(it->path().string() + "/zoo.cfg") != std::string::npos) ::kill(server, SIGKILL);
+      }
+    } catch (...) {
+    }
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+  }
+}
+
+std::string make_temp_dir() {
+  sweep_stale_dirs();
+  std::string tmpl = (fs::temp_directory_path() / (dir_prefix + std::to_string(::getpid()) + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.dirs.insert(tmpl);
+  return tmpl;
+}
+
+void remove_temp_dir(const std::string& dir) noexcept {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  auto& r = registry();
+  std::lock_guard<std::mutex> lk(r.m);
+  r.dirs.erase(dir);
+}
+
+// --- fork/exec --------------------------------------------------------------------------------
+
+// Everything the child needs, prepared before fork: between fork and exec the child of a
+// multi-threaded process may only make async-signal-safe calls (no malloc).
+struct spawn_request {
+  std::string exe;
+  std::vector<std::string> args;
+  std::string cwd;
+  std::string log;
+};
+
+pid_t fork_exec(const spawn_request& req) {
+  std::vector<char*> argv;
+  for (auto& a : req.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int log_fd = ::open(req.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) throw std::runtime_error("open " + req.log + ": " + std::strerror(errno));
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  rlimit rl{};
+  int max_fd = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                   ? static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 65536))
+                   : 65536;
+  const char* exec_failed = "zk_server: execv failed\n";
+  pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the thread that forked it (see spawner)
+    if (::getppid() != parent) ::_exit(1);
+    ::setpgid(0, 0);  // a terminal's Ctrl-C goes to the test only; PDEATHSIG does the rest
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    // No inherited sockets: a client connection or listener of the test must not live on in
+    // the JVM (the peer would never see it close).
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+#endif
+      for (int fd = 3; fd < max_fd; ++fd) ::close(fd);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; ++s)
+      if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (::chdir(req.cwd.c_str()) != 0) ::_exit(126);
+    ::execve(req.exe.c_str(), argv.data(), environ);
+    (void)!::write(2, exec_failed, std::strlen(exec_failed));
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  register_pid(pid);
+  return pid;
+}
+
+// PR_SET_PDEATHSIG fires when the *thread* that forked exits. The main thread lives as long as
+// the process, so it forks directly; any other thread hands the fork to a helper thread that is
+// started on first use and never exits.
+class spawner {
+ public:
+  static pid_t spawn(const spawn_request& req) {
+    if (static_cast<pid_t>(::syscall(SYS_gettid)) == ::getpid()) return fork_exec(req);
+    return instance().run(req);
+  }
+
+ private:
+  struct job {
+    const spawn_request* req = nullptr;
+    pid_t pid = -1;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
+  static spawner& instance() {
+    static spawner* s = new spawner;  // leaked, with its thread
+    return *s;
+  }
+
+  spawner() {
+    std::thread([this] {
+      sigset_t all;
+      ::sigfillset(&all);
+      ::pthread_sigmask(SIG_BLOCK, &all, nullptr);  // signals are for the test's threads
+      for (;;) {
+        std::unique_lock<std::mutex> lk(m_);
+        cv_.wait(lk, [&] { return !queue_.empty(); });
+        job* j = queue_.front();
+        queue_.pop_front();
+        lk.unlock();
+        try {
+          j->pid = fork_exec(*j->req);
+        } catch (...) {
+          j->error = std::current_exception();
+        }
+        lk.lock();
+        j->done = true;
+        cv_.notify_all();
+      }
+    }).detach();
+  }
+
+  pid_t run(const spawn_request& req) {
+    job j;
+    j.req = &req;
+    std::unique_lock<std::mutex> lk(m_);
+    queue_.push_back(&j);
+    cv_.notify_all();
+    cv_.wait(lk, [&] { return j.done; });
+    if (j.error) std::rethrow_exception(j.error);
+    return j.pid;
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<job*> queue_;
+};
+
+std::string mode_of(const std::string& srvr) {
+  auto at = srvr.find("Mode: ");
+  if (at == std::string::npos) return {};
+  auto end = srvr.find('\n', at);
+  return srvr.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+}
+
+int loopback_socket(std::uint16_t port, sockaddr_in& a) {
+  a = sockaddr_in{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+}  // namespace
+
+std::vector<std::uint16_t> free_ports(int n) {
+  std::vector<int> fds;
+  std::vector<std::uint16_t> ports;
+  auto close_all = [&] {
+    for (int fd : fds) ::close(fd);
+  };
+  for (int i = 0; i < n; ++i) {
+    sockaddr_in a{};
+    int fd = loopback_socket(0, a);
+    if (fd < 0) {
+      close_all();
+      throw std::runtime_error(std::string("free_port: socket: ") + std::strerror(errno));
+    }
+    fds.push_back(fd);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      int e = errno;
+      close_all();
+      throw std::runtime_error(std::string("free_port: bind: ") + std::strerror(e));
+    }
+    ports.push_back(ntohs(a.sin_port));
+  }
+  close_all();
+  return ports;
+}
+
+std::uint16_t free_port() { return free_ports(1).front(); }
+
+std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono::milliseconds timeout) {
+  sockaddr_in a{};
+  int fd = loopback_socket(port, a);
+  if (fd < 0) return {};
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto left = [&] {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<long long>(0, ms.count()));
+  };
+  auto wait_for = [&](short events) {
+    for (;;) {
+      pollfd p{fd, events, 0};
+      int r = ::poll(&p, 1, left());
+      if (r < 0 && errno == EINTR) continue;
+      return r == 1 ? p.revents : short(0);
+    }
+  };
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno != EINPROGRESS) {
+      ::close(fd);
+      return {};
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (!(wait_for(POLLOUT) & POLLOUT) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      ::close(fd);
+      return {};
+    }
+  }
+  std::size_t sent = 0;
+  while (sent < cmd.size()) {
+    ssize_t n = ::send(fd, cmd.data() + sent, cmd.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (!(wait_for(POLLOUT) & POLLOUT)) break;
+    } else {
+      break;
+    }
+  }
+  if (sent == cmd.size()) {
+    char buf[8192];
+    for (;;) {  // the server closes the connection after its reply
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        out.append(buf, static_cast<std::size_t>(n));
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (!(wait_for(POLLIN) & (POLLIN | POLLHUP | POLLERR))) break;  // timed out
+      } else {
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// One server process (standalone, or a quorum member when myid > 0) with its dir and config.
+class server_process {
+ public:
+  server_process(const server_options& opts, std::uint16_t client_port, const std::string& quorum_cfg, int myid)
+      : opts_(opts), port_(client_port), dir_(make_temp_dir()), myid_(myid) {
+    try {
+      fs::create_directories(dir_ + "/data");
+      if (myid_ > 0) std::ofstream(dir_ + "/data/myid") << myid_ << "\n";
+      std::ofstream cfg(dir_ + "/zoo.cfg");
+      cfg << "tickTime=" << opts.tick_time_ms << "\n"
+          << "initLimit=" << opts.init_limit << "\n"
+          << "syncLimit=" << opts.sync_limit << "\n"
+          << "dataDir=" << dir_ << "/data\n"
+          << "clientPort=" << port_ << "\n"
+          << "clientPortAddress=127.0.0.1\n"
+          << "admin.enableServer=false\n"
+          << "4lw.commands.whitelist=*\n"
+          << "maxClientCnxns=0\n"
+          << "maxSessionTimeout=" << opts.max_session_timeout_ms << "\n"
+          << "forceSync=" << (opts.force_sync ? "yes" : "no") << "\n"
+          << "preAllocSize=1024\n"  // KB; the default 64 MB per log file is slow and big
+          << quorum_cfg;
+      cfg.close();
+      if (!cfg) throw std::runtime_error("cannot write " + dir_ + "/zoo.cfg");
+
+      req_.exe = java_binary();
+      req_.cwd = dir_;  // hs_err_pid*.log, if any, lands here
+      req_.log = dir_ + "/server.log";
+      std::string level = opts.log_level.empty() ? "info" : opts.log_level;
+      req_.args = {req_.exe,
+                   "-Xmx256m",
+                   "-XX:+UseSerialGC",
+                   "-XX:TieredStopAtLevel=1",  // C1 only: faster start, less CPU on small machines
+                   "-XX:-UsePerfData",         // no /tmp/hsperfdata_* files
+                   "-Xshare:auto",
+                   "-Djava.net.preferIPv4Stack=true",
+                   "-Dzookeeper.admin.enableServer=false",
+                   "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
+                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+                   "-cp",
+                   env_or("ZKLOCK_TEST_ZK_CLASSPATH", default_classpath),
+                   myid_ > 0 ? "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+                             : "org.apache.zookeeper.server.ZooKeeperServerMain",
+                   dir_ + "/zoo.cfg"};
+    } catch (...) {
+      remove_temp_dir(dir_);
+      throw;
+    }
+  }
+
+  ~server_process() {
+    kill();
+    remove_temp_dir(dir_);
+  }
+
+  void spawn() {
+    if (running()) return;
+    std::ofstream(req_.log, std::ios::app) << "=== zk_server: starting " << req_.args[req_.args.size() - 2] << " on port "
+                                           << port_ << " ===\n";
+    pid_ = spawner::spawn(req_);
+    paused_ = false;
+    std::ofstream(dir_ + "/server.pid") << pid_ << "\n";
+  }
+
+  // Waits until the process answers ruok (and, standalone, serves requests). Quorum members
+  // answer ruok before they have joined a quorum: zk_ensemble::wait_quorum checks that.
+  void wait_ready() {
+    auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
+    for (;;) {
+      if (!running())
+        throw std::runtime_error("ZooKeeper (port " + std::to_string(port_) + ") exited while starting; " + describe());
+      if (ruok() && (myid_ > 0 || mode() == "standalone")) return;
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw std::runtime_error("ZooKeeper (port " + std::to_string(port_) + ") did not start within " +
+                                 std::to_string(opts_.start_timeout.count()) + " ms; " + describe());
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+
+  void start() {
+    spawn();
+    wait_ready();
+  }
+
+  // Never throws.
+  void signal_and_reap(int sig, std::chrono::milliseconds grace) noexcept {
+    if (pid_ <= 0) return;
+    if (!is_registered(pid_)) {  // reaped by the atexit handler
+      pid_ = -1;
+      return;
+    }
+    ::kill(pid_, sig);
+    if (paused_) ::kill(pid_, SIGCONT);
+    paused_ = false;
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    for (;;) {
+      pid_t r = ::waitpid(pid_, nullptr, WNOHANG);
+      if (r == pid_ || (r < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    unregister_pid(pid_);
+    pid_ = -1;
+  }
+  void stop() { signal_and_reap(SIGTERM, 5000ms); }
+  void kill() { signal_and_reap(SIGKILL, 5000ms); }
+  void pause() {
+    if (running()) ::kill(pid_, SIGSTOP), paused_ = true;
+  }
+  void resume() {
+    if (running()) ::kill(pid_, SIGCONT), paused_ = false;
+  }
+
+  // Reaps the process if it exited by itself.
+  bool running() const {
+    if (pid_ <= 0) return false;
+    if (!is_registered(pid_)) {
+      pid_ = -1;
+      return false;
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      unregister_pid(pid_);
+      pid_ = -1;
+      paused_ = false;
+      return false;
+    }
+    return true;
+  }
+  bool paused() const { return running() && paused_; }
+  pid_t pid() const { return running() ? pid_ : -1; }
+  bool ruok() const { return zklock::test::four_letter(port_, "ruok", 1000ms) == "imok"; }
+  std::string four_letter(const std::string& cmd) const { return zklock::test::four_letter(port_, cmd, 3000ms); }
+  std::string mode() const { return mode_of(zklock::test::four_letter(port_, "srvr", 1000ms)); }
+  std::uint16_t port() const { return port_; }
+  const std::string& dir() const { return dir_; }
+  std::string log_path() const { return req_.log; }
+  std::string describe() const { return "log " + req_.log + ":\n" + tail_of(req_.log); }
+
+ private:
+  server_options opts_;
+  std::uint16_t port_;
+  std::string dir_;
+  int myid_;
+  spawn_request req_;
+  mutable pid_t pid_ = -1;
+  mutable bool paused_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+zk_server::zk_server(server_options opts)
+    : p_(std::make_unique<server_process>(opts, opts.client_port ? opts.client_port : free_port(), "", 0)) {
+  p_->start();
+}
+zk_server::~zk_server() = default;
+std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(p_->port()); }
+std::uint16_t zk_server::port() const { return p_->port(); }
+pid_t zk_server::pid() const { return p_->pid(); }
+bool zk_server::running() const { return p_->running(); }
+void zk_server::stop() { p_->stop(); }
+void zk_server::kill() { p_->kill(); }
+void zk_server::pause() { p_->pause(); }
+void zk_server::resume() { p_->resume(); }
+void zk_server::start() { p_->start(); }
+void zk_server::restart() {
+  p_->stop();
+  p_->start();
+}
+bool zk_server::ruok() const { return p_->ruok(); }
+std::string zk_server::four_letter(const std::string& cmd) const { return p_->four_letter(cmd); }
+std::string zk_server::mode() const { return p_->mode(); }
+std::string zk_server::log_path() const { return p_->log_path(); }
+std::string zk_server::data_dir() const { return p_->dir() + "/data"; }
+
+// ---------------------------------------------------------------------------------------------
+
+zk_ensemble::zk_ensemble(int members, server_options opts) : opts_(opts) {
+  if (members < 1) throw std::invalid_argument("zk_ensemble: members < 1");
+  auto ports = free_ports(3 * members);  // client, quorum, election per member
+  std::ostringstream servers;
+  for (int i = 0; i < members; ++i)
+    servers << "server." << i + 1 << "=127.0.0.1:" << ports[3 * i + 1] << ":" << ports[3 * i + 2] << "\n";
+  servers << "standaloneEnabled=false\n";
+  for (int i = 0; i < members; ++i)
+    members_.push_back(std::make_unique<server_process>(opts, ports[3 * i], servers.str(), i + 1));
+  for (auto& m : members_) m->spawn();
+  for (auto& m : members_) m->wait_ready();
+  wait_quorum();
+}
+zk_ensemble::~zk_ensemble() = default;
+
+void zk_ensemble::wait_quorum() {
+  auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
+  for (;;) {
+    bool ok = true;
+    int leaders = 0;
+    for (auto& m : members_) {
+      if (!m->running() || m->paused()) continue;
+      auto mode = m->mode();
+      if (mode == "leader") ++leaders;
+      else if (mode != "follower") ok = false;
+    }
+    if (ok && leaders == 1) return;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  std::string msg = "ZooKeeper ensemble did not form a quorum within " + std::to_string(opts_.start_timeout.count()) +
+                    " ms";
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    auto& m = members_[i];
+    msg += "\n--- member " + std::to_string(i) + " (port " + std::to_string(m->port()) + ", " +
+           (m->running() ? (m->paused() ? "paused" : "running") : "not running") + ", mode '" + m->mode() + "'), " +
+           m->describe();
+  }
+  throw std::runtime_error(msg);
+}
+
+std::string zk_ensemble::connect_string() const {
+  std::string s;
+  for (auto& m : members_) s += (s.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(m->port());
+  return s;
+}
+std::string zk_ensemble::connect_string(int i) const { return "127.0.0.1:" + std::to_string(port(i)); }
+int zk_ensemble::size() const { return static_cast<int>(members_.size()); }
+void zk_ensemble::stop(int i) { members_.at(i)->stop(); }
+void zk_ensemble::kill(int i) { members_.at(i)->kill(); }
+void zk_ensemble::pause(int i) { members_.at(i)->pause(); }
+void zk_ensemble::resume(int i) { members_.at(i)->resume(); }
+void zk_ensemble::start(int i) {
+  members_.at(i)->start();
+  wait_quorum();
+}
+void zk_ensemble::restart(int i) {
+  members_.at(i)->stop();
+  start(i);
+}
+bool zk_ensemble::ruok(int i) const { return members_.at(i)->ruok(); }
+std::uint16_t zk_ensemble::port(int i) const { return members_.at(i)->port(); }
+std::string zk_ensemble::four_letter(int i, const std::string& cmd) const { return members_.at(i)->four_letter(cmd); }
+pid_t zk_ensemble::pid(int i) const { return members_.at(i)->pid(); }
+bool zk_ensemble::running(int i) const { return members_.at(i)->running(); }
+std::string zk_ensemble::mode(int i) const { return members_.at(i)->mode(); }
+int zk_ensemble::leader() const {
+  for (std::size_t i = 0; i < members_.size(); ++i)
+    if (members_[i]->running() && !members_[i]->paused() && members_[i]->mode() == "leader") return static_cast<int>(i);
+  return -1;
+}
+std::string zk_ensemble::log_path(int i) const { return members_.at(i)->log_path(); }
+
+}  // namespace zklock::test

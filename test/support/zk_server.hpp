@@ -1,0 +1,113 @@
+// Real ZooKeeper servers for tests, from the Debian `zookeeper` package (3.8, Java 17): a
+// standalone server or an N-member ensemble on free 127.0.0.1 ports, each with its own temp
+// dir /tmp/zklock-test-<test pid>-XXXXXX (zoo.cfg, data/, server.log) and admin.enableServer=false.
+// Servers can be stopped, killed, paused (SIGSTOP), resumed and restarted on the same port and
+// dataDir.
+//
+// Cleanup: destructors kill and reap every server and remove its dir (never throwing). If the
+// test process dies instead, the kernel kills the servers (PR_SET_PDEATHSIG; servers are always
+// forked from a thread that lives as long as the process, so starting one from a short-lived
+// thread is fine), an atexit handler covers exit() without unwinding, and creating a fixture
+// sweeps the dirs (and any leftover server) of test processes that no longer exist.
+//
+// Environment overrides: ZKLOCK_TEST_JAVA (java binary), ZKLOCK_TEST_ZK_CLASSPATH.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zklock::test {
+
+struct server_options {
+  int tick_time_ms = 200;  // small so tests get short session timeouts (min session = 2 ticks)
+  int max_session_timeout_ms = 20000;
+  bool force_sync = true;  // false -> forceSync=no
+  std::chrono::milliseconds start_timeout{30000};
+  // --- additions ---
+  std::uint16_t client_port = 0;    // 0: a free port; otherwise this one (standalone only)
+  int init_limit = 50;              // ticks (ensemble)
+  int sync_limit = 15;              // ticks (ensemble): how fast a dead leader/follower is noticed
+  std::string log_level = "info";   // server.log level: trace, debug, info, warn, error, off
+};
+
+/// A free TCP port on 127.0.0.1 (bound to port 0 and released; a small race is accepted).
+std::uint16_t free_port();
+
+/// `n` distinct free ports (all held open while choosing, so they differ from each other).
+std::vector<std::uint16_t> free_ports(int n);
+
+/// Sends a four-letter word ("ruok", "srvr", "stat", "cons", "wchc", "mntr", ...) to
+/// 127.0.0.1:port and returns the whole reply, or "" on failure or after `timeout`.
+std::string four_letter(std::uint16_t port, const std::string& cmd,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
+
+class server_process;
+
+/// One standalone server (ZooKeeperServerMain).
+class zk_server {
+ public:
+  explicit zk_server(server_options opts = {});  // starts it, waits for "imok" and Mode: standalone
+  ~zk_server();                                  // kills it, removes its dir
+  zk_server(const zk_server&) = delete;
+  zk_server& operator=(const zk_server&) = delete;
+
+  std::string connect_string() const;  // "127.0.0.1:PORT"
+  std::uint16_t port() const;
+  pid_t pid() const;     // -1 when not running
+  bool running() const;  // false once the process has exited, however that happened
+  void stop();           // SIGTERM and wait (SIGKILL after 5 s)
+  void kill();           // SIGKILL and reap
+  void pause();          // SIGSTOP
+  void resume();         // SIGCONT
+  void start();          // again on the same port and dataDir; waits until it serves
+  void restart();        // stop + start
+  bool ruok() const;     // "imok" within 1 s
+  std::string four_letter(const std::string& cmd) const;  // 3 s timeout
+  std::string mode() const;      // "standalone", or "" when not serving
+  std::string log_path() const;  // the server's stdout/stderr (slf4j-simple log)
+  std::string data_dir() const;
+
+ private:
+  std::unique_ptr<server_process> p_;
+};
+
+/// An N-member quorum (QuorumPeerMain, standaloneEnabled=false) on free loopback ports.
+class zk_ensemble {
+ public:
+  // Starts all members and waits until every one serves as leader or follower.
+  explicit zk_ensemble(int members = 3, server_options opts = {});
+  ~zk_ensemble();
+  zk_ensemble(const zk_ensemble&) = delete;
+  zk_ensemble& operator=(const zk_ensemble&) = delete;
+
+  std::string connect_string() const;  // "127.0.0.1:p1,127.0.0.1:p2,..."
+  int size() const;
+  void stop(int i);
+  void kill(int i);
+  void pause(int i);
+  void resume(int i);
+  void start(int i);    // waits until the running, unpaused members form a quorum again
+  void restart(int i);  // stop + start
+  bool ruok(int i) const;
+  std::uint16_t port(int i) const;
+  std::string four_letter(int i, const std::string& cmd) const;
+  // --- additions ---
+  std::string connect_string(int i) const;  // one member only
+  pid_t pid(int i) const;
+  bool running(int i) const;
+  std::string mode(int i) const;  // "leader", "follower", or "" when not serving
+  int leader() const;             // index of the member that reports Mode: leader, or -1
+  std::string log_path(int i) const;
+  void wait_quorum();             // as the constructor: running, unpaused members serve
+
+ private:
+  std::vector<std::unique_ptr<server_process>> members_;
+  server_options opts_;
+};
+
+}  // namespace zklock::test

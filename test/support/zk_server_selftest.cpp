@@ -1,0 +1,252 @@
+// The fixture itself: servers start, pause, resume, restart, die, form quorums, and leave
+// nothing behind (no process, no temp dir).
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "zk_server.hpp"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace zklock::test;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+bool gone(pid_t pid) { return pid > 0 && ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+std::string our_prefix() { return "zklock-test-" + std::to_string(::getpid()) + "-"; }
+
+// Temp dirs of this test process.
+int our_dirs() {
+  int n = 0;
+  for (auto& e : fs::directory_iterator(fs::temp_directory_path()))
+    if (e.path().filename().string().rfind(our_prefix(), 0) == 0) ++n;
+  return n;
+}
+
+// Processes (of anyone) whose command line names one of our temp dirs.
+int our_processes() {
+  int n = 0;
+  for (auto& e : fs::directory_iterator("/proc")) {
+    auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(our_prefix()) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+void expect_nothing_left() {
+  CHECK(our_processes() == 0);
+  CHECK(our_dirs() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("standalone server: ruok, pause, resume, restart, kill -9, start", "[fixture]") {
+  std::vector<pid_t> pids;
+  std::string data;
+  {
+    auto t0 = clock_type::now();
+    zk_server s;
+    std::fprintf(stderr, "standalone server up in %.2f s\n", seconds_since(t0));
+    pids.push_back(s.pid());
+    data = s.data_dir();
+    CHECK(fs::is_directory(data));
+    CHECK(s.running());
+    CHECK(s.ruok());
+    CHECK(s.mode() == "standalone");
+    CHECK(s.connect_string() == "127.0.0.1:" + std::to_string(s.port()));
+    CHECK(s.four_letter("mntr").find("zk_server_state\tstandalone") != std::string::npos);
+
+    s.pause();
+    auto t1 = clock_type::now();
+    CHECK_FALSE(s.ruok());
+    CHECK(seconds_since(t1) < 2.0);
+    CHECK(s.running());
+    s.resume();
+    CHECK(s.ruok());
+
+    auto port = s.port();
+    t0 = clock_type::now();
+    s.restart();
+    std::fprintf(stderr, "standalone restart (SIGTERM + start) in %.2f s\n", seconds_since(t0));
+    CHECK(s.port() == port);
+    CHECK(s.ruok());
+    CHECK(s.pid() != pids.front());
+    CHECK(gone(pids.front()));
+    pids.push_back(s.pid());
+
+    s.kill();
+    CHECK_FALSE(s.running());
+    CHECK(s.pid() == -1);
+    CHECK_FALSE(s.ruok());
+    CHECK(gone(pids.back()));
+    s.start();
+    CHECK(s.ruok());
+    CHECK(s.port() == port);
+    pids.push_back(s.pid());
+
+    // A paused server can still be stopped.
+    s.pause();
+    s.stop();
+    CHECK_FALSE(s.running());
+    s.start();
+    pids.push_back(s.pid());
+
+    // Dying on its own is noticed.
+    ::kill(s.pid(), SIGKILL);
+    auto deadline = clock_type::now() + 5s;
+    while (s.running() && clock_type::now() < deadline) std::this_thread::sleep_for(10ms);
+    CHECK_FALSE(s.running());
+    s.start();
+    CHECK(s.ruok());
+    pids.push_back(s.pid());
+  }
+  for (pid_t p : pids) CHECK(gone(p));
+  CHECK_FALSE(fs::exists(data));
+  expect_nothing_left();
+}
+
+TEST_CASE("3-node ensemble keeps a quorum when one member dies", "[fixture]") {
+  std::vector<pid_t> pids;
+  {
+    auto t0 = clock_type::now();
+    zk_ensemble e(3);
+    std::fprintf(stderr, "3-node ensemble up in %.2f s\n", seconds_since(t0));
+    REQUIRE(e.size() == 3);
+    std::string cs;
+    for (int i = 0; i < 3; ++i) {
+      CHECK(e.ruok(i));
+      CHECK((e.mode(i) == "leader" || e.mode(i) == "follower"));
+      cs += (i ? "," : "") + e.connect_string(i);
+      pids.push_back(e.pid(i));
+    }
+    CHECK(e.connect_string() == cs);
+    int leader = e.leader();
+    REQUIRE(leader >= 0);
+
+    // Kill the leader: the other two answer and elect a new one.
+    e.kill(leader);
+    CHECK_FALSE(e.running(leader));
+    CHECK_FALSE(e.ruok(leader));
+    t0 = clock_type::now();
+    e.wait_quorum();
+    std::fprintf(stderr, "re-election after leader kill in %.2f s\n", seconds_since(t0));
+    for (int i = 0; i < 3; ++i) {
+      if (i == leader) continue;
+      CHECK(e.ruok(i));
+      CHECK((e.mode(i) == "leader" || e.mode(i) == "follower"));
+    }
+    CHECK(e.leader() >= 0);
+    CHECK(e.leader() != leader);
+
+    t0 = clock_type::now();
+    e.start(leader);
+    std::fprintf(stderr, "member rejoin in %.2f s\n", seconds_since(t0));
+    CHECK(e.ruok(leader));
+    CHECK(e.mode(leader) == "follower");
+    pids.push_back(e.pid(leader));
+
+    // Members run QuorumPeerMain and really are an ensemble.
+    CHECK(e.four_letter(e.leader(), "mntr").find("zk_synced_followers\t2") != std::string::npos);
+
+    int follower = (e.leader() + 1) % 3;
+    e.restart(follower);
+    CHECK(e.mode(follower) == "follower");
+    pids.push_back(e.pid(follower));
+  }
+  for (pid_t p : pids) CHECK(gone(p));
+  expect_nothing_left();
+}
+
+TEST_CASE("a failed start throws with the server's log and cleans up", "[fixture]") {
+  // Hold the port so that the server cannot bind it.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(fd, 1) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  server_options o;
+  o.client_port = ntohs(a.sin_port);
+  o.start_timeout = 20s;
+  std::string what;
+  try {
+    zk_server s(o);
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  ::close(fd);
+  INFO(what);
+  CHECK(what.find("exited while starting") != std::string::npos);
+  CHECK(what.find("Address already in use") != std::string::npos);
+  expect_nothing_left();
+}
+
+TEST_CASE("servers outlive the thread that started them and inherit no descriptors", "[fixture]") {
+  // A socket without CLOEXEC must not leak into the JVM.
+  int leak = ::socket(AF_INET, SOCK_STREAM, 0);
+  struct stat st {};
+  REQUIRE(::fstat(leak, &st) == 0);
+  std::string leaked = "socket:[" + std::to_string(st.st_ino) + "]";
+  {
+    std::unique_ptr<zk_server> s;
+    std::thread([&] { s = std::make_unique<zk_server>(); }).join();
+    std::this_thread::sleep_for(300ms);
+    REQUIRE(s->running());
+    CHECK(s->ruok());
+    int found = 0;
+    for (auto& e : fs::directory_iterator("/proc/" + std::to_string(s->pid()) + "/fd")) {
+      std::error_code ec;
+      if (fs::read_symlink(e.path(), ec).string() == leaked) ++found;
+    }
+    CHECK(found == 0);
+    std::thread([&] { s->restart(); }).join();
+    std::this_thread::sleep_for(300ms);
+    CHECK(s->ruok());
+  }
+  ::close(leak);
+  expect_nothing_left();
+}
+
+TEST_CASE("dirs left by dead test processes are swept", "[fixture]") {
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  REQUIRE(dead > 0);
+  ::waitpid(dead, nullptr, 0);
+  auto stale = fs::temp_directory_path() / ("zklock-test-" + std::to_string(dead) + "-selftest");
+  fs::create_directories(stale / "data");
+  std::ofstream(stale / "server.pid") << "1\n";  // pid 1 is not a server of that dir: not killed
+  {
+    zk_server s;
+    CHECK_FALSE(fs::exists(stale));
+  }
+  expect_nothing_left();
+}
