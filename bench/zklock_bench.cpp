@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   clock_type::time_point release_started{};
   int releaser = -1;  // a handoff is from one contender to another, not a re-acquire by itself
   int inside = 0, violations = 0, finished = 0, acquisitions = 0;
-  std::uint64_t requests_before = 0, events_before = 0;
+  std::uint64_t requests_before = 0, events_before = 0, deleted_before = 0;
   double contended_seconds = 0, cpu_contended = 0;
   std::string failure;
 
@@ -154,7 +154,11 @@ int main(int argc, char** argv) {
         solo_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
       }
     }
-    for (auto& s : sessions) requests_before += s->requests_sent(), events_before += s->watch_events();
+    for (auto& s : sessions) {
+      requests_before += s->requests_sent();
+      events_before += s->watch_events();
+      deleted_before += s->watch_events(zklock::watch_event_type::deleted);
+    }
     auto t_start = clock_type::now();
     double cpu_start = cpu_seconds();
     for (int i = 0; i < contenders; ++i) {
@@ -199,10 +203,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   threads_peak = std::max(threads_peak, thread_count());
-  std::uint64_t requests = 0, events = 0;
-  for (auto& s : sessions) requests += s->requests_sent(), events += s->watch_events();
+  std::uint64_t requests = 0, events = 0, deleted = 0;
+  for (auto& s : sessions) {
+    requests += s->requests_sent();
+    events += s->watch_events();
+    deleted += s->watch_events(zklock::watch_event_type::deleted);
+  }
   requests -= requests_before;
   events -= events_before;
+  deleted -= deleted_before;
 
   report r;
   r.add("impl", std::string("zklock"));
@@ -223,7 +232,10 @@ int main(int argc, char** argv) {
   r.add("cpu_us_per_acq", cpu_contended * 1e6 / std::max(1, acquisitions));
   // requests: each acquisition is create + getChildren (+ getData watch when waiting) + delete
   r.add("requests_per_acq", static_cast<double>(requests) / std::max(1, acquisitions), 2);
+  // all watch events (deletions that wake a successor, plus holders' announcements), and the
+  // deletions alone: one per release means no herd
   r.add("watch_events_per_release", static_cast<double>(events) / std::max(1, acquisitions), 2);
+  r.add("wakeups_per_release", static_cast<double>(deleted) / std::max(1, acquisitions), 2);
   std::cout << r.line() << std::endl;
   if (!json_file.empty()) std::ofstream(json_file) << r.json() << "\n";
   if (!cdf_file.empty()) {

@@ -153,6 +153,7 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
   predecessor_ = join_path(dir_, q[static_cast<std::size_t>(idx) - 1].name);
   predecessor_was_head_ = idx == 1;
+  predecessor_is_zklock_ = false;
   pending_watch_ = true;
   return {{lock_action::watch_predecessor, predecessor_}};
 }
@@ -180,7 +181,7 @@ lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid) {
   return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
 }
 
-lock_fsm::actions lock_fsm::on_watch_set(error_code ec) {
+lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   if (!pending_watch_ || phase_ == phase::done) return {};
   pending_watch_ = false;
   if (phase_ == phase::cleaning) {
@@ -193,6 +194,8 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec) {
   }
   if (!ec) {
     watch_active_ = true;
+    if (data != predecessor_data::other) predecessor_is_zklock_ = true;
+    if (data == predecessor_data::zklock_holder) predecessor_was_head_ = true;  // nobody else is ahead
     return {};
   }
   if (ec == zk_errc::no_node) {
@@ -209,7 +212,10 @@ lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
   if (!watch_active_ || phase_ == phase::done) return {};
   watch_active_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-  if (!deleted) {  // data changed: keep watching the same node
+  if (!deleted) {
+    // Data changed. A zklock predecessor changes its data only to announce that it holds the
+    // lock: from now on its deletion is our turn. Keep watching the same node.
+    if (predecessor_is_zklock_) predecessor_was_head_ = true;
     pending_watch_ = true;
     return {{lock_action::watch_predecessor, predecessor_}};
   }

@@ -163,7 +163,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       switch (a.type) {
         case lock_action::create_and_list:
           ++creates_;
-          s_->create(a.path, {}, create_mode::ephemeral_sequential,
+          s_->create(a.path, std::string(contender_marker), create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
                        self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
                      }));
@@ -178,9 +178,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           break;
         case lock_action::watch_predecessor: {
           // One watch request at a time: the reply belongs to watch_ as set below.
-          s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result) {
+          s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
                          auto w = self->watch_;
-                         self->run(self->fsm_.on_watch_set(ec));
+                         self->run(self->fsm_.on_watch_set(ec, classify_predecessor(d.data)));
                          if (!ec && w) self->wait(w);
                        }));
           break;
@@ -241,6 +241,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
+    // Tell our successor (its data watch fires) that we hold the lock, so our release hands it
+    // over without a listing. Off the handoff path: sent now, ahead of our release's delete.
+    s_->set_data(r.node, std::string(holder_marker), -1, stat_handler([](error_code, node_stat) {}));
     auto h = std::make_shared<hold>();
     h->s = s_;
     h->node = r.node;
@@ -273,6 +276,8 @@ lock_guard& lock_guard::operator=(lock_guard&& other) noexcept {
   if (this != &other) {
     if (owns_lock()) hold_->release_one(nullptr);
     hold_ = std::move(other.hold_);
+    released_ = other.released_;
+    other.released_ = false;
   }
   return *this;
 }

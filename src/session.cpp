@@ -580,6 +580,7 @@ void session_impl::on_watch_fired(watch_state* w, int type, int zstate, const ch
   else if (type == ZOO_CHANGED_EVENT) ev.type = watch_event_type::changed;
   else if (type == ZOO_CHILD_EVENT) ev.type = watch_event_type::child;
   else ev.type = watch_event_type::not_watching;
+  ++watch_events_by_type_[static_cast<int>(ev.type)];
   boost::intrusive_ptr<watch_state> keep(w);
   drop_watch(w);
   w->deliver({}, std::move(ev));

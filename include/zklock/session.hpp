@@ -134,6 +134,7 @@ class session {
   /// Requests sent and watch events received since construction (for benchmarks).
   std::uint64_t requests_sent() const noexcept { return impl_->requests_sent(); }
   std::uint64_t watch_events() const noexcept { return impl_->watch_events(); }
+  std::uint64_t watch_events(watch_event_type t) const noexcept { return impl_->watch_events(t); }
 
   /// Opens a new ZooKeeper session and waits until it is established.
   /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,

@@ -31,6 +31,8 @@ struct sim {
   std::map<std::string, std::int64_t> children;  // name -> czxid
   std::int64_t next_seq = 0, zxid = 100;
   std::set<std::string> watches;                 // paths watched by the fsm
+  std::set<std::string> holders;                 // nodes carrying the holder marker
+  std::set<std::string> zklock_nodes;            // nodes created with the contender marker
   std::deque<std::function<lock_fsm::actions()>> replies;
   lock_fsm fsm;
   bool completed = false, waiting_reconnect = false;
@@ -42,6 +44,17 @@ struct sim {
     std::string name = prefix + seq10(next_seq++);
     children[name] = ++zxid;
     return name;
+  }
+  // a foreign zklock holder announces itself: its data changes
+  void mark_holder(const std::string& name) {
+    holders.insert(name);
+    auto path = join_path(dir, name);
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
+  }
+  // someone changes a node's data (not the holder marker)
+  void change_data(const std::string& name) {
+    auto path = join_path(dir, name);
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
   }
   void delete_foreign(const std::string& name) {
     children.erase(name);
@@ -93,9 +106,16 @@ struct sim {
           replies.push_back([this] { return fsm.on_parents({}); });
           break;
         case lock_action::watch_predecessor: {
-          bool exists = children.count(std::string(node_name(a.path))) > 0;
+          std::string name(node_name(a.path));
+          bool exists = children.count(name) > 0;
+          auto data = !exists ? predecessor_data::other
+                      : holders.count(name) ? predecessor_data::zklock_holder
+                      : zklock_nodes.count(name) ? predecessor_data::zklock_contender
+                                                 : predecessor_data::other;
           if (exists) watches.insert(a.path);
-          replies.push_back([this, exists] { return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node)); });
+          replies.push_back([this, exists, data] {
+            return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
+          });
           break;
         }
         case lock_action::remove_watch: {
@@ -172,7 +192,7 @@ TEST_CASE("uncontended acquire: create and list pipelined, one round trip", "[un
   CHECK(s.requests == 1);  // one create_and_list
 }
 
-TEST_CASE("waiter watches only its predecessor; head's release grants without listing", "[unit][lock]") {
+TEST_CASE("waiter watches only its predecessor, head's release grants without listing", "[unit][lock]") {
   sim s;
   auto head = s.add_foreign();
   auto second = s.add_foreign();
@@ -223,7 +243,7 @@ TEST_CASE("predecessor gives up (not released): list again and watch the next", 
   CHECK(s.completed);
 }
 
-TEST_CASE("kazoo and Curator nodes are contenders; other children are ignored", "[unit][lock]") {
+TEST_CASE("kazoo and Curator nodes are contenders, other children are ignored", "[unit][lock]") {
   sim s;
   s.children["config"] = 1;
   s.children["leader-0000000000"] = 2;
@@ -346,7 +366,7 @@ TEST_CASE("cancel during recovery after a lost create still cleans up", "[unit][
   CHECK(s.ours() == 0);
 }
 
-TEST_CASE("connection loss while waiting: watches survive; a lost listing is retried", "[unit][lock][fault]") {
+TEST_CASE("connection loss while waiting: watches survive, a lost listing is retried", "[unit][lock][fault]") {
   sim s;
   auto f = s.add_foreign();
   s.apply(s.fsm.start());
@@ -394,4 +414,61 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::lock_busy);
   CHECK(s.ours() == 0);
+}
+
+TEST_CASE("a predecessor that announces it holds the lock hands over without a listing", "[unit][lock]") {
+  for (bool marked_before_watch : {false, true}) {
+    CAPTURE(marked_before_watch);
+    sim s;
+    auto head = s.add_foreign();
+    auto second = s.add_foreign();
+    s.zklock_nodes.insert(second);
+    if (marked_before_watch) s.holders.insert(second);  // (as if it already held: head gone)
+    s.apply(s.fsm.start());
+    s.drain();
+    CHECK(s.fsm.predecessor_was_head() == marked_before_watch);
+    s.delete_foreign(head);
+    s.mark_holder(second);  // the second gets the lock and says so: our watch fires "changed"
+    s.drain();
+    CHECK(s.fsm.predecessor_was_head());
+    CHECK(s.watches.size() == 1);  // re-armed on the same node
+    int lists = s.lists;
+    s.delete_foreign(second);
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.lists == lists);  // granted straight from the deletion event
+  }
+}
+
+TEST_CASE("an announcement seen, then the node gone before we look again: still our turn", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  auto second = s.add_foreign();
+  s.zklock_nodes.insert(second);
+  s.apply(s.fsm.start());
+  s.drain();
+  s.delete_foreign(head);
+  s.mark_holder(second);   // "changed" queued to us...
+  REQUIRE(s.step());       // ...we handle it and ask for the data again...
+  s.delete_foreign(second);  // ...but it released before our request arrived
+  int lists = s.lists;
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.lists == lists);
+}
+
+TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list again", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  auto second = s.add_foreign();  // not a zklock node
+  s.apply(s.fsm.start());
+  s.drain();
+  s.change_data(second);  // someone changes its data
+  REQUIRE(s.step());
+  s.delete_foreign(second);  // it gives up; the head still holds
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
 }

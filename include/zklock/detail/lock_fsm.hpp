@@ -6,8 +6,10 @@
 //  1. create "<lock>/_c_<id>-lock-" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list <lock>;
 //  2. if our node has the lowest sequence among the contenders, we hold the lock;
 //  3. else set a data watch (getData) on the next-lower node only, and wait for it to go;
-//     if it was the head of the queue when we began to watch it, its deletion means we hold the
-//     lock; otherwise list again (it may have given up rather than released).
+//     if it was the head of the queue when we began to watch it, or it announced that it holds
+//     the lock (a zklock holder writes holder_marker into its node, which fires our data
+//     watch), its deletion means we hold the lock; otherwise list again (it may have given up
+//     rather than released).
 #pragma once
 
 #include <zklock/error.hpp>
@@ -32,6 +34,23 @@ struct contender {
 std::vector<contender> queue_order(const std::vector<std::string>& children);
 
 enum class lock_mode { wait, try_once };
+
+/// Data of a zklock contender's node when created, and what its owner writes into it once it
+/// holds the lock. The write fires the watching successor's data watch and tells it nobody else
+/// is ahead, so the holder's deletion hands the lock over without a listing. Nothing but its
+/// owner writes to a zklock node (Curator and kazoo never change their nodes' data), so a data
+/// change on a predecessor created with contender_marker is that announcement even when the
+/// node is already gone by the time we read it again.
+inline constexpr std::string_view contender_marker = "zklock";
+inline constexpr std::string_view holder_marker = "zklock:holder";
+
+/// What the predecessor's data says about it.
+enum class predecessor_data { other, zklock_contender, zklock_holder };
+inline predecessor_data classify_predecessor(std::string_view data) noexcept {
+  if (data == holder_marker) return predecessor_data::zklock_holder;
+  if (data == contender_marker) return predecessor_data::zklock_contender;
+  return predecessor_data::other;
+}
 
 struct lock_action {
   enum kind {
@@ -65,7 +84,8 @@ class lock_fsm {
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
   actions on_children(error_code ec, const std::vector<std::string>& children);
   actions on_parents(error_code ec);
-  actions on_watch_set(error_code ec);          ///< reply to watch_predecessor
+  /// Reply to watch_predecessor, with what the predecessor's data says.
+  actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
   actions on_watch_event(bool deleted);         ///< the predecessor's watch fired
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
@@ -109,6 +129,7 @@ class lock_fsm {
   int parent_attempts_ = 0;
   std::string predecessor_;
   bool predecessor_was_head_ = false;
+  bool predecessor_is_zklock_ = false;
   lock_result result_;
 };
 

@@ -66,6 +66,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// Counters for benchmarks and tests.
   std::uint64_t requests_sent() const noexcept { return requests_sent_; }
   std::uint64_t watch_events() const noexcept { return watch_events_; }
+  std::uint64_t watch_events(watch_event_type t) const noexcept { return watch_events_by_type_[static_cast<int>(t)]; }
 
   void connect(void_handler h);
   void close(void_handler h);
@@ -135,6 +136,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::unordered_set<watch_state*> watches_;  // holds one reference each
 
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;
+  std::uint64_t watch_events_by_type_[5] = {};
 };
 
 }  // namespace zklock::detail
