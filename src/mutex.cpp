@@ -45,6 +45,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
   std::vector<pending<void(error_code)>::ptr> release_waiters;
   bool deleting = false;
+  std::unique_ptr<asio::steady_timer> suspended_timer;
 
   ~hold() {
     if (listener) s->unsubscribe(listener);
@@ -57,23 +58,43 @@ struct hold : std::enable_shared_from_this<hold> {
       if (!self) return;
       self->on_session_state(st);
     });
+    if (status == lock_status::maybe_lost) start_suspended_timer();
+  }
+
+  void mark_lost() {
+    if (status != lock_status::held && status != lock_status::maybe_lost) return;
+    status = lock_status::lost;
+    auto waiters = std::move(lost_waiters);
+    lost_waiters.clear();
+    for (auto& w : waiters) w->complete(errc::lock_lost);
+  }
+
+  // Suspended for a whole session timeout: the server has most likely expired the session
+  // (we cannot know while we cannot reach it), so treat the lock as lost, as Curator does.
+  void start_suspended_timer() {
+    suspended_timer = std::make_unique<asio::steady_timer>(s->executor(), s->options().session_timeout);
+    suspended_timer->async_wait([weak = weak_from_this()](error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->s->state() != session_state::suspended) return;
+      self->mark_lost();
+    });
   }
 
   void on_session_state(session_state st) {
-    if (status == lock_status::released || status == lock_status::lost) {
-      if (deleting && is_connected(st)) send_delete();  // retry a release lost with the connection
-      if (deleting && (st == session_state::expired || st == session_state::closed)) finish_release(errc::lock_lost);
-      return;
+    if (st != session_state::suspended && suspended_timer) suspended_timer->cancel();
+    if (deleting) {
+      if (is_connected(st)) send_delete();  // retry a release lost with the connection
+      if (st == session_state::expired || st == session_state::closed) finish_release(errc::lock_lost);
     }
     if (st == session_state::suspended) {
-      status = lock_status::maybe_lost;
+      if (status == lock_status::held) {
+        status = lock_status::maybe_lost;
+        start_suspended_timer();
+      }
     } else if (is_connected(st)) {
-      status = lock_status::held;
+      if (status == lock_status::maybe_lost) status = lock_status::held;
     } else if (st == session_state::expired || st == session_state::closed) {
-      status = lock_status::lost;
-      auto waiters = std::move(lost_waiters);
-      lost_waiters.clear();
-      for (auto& w : waiters) w->complete(errc::lock_lost);
+      mark_lost();
     }
   }
 
@@ -93,13 +114,20 @@ struct hold : std::enable_shared_from_this<hold> {
     auto waiters = std::move(lost_waiters);
     lost_waiters.clear();
     for (auto& w : waiters) w->complete(errc::already_released);
-    if (was_lost) {
-      if (op) op->complete(errc::lock_lost);
-      return;
+    bool session_alive = is_connected(s->state()) || s->state() == session_state::suspended;
+    if (session_alive) {
+      // Even a lock reported lost may still have its node (the session survived a long
+      // disconnection): delete it, now or after the reconnect.
+      deleting = true;
+      send_delete();
     }
-    if (op) release_waiters.push_back(op);
-    deleting = true;
-    send_delete();
+    if (!op) return;
+    if (was_lost) return op->complete(errc::lock_lost);
+    if (!session_alive) return op->complete(errc::lock_lost);
+    // While disconnected, do not make the caller wait for the network: the node goes either
+    // with our delete after the reconnect or with the session if it expires.
+    if (!is_connected(s->state())) return op->complete({});
+    release_waiters.push_back(op);
   }
 
   void send_delete() {
@@ -133,7 +161,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void start(pending<void(error_code, lock_guard)>::ptr op, mutex::clock::duration timeout) {
     op_ = std::move(op);
     ptr self(this);
-    op_->on_cancel = [self](asio::cancellation_type) { self->run(self->fsm_.cancel(asio::error::operation_aborted)); };
+    op_->on_cancel = [self](asio::cancellation_type) { self->stop(asio::error::operation_aborted); };
     listener_ = s_->subscribe([self](session_state st) {
       // called inside the C client's callback: continue on the executor
       asio::post(self->s_->executor(), [self, st] { self->on_state(st); });
@@ -141,13 +169,24 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (timeout != mutex::clock::duration::max()) {
       timer_.expires_after(timeout);
       timer_.async_wait([self](error_code ec) {
-        if (!ec) self->run(self->fsm_.cancel(errc::lock_timeout));
+        if (!ec) self->stop(errc::lock_timeout);
       });
     }
     run(fsm_.start());
   }
 
  private:
+  // Cancellation or timeout: clean up (our node, our watch), then complete. While the session
+  // is disconnected the cleanup waits for the reconnect (or the expiry, which removes both):
+  // complete the caller at once then, and let the cleanup finish in the background.
+  void stop(error_code reason) {
+    run(fsm_.cancel(reason));
+    if (!fsm_.done() && !is_connected(s_->state())) {
+      timer_.cancel();
+      op_->complete(reason, lock_guard{});
+    }
+  }
+
   void on_state(session_state st) {
     if (is_connected(st))
       run(fsm_.on_reconnected());
@@ -241,6 +280,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
+    if (!op_->active()) return;  // (cannot happen: a stopped acquire never completes with the lock)
     // Tell our successor (its data watch fires) that we hold the lock, so our release hands it
     // over without a listing. Off the handoff path: sent now, ahead of our release's delete.
     s_->set_data(r.node, std::string(holder_marker), -1, stat_handler([](error_code, node_stat) {}));

@@ -380,3 +380,58 @@ TEST_CASE("protected create: a create whose reply is lost is found again, not du
     co_await guard.async_release(asio::use_awaitable);
   }());
 }
+
+TEST_CASE("cut off from every server: lost after a session timeout, cancel and release do not wait",
+          "[integration][mutex][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 2000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex held_m(other, "/locks/partition/a");
+    auto other_guard = co_await held_m.async_acquire(asio::use_awaitable);  // so our second acquire waits
+
+    mutex m(s, "/locks/partition/b"), waiter_m(s, "/locks/partition/a");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    asio::cancellation_signal sig;
+    bool waiter_done = false;
+    error_code waiter_ec;
+    waiter_m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) {
+      waiter_ec = ec;
+      waiter_done = true;
+    }));
+    co_await sleep_for(300ms);  // queued and watching
+
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    co_await await_state(s, session_state::suspended);
+    CHECK(g.status() == lock_status::maybe_lost);
+
+    // cancelling an acquire does not wait for the network
+    auto t0 = std::chrono::steady_clock::now();
+    sig.emit(asio::cancellation_type::terminal);
+    while (!waiter_done) co_await sleep_for(5ms);
+    CHECK(waiter_ec == asio::error::operation_aborted);
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+
+    // a whole session timeout without a server: the lock counts as lost
+    auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+    CHECK(lost == errc::lock_lost);
+    CHECK(g.status() == lock_status::lost);
+    auto [rel] = co_await g.async_release(tuple_awaitable);
+    CHECK(rel == errc::lock_lost);
+
+    // the server expired the session meanwhile: our leftovers went with it
+    co_await sleep_for(1s);
+    proxy.set_accepting(true);
+    co_await await_state(s, session_state::expired);
+    auto a = co_await other.async_get_children("/locks/partition/a", asio::use_awaitable);
+    CHECK(a.children.size() == 1);  // only the other holder: the cancelled waiter's node is gone
+    auto [bec, b] = co_await other.async_get_children("/locks/partition/b", tuple_awaitable);
+    CHECK(b.children.empty());      // the lost lock's node too (or its container dir)
+    co_await other_guard.async_release(asio::use_awaitable);
+  }(), 120s);
+}
