@@ -164,7 +164,7 @@ lock_fsm::actions lock_fsm::acquired() {
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::done;
-  result_ = {{}, node_, czxid_};
+  result_ = {{}, node_, czxid_, !predecessor_.empty()};
   return {{lock_action::complete, {}}};
 }
 

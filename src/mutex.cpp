@@ -61,6 +61,21 @@ struct hold : std::enable_shared_from_this<hold> {
     if (status == lock_status::maybe_lost) start_suspended_timer();
   }
 
+  // Tell our successor (its data watch fires) that we hold the lock, so our release hands it
+  // over without a listing. Not at once: a write just ahead of our release would make the
+  // release's delete wait for it, which costs more than the listing it saves. Holders that
+  // keep the lock a little while announce themselves, long before they release.
+  static constexpr auto announce_delay = std::chrono::milliseconds(1);
+  std::unique_ptr<asio::steady_timer> announce_timer;
+  void announce_later() {
+    announce_timer = std::make_unique<asio::steady_timer>(s->executor(), announce_delay);
+    announce_timer->async_wait([weak = weak_from_this()](error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->status != lock_status::held) return;
+      self->s->set_data(self->node, std::string(holder_marker), -1, stat_handler([](error_code, node_stat) {}));
+    });
+  }
+
   void mark_lost() {
     if (status != lock_status::held && status != lock_status::maybe_lost) return;
     status = lock_status::lost;
@@ -111,6 +126,7 @@ struct hold : std::enable_shared_from_this<hold> {
     }
     bool was_lost = status == lock_status::lost;
     status = lock_status::released;
+    if (announce_timer) announce_timer->cancel();
     auto waiters = std::move(lost_waiters);
     lost_waiters.clear();
     for (auto& w : waiters) w->complete(errc::already_released);
@@ -126,7 +142,7 @@ struct hold : std::enable_shared_from_this<hold> {
     if (!session_alive) return op->complete(errc::lock_lost);
     // While disconnected, do not make the caller wait for the network: the node goes either
     // with our delete after the reconnect or with the session if it expires.
-    if (!is_connected(s->state())) return op->complete({});
+    if (!is_connected(s->state())) return op->complete(errc::release_pending);
     release_waiters.push_back(op);
   }
 
@@ -281,15 +297,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
     if (!op_->active()) return;  // (cannot happen: a stopped acquire never completes with the lock)
-    // Tell our successor (its data watch fires) that we hold the lock, so our release hands it
-    // over without a listing. Off the handoff path: sent now, ahead of our release's delete.
-    s_->set_data(r.node, std::string(holder_marker), -1, stat_handler([](error_code, node_stat) {}));
+
     auto h = std::make_shared<hold>();
     h->s = s_;
     h->node = r.node;
     h->token = r.fencing_token;
     h->status = is_connected(s_->state()) ? lock_status::held : lock_status::maybe_lost;
     h->watch_session();
+    if (r.waited) h->announce_later();
     if (owner_) {
       m_->owned = h;
       m_->owner = *owner_;

@@ -304,7 +304,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       rs->timer.cancel();
     });
     co_await rs->timer.async_wait(use_tuple);
-    if (!rs->result) {
+    if (!rs->result || *rs->result == zklock::errc::release_pending) {
       say(o.path + ": release not confirmed within the session timeout (ZooKeeper unreachable?): "
                    "the lock node goes when the session expires");
     } else if (*rs->result == zklock::errc::lock_lost && was_suspended) {

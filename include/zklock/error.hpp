@@ -73,6 +73,7 @@ enum class errc : int {
   not_owner,                      ///< release of a lock this guard does not hold
   already_released,               ///< the guard's lock was released already
   reentrancy_owner_mismatch,      ///< a reentrant acquire named a different owner than the holder
+  release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
 };
 
 const boost::system::error_category& zk_category() noexcept;

@@ -65,8 +65,9 @@ class lock_guard {
 
   /// Releases this hold (the last hold of a reentrant owner deletes the lock node).
   /// Handler: void(error_code). Errors: errc::already_released (released or empty guard),
-  /// errc::lock_lost (the session expired first: the node is gone anyway).
-  /// A dropped connection is retried after the reconnect. Not cancellable.
+  /// errc::lock_lost (the session expired first: the node is gone anyway),
+  /// errc::release_pending (the connection is down: completes at once, and the node is deleted
+  /// after the reconnect, or goes with the session if it expires). Not cancellable.
   template <class Token = asio::deferred_t>
   auto async_release(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(

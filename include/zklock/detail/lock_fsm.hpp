@@ -72,6 +72,10 @@ struct lock_result {
   error_code ec;
   std::string node;            ///< full path of our lock node
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
+  /// We had to wait behind a predecessor: successors may be watching us without knowing we
+  /// hold the lock, so the holder announces itself (holder_marker). Granted at once, anyone
+  /// behind us lists after our grant and sees us at the head: no announcement needed.
+  bool waited = false;
 };
 
 class lock_fsm {
