@@ -54,7 +54,7 @@ public final class CuratorBench {
   }
 
   private static void run(String[] args) throws Exception {
-    String connect = "127.0.0.1:2181", path = "/zklock-bench/lock", jsonFile = null;
+    String connect = "127.0.0.1:2181", path = "/zklock-bench/lock", jsonFile = null, cdfFile = null;
     int contenders = 8, cycles = 100;
     long holdUs = 0;
     for (int i = 0; i < args.length; ++i) {
@@ -71,6 +71,7 @@ public final class CuratorBench {
         case "--cycles": cycles = Integer.parseInt(v); break;
         case "--hold-us": holdUs = Long.parseLong(v); break;
         case "--json": jsonFile = v; break;
+        case "--cdf": cdfFile = v; break;
         default: usage("unknown option " + a);
       }
     }
@@ -205,6 +206,11 @@ public final class CuratorBench {
       }
       js.append("}\n");
       try (PrintWriter w = new PrintWriter(jsonFile)) { w.print(js); }
+    }
+    if (cdfFile != null) {
+      try (PrintWriter w = new PrintWriter(cdfFile)) {
+        for (double x : h) w.println(x);
+      }
     }
     System.exit(violations.get() == 0 ? 0 : 1);
   }

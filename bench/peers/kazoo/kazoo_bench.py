@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--cycles", type=int, default=100)
     ap.add_argument("--hold-us", type=int, default=0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--cdf", default=None, help="write every handoff latency (us), one per line")
     args = ap.parse_args()
     if args.contenders < 1 or args.cycles < 1:
         ap.error("--contenders and --cycles must be >= 1")
@@ -190,6 +191,9 @@ def main():
                 obj[k] = v
         with open(args.json, "w") as f:
             f.write(json.dumps(obj) + "\n")
+    if args.cdf:
+        with open(args.cdf, "w") as f:
+            f.writelines("%f\n" % x for x in h)
     return 0 if sh.violations == 0 else 1
 
 
