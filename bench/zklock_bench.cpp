@@ -83,6 +83,13 @@ struct report {
   }
 };
 
+// Completion of a benchmark coroutine: an exception stops the run and is reported.
+auto stop_on_exception(asio::io_context& ioc, std::string& failure) {
+  return [&ioc, &failure](std::exception_ptr e) {
+    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
+  };
+}
+
 int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
                 const std::string& json_file);
 
@@ -182,9 +189,7 @@ int main(int argc, char** argv) {
           co_await g.async_release(asio::use_awaitable);
         }
         ++finished;
-      }, [&](std::exception_ptr e) {
-        if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
-      });
+      }, stop_on_exception(ioc, failure));
     }
     while (finished < contenders) {
       threads_peak = std::max(threads_peak, thread_count());
@@ -194,9 +199,7 @@ int main(int argc, char** argv) {
     contended_seconds = std::chrono::duration<double>(clock_type::now() - t_start).count();
     cpu_contended = cpu_seconds() - cpu_start;
     for (auto& s : sessions) s->async_close(asio::detached);
-  }, [&](std::exception_ptr e) {
-    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
-  });
+  }, stop_on_exception(ioc, failure));
   ioc.run();
   if (!failure.empty()) {
     std::cerr << "zklock-bench: " << failure << "\n";
@@ -299,9 +302,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     }
     drain_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     for (auto& s : sessions) s->async_close(asio::detached);
-  }, [&](std::exception_ptr e) {
-    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
-  });
+  }, stop_on_exception(ioc, failure));
   ioc.run();
   if (!failure.empty()) {
     std::cerr << "zklock-bench: " << failure << "\n";

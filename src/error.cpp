@@ -69,10 +69,7 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::lock_busy: return "the lock is held by another contender";
       case errc::lock_timeout: return "timed out waiting for the lock";
       case errc::lock_lost: return "the lock was lost (session expired or lock node deleted)";
-      case errc::lock_maybe_lost: return "connection suspended: the lock may have been lost";
-      case errc::not_owner: return "this owner does not hold the lock";
       case errc::already_released: return "the lock was already released";
-      case errc::reentrancy_owner_mismatch: return "reentrant acquire by an owner that does not hold the lock";
       case errc::release_pending: return "released while the connection is down: the lock node is deleted once it is back, or goes with the session if it expires";
     }
     return "unknown zklock error " + std::to_string(ev);

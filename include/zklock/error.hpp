@@ -69,10 +69,7 @@ enum class errc : int {
   lock_busy,                      ///< try-acquire found the lock held by someone else
   lock_timeout,                   ///< a timed acquire gave up when its time ran out
   lock_lost,                      ///< the lock was held but its session expired (or its node vanished)
-  lock_maybe_lost,                ///< the connection is suspended: the lock may be lost
-  not_owner,                      ///< release of a lock this guard does not hold
   already_released,               ///< the guard's lock was released already
-  reentrancy_owner_mismatch,      ///< a reentrant acquire named a different owner than the holder
   release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
 };
 
