@@ -173,11 +173,19 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
 
   acquire_op(std::shared_ptr<mutex_state> m, lock_mode mode, std::optional<owner_id> owner)
       : m_(std::move(m)), s_(m_->s), fsm_(m_->path, new_client_id(), mode), owner_(owner), timer_(s_->executor()) {}
+  ~acquire_op() {
+    if (op_) op_->on_cancel = nullptr;
+  }
 
   void start(pending<void(error_code, lock_guard)>::ptr op, mutex::clock::duration timeout) {
     op_ = std::move(op);
     ptr self(this);
-    op_->on_cancel = [self](asio::cancellation_type) { self->stop(asio::error::operation_aborted); };
+    // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
+    // destructor unhooks it, so it never outlives us.
+    op_->on_cancel = [raw = this](asio::cancellation_type) {
+      ptr keep(raw);
+      keep->stop(asio::error::operation_aborted);
+    };
     listener_ = s_->subscribe([self](session_state st) {
       // called inside the C client's callback: continue on the executor
       asio::post(self->s_->executor(), [self, st] { self->on_state(st); });
