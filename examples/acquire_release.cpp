@@ -10,7 +10,10 @@
 namespace asio = boost::asio;
 
 asio::awaitable<void> run(std::string hosts, std::string path) {
-  zklock::session session{co_await asio::this_coro::executor, {.connect = hosts}};
+  auto ex = co_await asio::this_coro::executor;
+  zklock::session_options options;
+  options.connect = hosts;
+  zklock::session session{ex, options};
   co_await session.async_connect(asio::use_awaitable);
 
   zklock::mutex lock{session, path};

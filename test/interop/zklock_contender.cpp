@@ -22,7 +22,11 @@ int main(int argc, char** argv) {
   asio::io_context ioc;
   int status = 1;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-    zklock::session s{co_await asio::this_coro::executor, {.connect = connect}};
+    // (named, not a temporary in the co_await's full-expression: g++ 12 mis-destroys those)
+    auto ex = co_await asio::this_coro::executor;
+    zklock::session_options opts;
+    opts.connect = connect;
+    zklock::session s{ex, opts};
     co_await s.async_connect(asio::use_awaitable);
     zklock::mutex m{s, path};
     for (int i = 0; i < cycles; ++i) {
