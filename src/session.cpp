@@ -354,24 +354,24 @@ void session_impl::close_handle(error_code reason) noexcept {
   }
 }
 
+// Completes a pending async_connect, if any.
+void session_impl::finish_connect(error_code ec) {
+  if (!connect_op_) return;
+  connect_timer_.cancel();
+  auto c = std::move(connect_op_);
+  c->complete(ec);
+}
+
 void session_impl::close(void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
-  if (connect_op_) {
-    connect_timer_.cancel();
-    auto c = std::move(connect_op_);
-    c->complete(errc::session_closed);
-  }
+  finish_connect(errc::session_closed);
   close_handle(errc::session_closed);
   set_state(session_state::closed);
   op->complete({});
 }
 
 void session_impl::shutdown() noexcept {
-  if (connect_op_) {
-    connect_timer_.cancel();
-    auto c = std::move(connect_op_);
-    c->complete(errc::session_closed);
-  }
+  finish_connect(errc::session_closed);
   if (zh_) {
     close_handle(errc::session_closed);
     state_ = session_state::closed;
@@ -386,22 +386,14 @@ void session_impl::on_session_event(int zstate) {
   if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
     bool first = !ever_connected_;
     ever_connected_ = true;
-    if (connect_op_) {
-      connect_timer_.cancel();
-      auto c = std::move(connect_op_);
-      c->complete({});
-    }
+    finish_connect(error_code{});
     set_state(first ? session_state::connected : session_state::reconnected);
   } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
     if (ever_connected_) set_state(session_state::suspended);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
     error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
     for (watch_state* w : watches_) w->deliver(ec, {});
-    if (connect_op_) {
-      connect_timer_.cancel();
-      auto c = std::move(connect_op_);
-      c->complete(ec);
-    }
+    finish_connect(ec);
     // The handle is dead; close it outside the C client's call stack.
     std::weak_ptr<session_impl> weak = weak_from_this();
     asio::post(ex_, [weak, ec] {

@@ -103,6 +103,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
   void open_handle();
+  void finish_connect(error_code ec);
   void close_handle(error_code reason) noexcept;
   void set_state(session_state s);
   void pump();
