@@ -225,7 +225,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     for (auto& a : actions) {
       switch (a.type) {
         case lock_action::create_and_list:
-          ++creates_;
           s_->create(a.path, std::string(contender_marker), create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
                        self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
@@ -278,7 +277,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       if (ec == errc::session_expired) return self->run(self->fsm_.on_expired(errc::session_expired));
       if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
       if (ec || ev.type == watch_event_type::not_watching) return;
-      ++self->watch_events_;
       self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted));
     }));
   }
@@ -304,7 +302,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
-    if (!op_->active()) return;  // (cannot happen: a stopped acquire never completes with the lock)
 
     auto h = std::make_shared<hold>();
     h->s = s_;
@@ -328,7 +325,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;
   std::uint64_t listener_ = 0;
-  int creates_ = 0, watch_events_ = 0;
 };
 
 }  // namespace detail

@@ -831,7 +831,10 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   // type, remove them all (removeWatches) so the server forgets it too.
   bool shared = false;
   for (watch_state* other : watches_)
-    if (other != w.get() && other->child_watch == w->child_watch && other->path == w->path) shared = true;
+    if (other != w.get() && other->child_watch == w->child_watch && other->path == w->path) {
+      shared = true;
+      break;
+    }
   auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
