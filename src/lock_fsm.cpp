@@ -164,7 +164,7 @@ lock_fsm::actions lock_fsm::acquired() {
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::done;
-  result_ = {{}, node_, czxid_, !predecessor_.empty()};
+  result_ = {{}, node_, czxid_};
   return {{lock_action::complete, {}}};
 }
 
@@ -194,8 +194,7 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   }
   if (!ec) {
     watch_active_ = true;
-    if (data != predecessor_data::other) predecessor_is_zklock_ = true;
-    if (data == predecessor_data::zklock_holder) predecessor_was_head_ = true;  // nobody else is ahead
+    predecessor_is_zklock_ = data == predecessor_data::zklock_contender;
     return {};
   }
   if (ec == zk_errc::no_node) {
@@ -213,9 +212,10 @@ lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
   watch_active_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (!deleted) {
-    // Data changed. A zklock predecessor changes its data only to announce that it holds the
-    // lock: from now on its deletion is our turn. Keep watching the same node.
-    if (predecessor_is_zklock_) predecessor_was_head_ = true;
+    // Data changed. A zklock predecessor changes its data only in the transaction that
+    // releases the lock (and deletes the node): it was the holder, so nobody is ahead of us.
+    if (predecessor_is_zklock_) return acquired();
+    // Someone wrote to a Curator or kazoo node: proves nothing. Keep watching it.
     pending_watch_ = true;
     return {{lock_action::watch_predecessor, predecessor_}};
   }

@@ -61,21 +61,6 @@ struct hold : std::enable_shared_from_this<hold> {
     if (status == lock_status::maybe_lost) start_suspended_timer();
   }
 
-  // Tell our successor (its data watch fires) that we hold the lock, so our release hands it
-  // over without a listing. Not at once: a write just ahead of our release would make the
-  // release's delete wait for it, which costs more than the listing it saves. Holders that
-  // keep the lock a little while announce themselves, long before they release.
-  static constexpr auto announce_delay = std::chrono::milliseconds(1);
-  std::unique_ptr<asio::steady_timer> announce_timer;
-  void announce_later() {
-    announce_timer = std::make_unique<asio::steady_timer>(s->executor(), announce_delay);
-    announce_timer->async_wait([weak = weak_from_this()](error_code ec) {
-      auto self = weak.lock();
-      if (ec || !self || self->status != lock_status::held) return;
-      self->s->set_data(self->node, std::string(holder_marker), -1, stat_handler([](error_code, node_stat) {}));
-    });
-  }
-
   void mark_lost() {
     if (status != lock_status::held && status != lock_status::maybe_lost) return;
     status = lock_status::lost;
@@ -126,7 +111,6 @@ struct hold : std::enable_shared_from_this<hold> {
     }
     bool was_lost = status == lock_status::lost;
     status = lock_status::released;
-    if (announce_timer) announce_timer->cancel();
     auto waiters = std::move(lost_waiters);
     lost_waiters.clear();
     for (auto& w : waiters) w->complete(errc::already_released);
@@ -146,9 +130,15 @@ struct hold : std::enable_shared_from_this<hold> {
     release_waiters.push_back(op);
   }
 
+  // The release: one transaction that marks our node released and deletes it. The data change
+  // fires our successor's watch and tells it we were the holder (see release_marker): it takes
+  // the lock from that event without listing the dir again.
   void send_delete() {
     if (!is_connected(s->state())) return;  // retried by on_session_state after the reconnect
-    s->remove(node, -1, void_handler([self = shared_from_this()](error_code ec) {
+    std::vector<multi_op> ops;
+    ops.push_back(multi_op::set_data(node, std::string(release_marker)));
+    ops.push_back(multi_op::remove(node));
+    s->multi(std::move(ops), multi_handler([self = shared_from_this()](error_code ec, std::vector<multi_result>) {
       if (!self->deleting) return;
       if (ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout) return;  // retried on reconnect
       if (ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == errc::session_expired ||
@@ -309,7 +299,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->token = r.fencing_token;
     h->status = is_connected(s_->state()) ? lock_status::held : lock_status::maybe_lost;
     h->watch_session();
-    if (r.waited) h->announce_later();
     if (owner_) {
       m_->owned = h;
       m_->owner = *owner_;

@@ -31,7 +31,6 @@ struct sim {
   std::map<std::string, std::int64_t> children;  // name -> czxid
   std::int64_t next_seq = 0, zxid = 100;
   std::set<std::string> watches;                 // paths watched by the fsm
-  std::set<std::string> holders;                 // nodes carrying the holder marker
   std::set<std::string> zklock_nodes;            // nodes created with the contender marker
   std::deque<std::function<lock_fsm::actions()>> replies;
   lock_fsm fsm;
@@ -45,9 +44,9 @@ struct sim {
     children[name] = ++zxid;
     return name;
   }
-  // a foreign zklock holder announces itself: its data changes
-  void mark_holder(const std::string& name) {
-    holders.insert(name);
+  // a foreign zklock holder releases: multi(setData, delete), so a watcher sees "changed"
+  void release_zklock(const std::string& name) {
+    children.erase(name);
     auto path = join_path(dir, name);
     if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
   }
@@ -108,10 +107,7 @@ struct sim {
         case lock_action::watch_predecessor: {
           std::string name(node_name(a.path));
           bool exists = children.count(name) > 0;
-          auto data = !exists ? predecessor_data::other
-                      : holders.count(name) ? predecessor_data::zklock_holder
-                      : zklock_nodes.count(name) ? predecessor_data::zklock_contender
-                                                 : predecessor_data::other;
+          auto data = exists && zklock_nodes.count(name) ? predecessor_data::zklock_contender : predecessor_data::other;
           if (exists) watches.insert(a.path);
           replies.push_back([this, exists, data] {
             return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
@@ -416,47 +412,41 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
   CHECK(s.ours() == 0);
 }
 
-TEST_CASE("a predecessor that announces it holds the lock hands over without a listing", "[unit][lock]") {
-  for (bool marked_before_watch : {false, true}) {
-    CAPTURE(marked_before_watch);
-    sim s;
-    auto head = s.add_foreign();
-    auto second = s.add_foreign();
-    s.zklock_nodes.insert(second);
-    if (marked_before_watch) s.holders.insert(second);  // (as if it already held: head gone)
-    s.apply(s.fsm.start());
-    s.drain();
-    CHECK(s.fsm.predecessor_was_head() == marked_before_watch);
-    s.delete_foreign(head);
-    s.mark_holder(second);  // the second gets the lock and says so: our watch fires "changed"
-    s.drain();
-    CHECK(s.fsm.predecessor_was_head());
-    CHECK(s.watches.size() == 1);  // re-armed on the same node
-    int lists = s.lists;
-    s.delete_foreign(second);
-    s.drain();
-    REQUIRE(s.completed);
-    CHECK_FALSE(s.fsm.result().ec);
-    CHECK(s.lists == lists);  // granted straight from the deletion event
-  }
-}
-
-TEST_CASE("an announcement seen, then the node gone before we look again: still our turn", "[unit][lock]") {
+TEST_CASE("a zklock predecessor's release (data change) hands over without a listing", "[unit][lock]") {
   sim s;
   auto head = s.add_foreign();
   auto second = s.add_foreign();
   s.zklock_nodes.insert(second);
   s.apply(s.fsm.start());
   s.drain();
-  s.delete_foreign(head);
-  s.mark_holder(second);   // "changed" queued to us...
-  REQUIRE(s.step());       // ...we handle it and ask for the data again...
-  s.delete_foreign(second);  // ...but it released before our request arrived
+  CHECK_FALSE(s.fsm.predecessor_was_head());
+  s.delete_foreign(head);  // not watched by us: no event
   int lists = s.lists;
+  s.release_zklock(second);  // the second got the lock and released it
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
-  CHECK(s.lists == lists);
+  CHECK(s.lists == lists);  // granted straight from the event
+  CHECK(s.watches.empty());
+}
+
+TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list again", "[unit][lock]") {
+  sim s;
+  auto head = s.add_foreign();
+  auto second = s.add_foreign();
+  s.zklock_nodes.insert(second);
+  s.apply(s.fsm.start());
+  s.drain();
+  int lists = s.lists;
+  s.delete_foreign(second);  // cancelled: deleted without the release marker; the head still holds
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.lists == lists + 1);
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  s.delete_foreign(head);  // the head was first when we watched it: its deletion is our turn
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
 }
 
 TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list again", "[unit][lock]") {

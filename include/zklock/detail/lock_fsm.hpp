@@ -6,10 +6,10 @@
 //  1. create "<lock>/_c_<id>-lock-" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list <lock>;
 //  2. if our node has the lowest sequence among the contenders, we hold the lock;
 //  3. else set a data watch (getData) on the next-lower node only, and wait for it to go;
-//     if it was the head of the queue when we began to watch it, or it announced that it holds
-//     the lock (a zklock holder writes holder_marker into its node, which fires our data
-//     watch), its deletion means we hold the lock; otherwise list again (it may have given up
-//     rather than released).
+//     if it was the head of the queue when we began to watch it, or it is a zklock node whose
+//     data changed (a zklock holder releases with one transaction that writes release_marker
+//     into its node and deletes it), we hold the lock; after any other deletion list again
+//     (it may have given up rather than released).
 #pragma once
 
 #include <zklock/error.hpp>
@@ -35,21 +35,21 @@ std::vector<contender> queue_order(const std::vector<std::string>& children);
 
 enum class lock_mode { wait, try_once };
 
-/// Data of a zklock contender's node when created, and what its owner writes into it once it
-/// holds the lock. The write fires the watching successor's data watch and tells it nobody else
-/// is ahead, so the holder's deletion hands the lock over without a listing. Nothing but its
-/// owner writes to a zklock node (Curator and kazoo never change their nodes' data), so a data
-/// change on a predecessor created with contender_marker is that announcement even when the
-/// node is already gone by the time we read it again.
-inline constexpr std::string_view contender_marker = "zklock";
-inline constexpr std::string_view holder_marker = "zklock:holder";
+/// Data of a zklock contender's node when created (the protocol's version: nodes of another
+/// version are treated like Curator's), and what a holder writes into it in the transaction
+/// that releases the lock: multi(setData(node, release_marker), delete(node)). Only a holder
+/// ever releases (a waiter that gives up just deletes its node), and nothing else writes to a
+/// zklock node (Curator and kazoo never change their nodes' data), so a data-changed event on
+/// a predecessor created with contender_marker says: the holder released, nobody is ahead of
+/// us. The successor takes the lock straight from that event, without a listing, and the
+/// release costs no extra write (the transaction is one log entry).
+inline constexpr std::string_view contender_marker = "zklock/2";
+inline constexpr std::string_view release_marker = "zklock/2:released";
 
 /// What the predecessor's data says about it.
-enum class predecessor_data { other, zklock_contender, zklock_holder };
+enum class predecessor_data { other, zklock_contender };
 inline predecessor_data classify_predecessor(std::string_view data) noexcept {
-  if (data == holder_marker) return predecessor_data::zklock_holder;
-  if (data == contender_marker) return predecessor_data::zklock_contender;
-  return predecessor_data::other;
+  return data == contender_marker ? predecessor_data::zklock_contender : predecessor_data::other;
 }
 
 struct lock_action {
@@ -72,10 +72,6 @@ struct lock_result {
   error_code ec;
   std::string node;            ///< full path of our lock node
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
-  /// We had to wait behind a predecessor: successors may be watching us without knowing we
-  /// hold the lock, so the holder announces itself (holder_marker). Granted at once, anyone
-  /// behind us lists after our grant and sees us at the head: no announcement needed.
-  bool waited = false;
 };
 
 class lock_fsm {
@@ -90,7 +86,7 @@ class lock_fsm {
   actions on_parents(error_code ec);
   /// Reply to watch_predecessor, with what the predecessor's data says.
   actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
-  actions on_watch_event(bool deleted);         ///< the predecessor's watch fired
+  actions on_watch_event(bool deleted);         ///< the predecessor's watch fired: deleted or data changed
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
   actions on_stat(error_code ec, std::int64_t czxid);
