@@ -98,6 +98,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void drop_watch(watch_state* w);
   void log(log_level level, std::string_view message);
   void count_request() noexcept { ++requests_sent_; }
+  /// Before queueing a request: hold the turn's requests back and send them together.
+  void cork_until_turn_ends();
 
  private:
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
@@ -111,6 +113,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void process(int events);
   void update_descriptor(int fd);
   void arm(int fd, int interest, std::chrono::microseconds timeout);
+  void uncork();
 
   asio::any_io_executor ex_;
   std::unique_ptr<session_options> opts_;
@@ -122,6 +125,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   asio::posix::stream_descriptor sd_;
   int registered_fd_ = -1;
   unsigned long registered_ino_ = 0;
+  bool corked_ = false;
+  int corked_fd_ = -1;
+  unsigned long corked_ino_ = 0;
   std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
