@@ -225,18 +225,24 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
 
   void run(lock_fsm::actions actions) {
     ptr self(this);
+    auto list = [&] {
+      s_->get_children(m_->path, nullptr, children_handler([self](error_code ec, children_result r) {
+                         self->run(self->fsm_.on_children(ec, r.children));
+                       }));
+    };
     for (auto& a : actions) {
       switch (a.type) {
-        case lock_action::create_and_list:
+        case lock_action::create_and_list: {
+          session_impl::send_batch together(s_.get());  // one segment for both requests
           s_->create(a.path, std::string(contender_marker), create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
                        self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
                      }));
-          [[fallthrough]];
+          list();
+          break;
+        }
         case lock_action::list:
-          s_->get_children(m_->path, nullptr, children_handler([self](error_code ec, children_result r) {
-                             self->run(self->fsm_.on_children(ec, r.children));
-                           }));
+          list();
           break;
         case lock_action::ensure_parents:
           ensure_parents();
@@ -291,6 +297,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     auto remaining = std::make_shared<std::size_t>(paths.size());
     auto first_error = std::make_shared<error_code>();
     ptr self(this);
+    session_impl::send_batch together(s_.get());
     for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
       s_->create(*it, {}, create_mode::container,
                  create_handler([self, remaining, first_error](error_code ec, create_result) {

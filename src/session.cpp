@@ -55,10 +55,6 @@ namespace {
 // has no context argument). Everything runs on the session's executor, one call at a time.
 thread_local session_impl* current_session = nullptr;
 
-struct send_batch {
-  explicit send_batch(session_impl* s) { s->cork_until_turn_ends(); }
-};
-
 struct in_session {
   session_impl* prev;
   explicit in_session(session_impl* s) : prev(current_session) { current_session = s; }
@@ -417,26 +413,22 @@ void session_impl::on_session_event(int zstate) {
 
 // The C client sends each request as soon as it is queued, in two send() calls (length, then
 // body), on a TCP_NODELAY socket: two segments per request, and two wake-ups of the server for
-// each. Corking the socket while this turn of the loop queues requests, and uncorking once the
-// turn's handlers have run, sends them together: one segment for a request, or for a
-// pipelined create and listing. (The kernel flushes a forgotten cork after 200 ms anyway.)
-void session_impl::cork_until_turn_ends() {
-  if (corked_ || registered_fd_ < 0 || state_ == session_state::connecting || !zh_ ||
-      zoo_state(zh_) != ZOO_CONNECTED_STATE)
-    return;
+// each. Corked while a batch queues its requests, they leave in one segment when it ends: a
+// request, or a pipelined create and listing. (The kernel flushes a forgotten cork at 200 ms.)
+bool session_impl::cork() {
+  if (corked_ || registered_fd_ < 0 || !zh_ || zoo_state(zh_) != ZOO_CONNECTED_STATE) return false;
   int on = 1;
-  if (::setsockopt(registered_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return;
+  if (::setsockopt(registered_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return false;
   corked_ = true;
   corked_fd_ = registered_fd_;
-  corked_ino_ = registered_ino_;
-  asio::post(ex_, [self = shared_from_this()] { self->uncork(); });
+  return true;
 }
 
 void session_impl::uncork() {
   if (!corked_) return;
   corked_ = false;
-  // A socket replaced meanwhile was closed: nothing to flush, and the number may be reused.
-  if (corked_fd_ != registered_fd_ || corked_ino_ != registered_ino_) return;
+  // The C client may have dropped the socket while sending (then there is nothing to flush).
+  if (corked_fd_ != registered_fd_ || !zh_) return;
   int off = 0;
   ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
 }
@@ -634,7 +626,7 @@ void session_impl::create(std::string path, std::string data, create_mode mode, 
   c->op = op;
   c->owner = weak_from_this();
   const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = zoo_acreate2(
       zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, to_flags(mode),
@@ -663,7 +655,7 @@ void session_impl::create(std::string path, std::string data, create_mode mode, 
 void session_impl::remove(std::string path, int version, void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
   if (auto ec = precheck(zh_, state_, path)) return op->complete(ec);
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = zoo_adelete(zh_, path.c_str(), version, void_completion, hand_over(op));
   if (rc != ZOK) {
@@ -690,7 +682,7 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
     if (rc != ZOK) return e->op->complete(zk_error(rc), std::nullopt);
     e->op->complete({}, to_stat(stat));
   };
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = watch ? zoo_awexists(zh_, path.c_str(), node_watcher, e->watch.get(), done, hand_over(e))
                  : zoo_aexists(zh_, path.c_str(), 0, done, hand_over(e));
@@ -726,7 +718,7 @@ void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_sta
     }
     c->op->complete(zk_error(rc), std::move(r));
   };
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
                  : zoo_aget_children2(zh_, path.c_str(), 0, done, hand_over(c));
@@ -759,7 +751,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
     }
     c->op->complete(zk_error(rc), std::move(r));
   };
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = watch ? zoo_awget(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
                  : zoo_aget(zh_, path.c_str(), 0, done, hand_over(c));
@@ -776,7 +768,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
 void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
   auto op = pending<void(error_code, node_stat)>::make(std::move(h), ex_);
   if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = zoo_aset(
       zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
@@ -830,7 +822,7 @@ void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
         break;
     }
   }
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = zoo_amulti(
       zh_, static_cast<int>(n), m->zops.data(), m->zresults.data(),
@@ -879,7 +871,7 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
   auto done = reinterpret_cast<void_completion_t*>(&remove_watch_done);
-  send_batch batch(this);
+  session_impl::send_batch batch(this);
   in_session guard(this);
   int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, hand_over(r))
                   : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, hand_over(r));

@@ -98,8 +98,20 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void drop_watch(watch_state* w);
   void log(log_level level, std::string_view message);
   void count_request() noexcept { ++requests_sent_; }
-  /// Before queueing a request: hold the turn's requests back and send them together.
-  void cork_until_turn_ends();
+  /// Requests queued during its lifetime leave together, in one segment, when it ends.
+  class send_batch {
+   public:
+    explicit send_batch(session_impl* s) : s_(s), opened_(s->cork()) {}
+    ~send_batch() {
+      if (opened_) s_->uncork();
+    }
+    send_batch(const send_batch&) = delete;
+    send_batch& operator=(const send_batch&) = delete;
+
+   private:
+    session_impl* s_;
+    bool opened_;
+  };
 
  private:
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
@@ -113,6 +125,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void process(int events);
   void update_descriptor(int fd);
   void arm(int fd, int interest, std::chrono::microseconds timeout);
+  bool cork();
   void uncork();
 
   asio::any_io_executor ex_;
@@ -127,7 +140,6 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   unsigned long registered_ino_ = 0;
   bool corked_ = false;
   int corked_fd_ = -1;
-  unsigned long corked_ino_ = 0;
   std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
