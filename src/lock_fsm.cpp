@@ -149,6 +149,7 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     return finish_cleaning_if_idle();
   }
   if (idx < 0) return create_and_list();  // never created, or our node vanished: queue again
+  contenders_behind_ = static_cast<std::size_t>(idx) + 1 < q.size();
   if (idx == 0) return acquired();
   if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
   predecessor_ = join_path(dir_, q[static_cast<std::size_t>(idx) - 1].name);
@@ -164,7 +165,7 @@ lock_fsm::actions lock_fsm::acquired() {
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::done;
-  result_ = {{}, node_, czxid_};
+  result_ = {{}, node_, czxid_, !predecessor_.empty() || contenders_behind_};
   return {{lock_action::complete, {}}};
 }
 

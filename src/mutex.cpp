@@ -52,6 +52,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::shared_ptr<session_impl> s;
   std::string node;
   std::int64_t token = 0;
+  bool mark_release = true;
   lock_status status = lock_status::held;
   int count = 1;
   std::uint64_t listener = 0;
@@ -145,19 +146,24 @@ struct hold : std::enable_shared_from_this<hold> {
 
   // The release: one transaction that marks our node released and deletes it. The data change
   // fires our successor's watch and tells it we were the holder (see release_marker): it takes
-  // the lock from that event without listing the dir again.
+  // the lock from that event without listing the dir again. Granted alone (nobody behind us
+  // when we listed), a plain delete: cheaper, and a waiter that queued since lists once more.
   void send_delete() {
     if (!is_connected(s->state())) return;  // retried by on_session_state after the reconnect
-    std::vector<multi_op> ops;
-    ops.push_back(multi_op::set_data(node, std::string(release_marker)));
-    ops.push_back(multi_op::remove(node));
-    s->multi(std::move(ops), multi_handler([self = shared_from_this()](error_code ec, std::vector<multi_result>) {
+    auto done = [self = shared_from_this()](error_code ec) {
       if (!self->deleting) return;
       if (ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout) return;  // retried on reconnect
       if (ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == errc::session_expired ||
           ec == errc::session_closed)
         return self->finish_release(errc::lock_lost);
       self->finish_release(ec);
+    };
+    if (!mark_release) return s->remove(node, -1, void_handler(std::move(done)));
+    std::vector<multi_op> ops;
+    ops.push_back(multi_op::set_data(node, std::string(release_marker)));
+    ops.push_back(multi_op::remove(node));
+    s->multi(std::move(ops), multi_handler([done = std::move(done)](error_code ec, std::vector<multi_result>) mutable {
+      done(ec);
     }));
   }
 
@@ -317,6 +323,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->s = s_;
     h->node = r.node;
     h->token = r.fencing_token;
+    h->mark_release = r.mark_release;
     h->status = is_connected(s_->state()) ? lock_status::held : lock_status::maybe_lost;
     h->watch_session();
     if (owner_) {

@@ -430,6 +430,36 @@ TEST_CASE("a zklock predecessor's release (data change) hands over without a lis
   CHECK(s.watches.empty());
 }
 
+TEST_CASE("granted alone: plain delete on release, else the marking transaction", "[unit][lock]") {
+  SECTION("alone in the listing") {
+    sim s;
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().mark_release);
+  }
+  SECTION("head, with a contender behind us in the listing") {
+    lock_fsm fsm("/locks/a", "11111111-2222-3333-4444-555555555555", lock_mode::wait);
+    auto a = fsm.start();
+    std::string mine = "/locks/a/" + fsm.node_prefix() + "0000000005";
+    CHECK(fsm.on_create({}, mine, 7).empty());
+    auto done = fsm.on_children({}, {fsm.node_prefix() + "0000000005", "_c_ffffffff-0000-0000-0000-000000000000-lock-0000000006"});
+    REQUIRE(done.size() == 1);
+    CHECK(done[0].type == lock_action::complete);
+    CHECK(fsm.result().mark_release);
+  }
+  SECTION("waited behind a predecessor") {
+    sim s;
+    auto head = s.add_foreign();
+    s.apply(s.fsm.start());
+    s.drain();
+    s.delete_foreign(head);
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().mark_release);
+  }
+}
+
 TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list again", "[unit][lock]") {
   sim s;
   auto head = s.add_foreign();

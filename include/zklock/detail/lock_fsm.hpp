@@ -72,6 +72,10 @@ struct lock_result {
   error_code ec;
   std::string node;            ///< full path of our lock node
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
+  /// Release with the marking transaction (see release_marker): we may have a successor. We
+  /// waited behind someone, or our listing showed contenders behind us. Granted alone, a plain
+  /// delete costs less; a waiter that queued meanwhile sees a deletion and lists once more.
+  bool mark_release = false;
 };
 
 class lock_fsm {
@@ -130,6 +134,7 @@ class lock_fsm {
   std::string predecessor_;
   bool predecessor_was_head_ = false;
   bool predecessor_is_zklock_ = false;
+  bool contenders_behind_ = false;  // our last listing showed nodes after ours
   lock_result result_;
 };
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Smoke test of the benchmark programs against a throwaway ZooKeeper server: they run, print
+the key=value line and JSON the bench script reads, see no violation, and report the no-herd
+figures (a wake-up per release, constant requests per acquisition, one thread).
+
+    bench_smoke_test.py --bench BIN --cfloor BIN --scripts DIR
+
+Starts its own server (scripts/zk-server.sh, free loopback port) and always stops it.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def parse(out):
+    lines = [l for l in out.splitlines() if "impl=" in l]
+    if len(lines) != 1:
+        raise AssertionError("expected one result line, got:\n" + out)
+    return dict(p.split("=", 1) for p in lines[0].split())
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    print("$ " + " ".join(cmd) + " -> %d" % p.returncode, flush=True)
+    print(p.stdout, flush=True)
+    if p.returncode != 0:
+        print(p.stderr[-3000:], flush=True)
+        raise AssertionError("%s exited %d" % (cmd[0], p.returncode))
+    return parse(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--cfloor", required=True)
+    ap.add_argument("--scripts", required=True)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="zklock-bench-test-")
+    srv = os.path.join(work, "zk")
+    try:
+        connect = subprocess.check_output(["bash", os.path.join(a.scripts, "zk-server.sh"), "start", srv],
+                                          text=True, timeout=90).strip().splitlines()[-1]
+        js = os.path.join(work, "r.json")
+        cdf = os.path.join(work, "cdf.txt")
+        n, cycles = 4, 25
+        r = run([a.bench, "--connect", connect, "--path", "/smoke/lock", "--contenders", str(n),
+                 "--cycles", str(cycles), "--solo-cycles", "10", "--json", js, "--cdf", cdf])
+        for k in ("impl", "contenders", "cycles", "throughput", "handoff_p50_us", "handoff_p99_us",
+                  "solo_cycle_us", "violations", "requests_per_acq", "wakeups_per_release", "threads",
+                  "rss_kb", "cpu_us_per_acq"):
+            assert k in r, "missing key " + k
+        assert r["impl"] == "zklock"
+        assert int(r["acquisitions"]) == n * cycles, r
+        assert int(r["violations"]) == 0, r
+        assert int(r["threads"]) == 1, "a thread was added: %s" % r["threads"]
+        assert float(r["throughput"]) > 0 and float(r["handoff_p50_us"]) > 0, r
+        # create + list + watch + release, and a listing only when a waiter gave up: never a herd
+        assert 3.0 <= float(r["requests_per_acq"]) <= 4.5, r
+        assert float(r["wakeups_per_release"]) <= 1.01, r
+        j = json.load(open(js))
+        assert j["violations"] == 0 and j["contenders"] == n, j
+        samples = [float(x) for x in open(cdf) if x.strip()]
+        assert len(samples) == int(r["handoffs"]) and len(samples) > 0, (len(samples), r["handoffs"])
+
+        p = run([a.bench, "--connect", connect, "--path", "/smoke/pending", "--contenders", "5", "--pending", "60"])
+        assert p.get("mode") == "pending" and int(p["granted"]) == 60 and int(p["errors"]) == 0, p
+        assert int(p["threads_pending"]) == int(p["threads_before"]) == 1, p
+
+        f = run([a.cfloor, "--connect", connect, "--path", "/smoke/floor", "--contenders", "2", "--cycles", "10"])
+        for k in ("floor_a_p50_us", "floor_b_p50_us", "floor_m_p50_us", "floor_c_p50_us"):
+            assert float(f[k]) > 0, (k, f)
+        print("bench smoke test: ok")
+        return 0
+    finally:
+        subprocess.call(["bash", os.path.join(a.scripts, "zk-server.sh"), "stop", srv])
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
