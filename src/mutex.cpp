@@ -8,6 +8,7 @@
 #include <boost/uuid/uuid_io.hpp>
 
 #include <iterator>
+#include <unistd.h>
 #include <random>
 
 namespace zklock {
@@ -27,14 +28,19 @@ namespace detail {
 std::string new_client_id() {
   // One engine per thread, seeded with 256 bits from the system (random_generator_mt19937's
   // default seeding asks the kernel 624 times: ~15 ms on the first acquire here).
-  thread_local boost::random::mt19937 engine = [] {
+  // Reseeded in a forked child, which would otherwise repeat its parent's ids (and could take
+  // the parent's node for its own when it looks for a create lost with the connection).
+  thread_local boost::random::mt19937 engine;
+  thread_local pid_t seeded_for = 0;
+  if (seeded_for != ::getpid()) {
     std::random_device rd;
     std::uint32_t seed[8];
     for (auto& w : seed) w = rd();
     std::seed_seq seq(std::begin(seed), std::end(seed));
-    return boost::random::mt19937(seq);
-  }();
-  thread_local boost::uuids::basic_random_generator<boost::random::mt19937> gen(&engine);
+    engine.seed(seq);
+    seeded_for = ::getpid();
+  }
+  boost::uuids::basic_random_generator<boost::random::mt19937> gen(&engine);
   return boost::uuids::to_string(gen());
 }
 
@@ -147,7 +153,8 @@ struct hold : std::enable_shared_from_this<hold> {
   // The release: one transaction that marks our node released and deletes it. The data change
   // fires our successor's watch and tells it we were the holder (see release_marker): it takes
   // the lock from that event without listing the dir again. Granted alone (nobody behind us
-  // when we listed), a plain delete: cheaper, and a waiter that queued since lists once more.
+  // when we listed), a plain delete: cheaper; a waiter that queued since saw us at the head in
+  // its own listing, so our deletion is its turn.
   void send_delete() {
     if (!is_connected(s->state())) return;  // retried by on_session_state after the reconnect
     auto done = [self = shared_from_this()](error_code ec) {

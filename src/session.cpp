@@ -176,8 +176,8 @@ void watch_state::deliver(error_code ec, watch_event ev) {
   if (waiter && waiter->active()) {
     auto w = std::move(waiter);
     w->complete(ec, std::move(ev));
-    fired.emplace(ec, watch_event{});  // consumed; later waits see the same outcome
-    fired->second = watch_event{};
+    // consumed; later waits see the same outcome, never an event that could be taken for one
+    fired.emplace(ec, watch_event{watch_event_type::not_watching, path});
     return;
   }
   fired.emplace(ec, std::move(ev));

@@ -74,7 +74,8 @@ struct lock_result {
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
   /// Release with the marking transaction (see release_marker): we may have a successor. We
   /// waited behind someone, or our listing showed contenders behind us. Granted alone, a plain
-  /// delete costs less; a waiter that queued meanwhile sees a deletion and lists once more.
+  /// delete costs less; a waiter that queued meanwhile listed us as the head, so the deletion
+  /// is its turn.
   bool mark_release = false;
 };
 
