@@ -274,6 +274,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
   long rss_before = 0, rss_pending = 0;
   int threads_before = 0, threads_pending = 0, granted = 0, errors = 0;
   double drain_seconds = 0;
+  clock_type::time_point drained{};
   std::string failure;
   std::vector<std::unique_ptr<zklock::mutex>> mutexes;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
@@ -288,7 +289,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     for (int k = 0; k < pending; ++k)
       mutexes[k % contenders]->async_acquire([&](zklock::error_code ec, zklock::lock_guard g) {
         if (ec) ++errors;
-        ++granted;
+        if (++granted == pending) drained = clock_type::now();
         // g released on scope exit (background release hands over to the next)
       });
     // all queued once every waiter has sent its create, listing and watch
@@ -309,7 +310,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
       asio::steady_timer t(ioc, std::chrono::milliseconds(20));
       co_await t.async_wait(asio::use_awaitable);
     }
-    drain_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    drain_seconds = std::chrono::duration<double>(drained - t0).count();  // not this poll's wake-up
     for (auto& s : sessions) s->async_close(asio::detached);
   }, stop_on_exception(ioc, failure));
   ioc.run();

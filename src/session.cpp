@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <iostream>
 
 namespace zklock {
@@ -59,6 +60,14 @@ struct in_session {
   session_impl* prev;
   explicit in_session(session_impl* s) : prev(current_session) { current_session = s; }
   ~in_session() { current_session = prev; }
+};
+
+// Around a request: the C client's log goes to this session, and what it sends leaves in one
+// segment (see session_impl::cork).
+struct request_scope {
+  session_impl::send_batch batch;
+  in_session guard;
+  explicit request_scope(session_impl* s) : batch(s), guard(s) {}
 };
 
 void log_callback(const char* message) {
@@ -416,21 +425,19 @@ void session_impl::on_session_event(int zstate) {
 // each. Corked while a batch queues its requests, they leave in one segment when it ends: a
 // request, or a pipelined create and listing. (The kernel flushes a forgotten cork at 200 ms.)
 bool session_impl::cork() {
-  if (corked_ || registered_fd_ < 0 || !zh_ || zoo_state(zh_) != ZOO_CONNECTED_STATE) return false;
+  if (corked_fd_ >= 0 || registered_fd_ < 0 || !zh_ || zoo_state(zh_) != ZOO_CONNECTED_STATE) return false;
   int on = 1;
   if (::setsockopt(registered_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return false;
-  corked_ = true;
   corked_fd_ = registered_fd_;
   return true;
 }
 
 void session_impl::uncork() {
-  if (!corked_) return;
-  corked_ = false;
+  int fd = std::exchange(corked_fd_, -1);
   // The C client may have dropped the socket while sending (then there is nothing to flush).
-  if (corked_fd_ != registered_fd_ || !zh_) return;
+  if (fd < 0 || fd != registered_fd_ || !zh_) return;
   int off = 0;
-  ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
 }
 
 void session_impl::schedule_pump() {
@@ -626,8 +633,7 @@ void session_impl::create(std::string path, std::string data, create_mode mode, 
   c->op = op;
   c->owner = weak_from_this();
   const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = zoo_acreate2(
       zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, to_flags(mode),
       [](int rc, const char* value, const Stat* stat, const void* d) {
@@ -655,8 +661,7 @@ void session_impl::create(std::string path, std::string data, create_mode mode, 
 void session_impl::remove(std::string path, int version, void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
   if (auto ec = precheck(zh_, state_, path)) return op->complete(ec);
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = zoo_adelete(zh_, path.c_str(), version, void_completion, hand_over(op));
   if (rc != ZOK) {
     intrusive_ptr_release(op.get());
@@ -682,8 +687,7 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
     if (rc != ZOK) return e->op->complete(zk_error(rc), std::nullopt);
     e->op->complete({}, to_stat(stat));
   };
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = watch ? zoo_awexists(zh_, path.c_str(), node_watcher, e->watch.get(), done, hand_over(e))
                  : zoo_aexists(zh_, path.c_str(), 0, done, hand_over(e));
   if (rc != ZOK) {
@@ -718,8 +722,7 @@ void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_sta
     }
     c->op->complete(zk_error(rc), std::move(r));
   };
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
                  : zoo_aget_children2(zh_, path.c_str(), 0, done, hand_over(c));
   if (rc != ZOK) {
@@ -751,8 +754,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
     }
     c->op->complete(zk_error(rc), std::move(r));
   };
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = watch ? zoo_awget(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
                  : zoo_aget(zh_, path.c_str(), 0, done, hand_over(c));
   if (rc != ZOK) {
@@ -768,8 +770,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
 void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
   auto op = pending<void(error_code, node_stat)>::make(std::move(h), ex_);
   if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = zoo_aset(
       zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
       [](int rc, const Stat* stat, const void* d) {
@@ -822,8 +823,7 @@ void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
         break;
     }
   }
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = zoo_amulti(
       zh_, static_cast<int>(n), m->zops.data(), m->zresults.data(),
       [](int rc, const void* d) {
@@ -871,8 +871,7 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
   auto done = reinterpret_cast<void_completion_t*>(&remove_watch_done);
-  session_impl::send_batch batch(this);
-  in_session guard(this);
+  request_scope scope(this);
   int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, hand_over(r))
                   : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, hand_over(r));
   if (rc != ZOK) {

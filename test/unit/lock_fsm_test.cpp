@@ -55,6 +55,15 @@ struct sim {
     auto path = join_path(dir, name);
     if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
   }
+  // Queues us third, behind a head and a second (a zklock node or not); returns their names.
+  std::pair<std::string, std::string> queue_third(bool second_is_zklock) {
+    auto head = add_foreign();
+    auto second = add_foreign();
+    if (second_is_zklock) zklock_nodes.insert(second);
+    apply(fsm.start());
+    drain();
+    return {head, second};
+  }
   void delete_foreign(const std::string& name) {
     children.erase(name);
     auto path = join_path(dir, name);
@@ -414,11 +423,7 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
 
 TEST_CASE("a zklock predecessor's release (data change) hands over without a listing", "[unit][lock]") {
   sim s;
-  auto head = s.add_foreign();
-  auto second = s.add_foreign();
-  s.zklock_nodes.insert(second);
-  s.apply(s.fsm.start());
-  s.drain();
+  auto [head, second] = s.queue_third(true);
   CHECK_FALSE(s.fsm.predecessor_was_head());
   s.delete_foreign(head);  // not watched by us: no event
   int lists = s.lists;
@@ -462,11 +467,7 @@ TEST_CASE("granted alone: plain delete on release, else the marking transaction"
 
 TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list again", "[unit][lock]") {
   sim s;
-  auto head = s.add_foreign();
-  auto second = s.add_foreign();
-  s.zklock_nodes.insert(second);
-  s.apply(s.fsm.start());
-  s.drain();
+  auto [head, second] = s.queue_third(true);
   int lists = s.lists;
   s.delete_foreign(second);  // cancelled: deleted without the release marker; the head still holds
   s.drain();
@@ -481,10 +482,7 @@ TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list a
 
 TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list again", "[unit][lock]") {
   sim s;
-  auto head = s.add_foreign();
-  auto second = s.add_foreign();  // not a zklock node
-  s.apply(s.fsm.start());
-  s.drain();
+  auto [head, second] = s.queue_third(false);  // second: not a zklock node
   s.change_data(second);  // someone changes its data
   REQUIRE(s.step());
   s.delete_foreign(second);  // it gives up; the head still holds

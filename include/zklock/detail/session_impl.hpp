@@ -138,8 +138,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   asio::posix::stream_descriptor sd_;
   int registered_fd_ = -1;
   unsigned long registered_ino_ = 0;
-  bool corked_ = false;
-  int corked_fd_ = -1;
+  int corked_fd_ = -1;  // the socket held back by a send_batch, -1 when none
   std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
