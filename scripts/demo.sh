@@ -3,7 +3,7 @@
 # runs the contention demo (several sessions, one thread, one lock) and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh contention_demo  # only what the demo needs
 BUILD_DIR=${BUILD_DIR:-build}
 dir=$(mktemp -d /tmp/zklock-demo-XXXXXX)
 trap 'bash scripts/zk-server.sh stop "$dir"' EXIT

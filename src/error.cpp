@@ -66,6 +66,7 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::session_closed: return "the session was closed";
       case errc::session_expired: return "the ZooKeeper session expired; its ephemeral nodes and watches are gone";
       case errc::already_connecting: return "a connect is already in progress";
+      case errc::session_suspended: return "the session is suspended and may still live on the server (with its locks): wait for it to reconnect or expire, or close it before connecting again";
       case errc::lock_busy: return "the lock is held by another contender";
       case errc::lock_timeout: return "timed out waiting for the lock";
       case errc::lock_lost: return "the lock was lost (session expired or lock node deleted)";
@@ -76,7 +77,37 @@ class zklock_category_impl final : public boost::system::error_category {
   }
 };
 
+class condition_category_impl final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "zklock.condition"; }
+  std::string message(int ev) const override {
+    switch (static_cast<condition>(ev)) {
+      case condition::connection_lost: return "the connection to ZooKeeper was lost";
+      case condition::session_lost: return "the ZooKeeper session is over";
+      case condition::lock_unavailable: return "the lock was held by someone else";
+    }
+    return "unknown zklock condition " + std::to_string(ev);
+  }
+  bool equivalent(const error_code& ec, int cond) const noexcept override {
+    switch (static_cast<condition>(cond)) {
+      case condition::connection_lost:
+        return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout;
+      case condition::session_lost:
+        return ec == zk_errc::session_expired || ec == zk_errc::closing || ec == zk_errc::invalid_state ||
+               ec == errc::session_expired || ec == errc::session_closed || ec == errc::not_connected;
+      case condition::lock_unavailable:
+        return ec == errc::lock_busy || ec == errc::lock_timeout;
+    }
+    return false;
+  }
+};
+
 }  // namespace
+
+const boost::system::error_category& condition_category() noexcept {
+  static const condition_category_impl c;
+  return c;
+}
 
 const boost::system::error_category& zk_category() noexcept {
   static const zk_category_impl c;

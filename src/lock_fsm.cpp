@@ -1,4 +1,4 @@
-#include <zklock/detail/lock_fsm.hpp>
+#include "lock_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <algorithm>
@@ -42,12 +42,23 @@ std::vector<contender> queue_order(const std::vector<std::string>& children) {
 }
 
 namespace {
-bool is_connection_loss(const error_code& ec) { return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout; }
-bool is_session_gone(const error_code& ec) {
-  return ec == zk_errc::session_expired || ec == errc::session_expired || ec == zk_errc::invalid_state ||
-         ec == zk_errc::closing || ec == errc::session_closed || ec == errc::not_connected;
+bool is_connection_loss(const error_code& ec) { return ec == condition::connection_lost; }
+// A request failed because the session is over: complete with how it ended.
+error_code session_end(const error_code& ec) {
+  if (ec == zk_errc::closing || ec == errc::session_closed) return errc::session_closed;
+  if (ec == errc::not_connected) return errc::not_connected;
+  return errc::session_expired;
 }
+error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end(ec) : ec; }
 }  // namespace
+
+lock_fsm::actions lock_fsm::list_dir() {
+  pending_list_ = true;
+  // A lost create may have reached another server of the ensemble than the one we reconnected
+  // to; sync first, so a lagging follower cannot hide it (we would queue a second node behind
+  // our own first one).
+  return {{create_outcome_unknown_ ? lock_action::sync_and_list : lock_action::list, dir_}};
+}
 
 lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode)
     : dir_(std::move(dir)), prefix_("_c_" + client_id + "-lock-"), create_path_(join_path(dir_, prefix_)), mode_(mode) {}
@@ -95,7 +106,7 @@ lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_
     ++parent_attempts_;
     return {{lock_action::ensure_parents, dir_}};
   }
-  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+  return fail(failure(ec));
 }
 
 lock_fsm::actions lock_fsm::on_parents(error_code ec) {
@@ -124,7 +135,7 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     }
     return create_and_list();
   }
-  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+  return fail(failure(ec));
 }
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
@@ -169,17 +180,22 @@ lock_fsm::actions lock_fsm::acquired() {
   return {{lock_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid) {
+lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
   if (!pending_stat_ || phase_ == phase::done) return {};
   pending_stat_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+  if (!ec && !ours) {
+    // Not our session's node (the session was replaced): never adopt it.
+    node_.clear();
+    return fail(errc::session_expired);
+  }
   if (!ec) {
     czxid_ = czxid;
     return acquired();
   }
   if (ec == zk_errc::no_node) return create_and_list();
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
-  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+  return fail(failure(ec));
 }
 
 lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
@@ -205,7 +221,7 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
     return {{lock_action::list, dir_}};
   }
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
-  return fail(is_session_gone(ec) ? error_code(errc::session_expired) : ec);
+  return fail(failure(ec));
 }
 
 lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
@@ -228,7 +244,10 @@ lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
 lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
   if (!pending_remove_) return {};
   pending_remove_ = false;
-  (void)ec;  // ok, or no_watcher when it fired meanwhile: either way it is gone
+  // Lost with the connection: the C client keeps the watcher and sets it again on the
+  // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
+  // session gone) it is gone.
+  if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
   watch_active_ = false;
   return finish_cleaning_if_idle();
 }
@@ -253,8 +272,11 @@ lock_fsm::actions lock_fsm::on_reconnected() {
       return create_and_list();
     case retry::list:
       if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return finish_cleaning_if_idle();
-      pending_list_ = true;
-      return {{lock_action::list, dir_}};
+      return list_dir();
+    case retry::remove_watch:
+      if (!watch_active_) return finish_cleaning_if_idle();
+      pending_remove_ = true;
+      return {{lock_action::remove_watch, predecessor_}};
     case retry::delete_node:
       pending_delete_ = true;
       return {{lock_action::delete_node, node_}};
@@ -307,8 +329,7 @@ lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || retry_ != retry::none) return {};
   if (create_outcome_unknown_ && node_.empty()) {
     if (pending_list_) return {};
-    pending_list_ = true;
-    return {{lock_action::list, dir_}};
+    return list_dir();
   }
   if (!node_.empty() && !node_gone_) {
     pending_delete_ = true;

@@ -1,5 +1,7 @@
 // The mutex's async operations: thin wrappers that carry out lock_fsm's actions on a session.
-#include <zklock/detail/lock_fsm.hpp>
+#include "hold_fsm.hpp"
+#include "lock_fsm.hpp"
+
 #include <zklock/mutex.hpp>
 
 #include <boost/asio/steady_timer.hpp>
@@ -61,101 +63,119 @@ struct mutex_state {
   owner_id owner;
 };
 
-// One held lock (shared by the guards of a reentrant owner).
+// One held lock (shared by the guards of a reentrant owner): carries out hold_fsm's actions,
+// watches the session and the validity deadline.
 struct hold : std::enable_shared_from_this<hold> {
   std::shared_ptr<session_impl> s;
   std::string node;
   std::int64_t token = 0;
+  std::int64_t session_id = 0;  // the ZooKeeper session our node belongs to
   bool mark_release = true;
-  lock_status status = lock_status::held;
+  hold_fsm fsm;
   int count = 1;
   std::uint64_t listener = 0;
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
-  std::vector<pending<void(error_code)>::ptr> release_waiters;
-  bool deleting = false;
-  std::unique_ptr<asio::steady_timer> suspended_timer;
+  pending<void(error_code)>::ptr release_waiter;
+  asio::steady_timer deadline_timer;
+  bool keepalive_in_flight = false;
+  asio::cancellation_signal lost_signal;
 
+  hold(std::shared_ptr<session_impl> session, bool connected)
+      : s(std::move(session)), fsm(connected), deadline_timer(s->executor()) {}
   ~hold() {
     if (listener) s->unsubscribe(listener);
   }
 
-  void watch_session() {
-    std::weak_ptr<hold> weak = weak_from_this();
-    listener = s->subscribe([weak](session_state st) {
-      auto self = weak.lock();
-      if (!self) return;
-      self->on_session_state(st);
+  void start() {
+    session_id = s->session_id();
+    // Listeners run inside the C client's callbacks: continue on the executor.
+    listener = s->subscribe([weak = weak_from_this(), ex = s->executor()](session_state st) {
+      asio::post(ex, [weak, st] {
+        if (auto self = weak.lock()) self->on_session_state(st);
+      });
     });
-    if (status == lock_status::maybe_lost) start_suspended_timer();
-  }
-
-  void mark_lost() {
-    if (status != lock_status::held && status != lock_status::maybe_lost) return;
-    status = lock_status::lost;
-    auto waiters = std::move(lost_waiters);
-    lost_waiters.clear();
-    for (auto& w : waiters) w->complete(errc::lock_lost);
-  }
-
-  // Suspended for a whole session timeout: the server has most likely expired the session
-  // (we cannot know while we cannot reach it), so treat the lock as lost, as Curator does.
-  void start_suspended_timer() {
-    suspended_timer = std::make_unique<asio::steady_timer>(s->executor(), s->options().session_timeout);
-    suspended_timer->async_wait([weak = weak_from_this()](error_code ec) {
-      auto self = weak.lock();
-      if (ec || !self || self->s->state() != session_state::suspended) return;
-      self->mark_lost();
-    });
+    arm_deadline();
   }
 
   void on_session_state(session_state st) {
-    if (st != session_state::suspended && suspended_timer) suspended_timer->cancel();
-    if (deleting) {
-      if (is_connected(st)) send_delete();  // retry a release lost with the connection
-      if (st == session_state::expired || st == session_state::closed) finish_release(errc::lock_lost);
-    }
     if (st == session_state::suspended) {
-      if (status == lock_status::held) {
-        status = lock_status::maybe_lost;
-        start_suspended_timer();
-      }
+      run(fsm.on_suspended());
     } else if (is_connected(st)) {
-      if (status == lock_status::maybe_lost) status = lock_status::held;
+      run(fsm.on_connected(s->session_id() == session_id));
     } else if (st == session_state::expired || st == session_state::closed) {
-      mark_lost();
+      run(fsm.on_session_ended());
+    }
+    arm_deadline();
+  }
+
+  // The validity deadline (see lock_guard::valid_until): keep it ahead with a cheap request of
+  // our own while the connection is idle, and report the lock lost when it passes.
+  void arm_deadline() {
+    if (fsm.status() != lock_status::held && fsm.status() != lock_status::maybe_lost) {
+      deadline_timer.cancel();
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    auto until = s->valid_until();
+    if (until <= now) return run(fsm.on_deadline());
+    auto refresh = s->last_acknowledged() + s->negotiated_timeout() / 3;
+    if (refresh <= now && is_connected(s->state()) && !keepalive_in_flight) {
+      keepalive_in_flight = true;
+      // exists on our own node: refreshes the deadline, and finds a node deleted under us.
+      s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
+        self->keepalive_in_flight = false;
+        if (!ec && !st && self->fsm.status() != lock_status::released) self->run(self->fsm.on_node_gone());
+        self->arm_deadline();
+      }));
+    }
+    auto next = refresh > now ? std::min(refresh, until) : until;
+    deadline_timer.expires_at(next);
+    deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->arm_deadline();
+    });
+  }
+
+  void run(const hold_fsm::actions& actions) {
+    for (const auto& a : actions) {
+      switch (a.type) {
+        case hold_action::send_release:
+          send_release();
+          break;
+        case hold_action::report_lost: {
+          deadline_timer.cancel();
+          auto waiters = std::move(lost_waiters);
+          lost_waiters.clear();
+          for (auto& w : waiters) w->complete(errc::lock_lost);
+          lost_signal.emit(asio::cancellation_type::terminal);
+          break;
+        }
+        case hold_action::complete_release:
+          if (auto w = std::move(release_waiter)) w->complete(a.ec);
+          break;
+      }
     }
   }
 
   void release_one(void_handler h) {
     pending<void(error_code)>::ptr op;
     if (h) op = pending<void(error_code)>::make(std::move(h), s->executor());
-    if (status == lock_status::released) {
-      if (op) op->complete(errc::already_released);
-      return;
-    }
-    if (--count > 0) {
+    if (fsm.status() != lock_status::released && --count > 0) {
       if (op) op->complete({});
       return;
     }
-    bool was_lost = status == lock_status::lost;
-    status = lock_status::released;
-    auto waiters = std::move(lost_waiters);
-    lost_waiters.clear();
-    for (auto& w : waiters) w->complete(errc::already_released);
-    bool session_alive = is_connected(s->state()) || s->state() == session_state::suspended;
-    if (session_alive) {
-      // Even a lock reported lost may still have its node (the session survived a long
-      // disconnection): delete it, now or after the reconnect.
-      deleting = true;
-      send_delete();
+    bool was_open = fsm.status() != lock_status::released;
+    if (op) {
+      if (release_waiter) release_waiter->complete(errc::already_released);
+      release_waiter = op;
     }
-    if (!op) return;
-    if (was_lost) return op->complete(errc::lock_lost);
-    if (!session_alive) return op->complete(errc::lock_lost);
-    // While disconnected, do not make the caller wait for the network: the node goes either
-    // with our delete after the reconnect or with the session if it expires.
-    if (!is_connected(s->state())) return op->complete(errc::release_pending);
-    release_waiters.push_back(op);
+    run(fsm.release(static_cast<bool>(op)));
+    if (was_open) {
+      deadline_timer.cancel();
+      auto waiters = std::move(lost_waiters);
+      lost_waiters.clear();
+      for (auto& w : waiters) w->complete(errc::already_released);
+    }
   }
 
   // The release: one transaction that marks our node released and deletes it. The data change
@@ -163,16 +183,8 @@ struct hold : std::enable_shared_from_this<hold> {
   // the lock from that event without listing the dir again. Granted alone (nobody behind us
   // when we listed), a plain delete: cheaper; a waiter that queued since saw us at the head in
   // its own listing, so our deletion is its turn.
-  void send_delete() {
-    if (!is_connected(s->state())) return;  // retried by on_session_state after the reconnect
-    auto done = [self = shared_from_this()](error_code ec) {
-      if (!self->deleting) return;
-      if (ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout) return;  // retried on reconnect
-      if (ec == zk_errc::no_node || ec == zk_errc::session_expired || ec == errc::session_expired ||
-          ec == errc::session_closed)
-        return self->finish_release(errc::lock_lost);
-      self->finish_release(ec);
-    };
+  void send_release() {
+    auto done = [self = shared_from_this()](error_code ec) { self->run(self->fsm.on_release_reply(ec)); };
     if (!mark_release) return s->remove(node, -1, void_handler(std::move(done)));
     std::vector<multi_op> ops;
     ops.push_back(multi_op::set_data(node, std::string(release_marker)));
@@ -181,12 +193,12 @@ struct hold : std::enable_shared_from_this<hold> {
       done(ec);
     }));
   }
+};
 
-  void finish_release(error_code ec) {
-    deleting = false;
-    auto waiters = std::move(release_waiters);
-    release_waiters.clear();
-    for (auto& w : waiters) w->complete(ec);
+struct access {
+  static lock_guard make_guard(std::shared_ptr<hold> h) {
+    auto ex = h->s->executor();
+    return lock_guard(std::move(h), std::move(ex));
   }
 };
 
@@ -265,6 +277,12 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case lock_action::list:
           list();
           break;
+        case lock_action::sync_and_list: {
+          session_impl::send_batch together(s_.get());
+          s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          list();
+          break;
+        }
         case lock_action::ensure_parents:
           ensure_parents();
           break;
@@ -286,7 +304,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case lock_action::stat_node:
           s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat> st) {
                        if (!ec && !st) ec = zk_errc::no_node;
-                       self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0));
+                       bool ours = st && st->ephemeral_owner == self->s_->session_id();
+                       self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
                      }));
           break;
         case lock_action::wait_reconnect:
@@ -334,18 +353,16 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
 
-    auto h = std::make_shared<hold>();
-    h->s = s_;
+    auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
     h->node = r.node;
     h->token = r.fencing_token;
     h->mark_release = r.mark_release;
-    h->status = is_connected(s_->state()) ? lock_status::held : lock_status::maybe_lost;
-    h->watch_session();
+    h->start();
     if (owner_) {
       m_->owned = h;
       m_->owner = *owner_;
     }
-    op_->complete({}, lock_guard{std::move(h)});
+    op_->complete({}, access::make_guard(std::move(h)));
   }
 
   std::shared_ptr<mutex_state> m_;
@@ -362,27 +379,73 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
 
 // ---------------------------------------------------------------------------------------------
 
+namespace detail {
+
+namespace {
+// Gives back one hold from any thread: only posts to the session's executor.
+void release_in_background(std::shared_ptr<hold> h) {
+  auto ex = h->s->executor();
+  asio::post(ex, [h = std::move(h)] { h->release_one(nullptr); });
+}
+}  // namespace
+
+release_ticket::~release_ticket() {
+  if (hold_) release_in_background(std::move(hold_));
+}
+
+void release_ticket::launch(void_handler h) {
+  if (!hold_) return post_result(ex_, std::move(h), errc::already_released);
+  std::exchange(hold_, nullptr)->release_one(std::move(h));
+}
+
+void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec) {
+  // asio::post(ex, handler) runs the handler on its associated executor (ex when it has none)
+  // and keeps that executor's work count up meanwhile.
+  if (ex)
+    asio::post(ex, asio::append(std::move(h), ec));
+  else  // a default-constructed guard has no executor of its own
+    asio::post(asio::system_executor(), asio::append(std::move(h), ec));
+}
+
+void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
+  auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+  switch (h->fsm.status()) {
+    case lock_status::released: return op->complete(errc::already_released);
+    case lock_status::lost: return op->complete(errc::lock_lost);
+    default: h->lost_waiters.push_back(op);
+  }
+}
+
+}  // namespace detail
+
 lock_guard& lock_guard::operator=(lock_guard&& other) noexcept {
   if (this != &other) {
-    if (owns_lock()) hold_->release_one(nullptr);
+    if (hold_ && !released_) detail::release_in_background(std::move(hold_));
     hold_ = std::move(other.hold_);
-    released_ = other.released_;
-    other.released_ = false;
+    ex_ = other.ex_;
+    released_ = std::exchange(other.released_, false);
   }
   return *this;
 }
 
 lock_guard::~lock_guard() {
-  if (owns_lock()) hold_->release_one(nullptr);  // background release on the session's executor
+  if (hold_ && !released_) detail::release_in_background(std::move(hold_));
+}
+
+detail::release_ticket lock_guard::take_release_ticket() noexcept {
+  bool was_released = std::exchange(released_, true);
+  return detail::release_ticket(was_released ? nullptr : hold_, ex_);
 }
 
 bool lock_guard::owns_lock() const noexcept {
-  return hold_ && (hold_->status == lock_status::held || hold_->status == lock_status::maybe_lost) && !released_;
+  if (!hold_ || released_) return false;
+  auto st = hold_->fsm.status();
+  return st == lock_status::held || st == lock_status::maybe_lost;
 }
 
 lock_status lock_guard::status() const noexcept {
   if (!hold_ || released_) return lock_status::released;
-  return hold_->status;
+  return hold_->fsm.status();
 }
 
 const std::string& lock_guard::node_path() const noexcept {
@@ -394,33 +457,13 @@ std::int64_t lock_guard::fencing_token() const noexcept { return hold_ ? hold_->
 
 int lock_guard::hold_count() const noexcept { return hold_ ? hold_->count : 0; }
 
-namespace {
-// An empty guard has no session: complete through the handler's own executor.
-void complete_empty(detail::void_handler h, error_code ec) {
-  auto ex = asio::get_associated_executor(h);
-  asio::dispatch(ex, asio::append(std::move(h), ec));
-}
-}  // namespace
-
-void lock_guard::release(detail::void_handler h) {
-  if (!hold_) return complete_empty(std::move(h), errc::already_released);
-  if (released_) {
-    detail::post_completion(hold_->s->executor(), std::move(h), error_code(errc::already_released));
-    return;
-  }
-  released_ = true;
-  hold_->release_one(std::move(h));
+std::chrono::steady_clock::time_point lock_guard::valid_until() const noexcept {
+  if (!owns_lock()) return std::chrono::steady_clock::time_point::min();
+  return hold_->s->valid_until();
 }
 
-void lock_guard::wait_lost(detail::void_handler h) {
-  if (!hold_) return complete_empty(std::move(h), errc::already_released);
-  if (released_ || hold_->status == lock_status::released) {
-    detail::post_completion(hold_->s->executor(), std::move(h), error_code(errc::already_released));
-    return;
-  }
-  auto op = detail::pending<void(error_code)>::make(std::move(h), hold_->s->executor());
-  if (hold_->status == lock_status::lost) return op->complete(errc::lock_lost);
-  hold_->lost_waiters.push_back(op);
+asio::cancellation_slot lock_guard::lost_slot() const noexcept {
+  return hold_ ? hold_->lost_signal.slot() : asio::cancellation_slot();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -437,15 +480,56 @@ mutex::~mutex() = default;
 const std::string& mutex::path() const noexcept { return state_->path; }
 mutex::executor_type mutex::get_executor() const noexcept { return state_->s->executor(); }
 
+void mutex::list_contenders(const std::shared_ptr<detail::mutex_state>& state, contenders_handler h) {
+  auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
+  if (state->path_error) return op->fail(state->path_error);
+  auto s = state->s;
+  auto dir = state->path;
+  s->get_children(dir, nullptr, detail::children_handler([op, s, dir](error_code ec, children_result r) {
+    if (ec == zk_errc::no_node) return op->complete({}, {});
+    if (ec) return op->fail(ec);
+    auto queue = detail::queue_order(r.children);
+    auto result = std::make_shared<std::vector<zklock::contender>>(queue.size());
+    auto found = std::make_shared<std::vector<bool>>(queue.size(), false);
+    auto remaining = std::make_shared<std::size_t>(queue.size());
+    auto first_error = std::make_shared<error_code>();
+    if (queue.empty()) return op->complete({}, {});
+    auto finish = [op, result, found, first_error] {
+      if (*first_error) return op->fail(*first_error);
+      std::vector<zklock::contender> out;
+      for (std::size_t i = 0; i < result->size(); ++i)
+        if ((*found)[i]) out.push_back(std::move((*result)[i]));
+      op->complete({}, std::move(out));
+    };
+    detail::session_impl::send_batch together(s.get());
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      (*result)[i].node = queue[i].name;
+      (*result)[i].sequence = queue[i].sequence;
+      s->get_data(join_path(dir, queue[i].name), nullptr,
+                  detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
+                    if (!ec) {
+                      (*found)[i] = true;
+                      (*result)[i].stat = d.stat;
+                      (*result)[i].data = std::move(d.data);
+                    } else if (ec != zk_errc::no_node && !*first_error) {
+                      *first_error = ec;
+                    }
+                    if (--*remaining == 0) finish();
+                  }));
+    }
+  }));
+}
+
 void mutex::start(const std::shared_ptr<detail::mutex_state>& state, acquire_handler h, mode m,
                   clock::duration timeout, std::optional<owner_id> owner) {
   auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
   if (state->path_error) return op->complete(state->path_error, lock_guard{});
   if (owner) {
     if (auto held = state->owned.lock();
-        held && state->owner == *owner && held->status != lock_status::released && held->status != lock_status::lost) {
+        held && state->owner == *owner &&
+        (held->fsm.status() == lock_status::held || held->fsm.status() == lock_status::maybe_lost)) {
       ++held->count;
-      return op->complete({}, lock_guard{std::move(held)});
+      return op->complete({}, detail::access::make_guard(std::move(held)));
     }
   }
   if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)

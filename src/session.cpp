@@ -121,45 +121,38 @@ void* hand_over(const boost::intrusive_ptr<Op>& op) {
   return op.get();
 }
 
-// Completion state of a create: the pending op plus what to do with a node created after the
-// caller stopped waiting.
-struct create_op : boost::intrusive_ref_counter<create_op, boost::thread_unsafe_counter> {
-  pending<void(error_code, create_result)>::ptr op;
+// One request handed to the C client: the pending op, the session (to note the reply and
+// drop a watch that was not set), when it was queued, and the watch it sets, if any.
+struct no_extra {};
+template <class Signature, class Extra = no_extra>
+struct request : boost::intrusive_ref_counter<request<Signature, Extra>, boost::thread_unsafe_counter> {
+  typename pending<Signature>::ptr op;
   std::weak_ptr<session_impl> owner;
-};
-
-struct exists_op : boost::intrusive_ref_counter<exists_op, boost::thread_unsafe_counter> {
-  pending<void(error_code, std::optional<node_stat>)>::ptr op;
+  std::chrono::steady_clock::time_point queued;
   boost::intrusive_ptr<watch_state> watch;
-  std::weak_ptr<session_impl> owner;
-};
+  Extra extra;
 
-struct children_op : boost::intrusive_ref_counter<children_op, boost::thread_unsafe_counter> {
-  pending<void(error_code, children_result)>::ptr op;
-  boost::intrusive_ptr<watch_state> watch;
-  std::weak_ptr<session_impl> owner;
+  explicit request(typename pending<Signature>::ptr p) : op(std::move(p)) {}
+  /// Notes the reply with the session; drops a watch the server did not set (`set`: whether
+  /// this reply code sets it). Returns the session when it still exists.
+  std::shared_ptr<session_impl> replied(int rc, bool set = true) {
+    auto s = owner.lock();
+    if (!s) return s;
+    s->on_reply(rc, queued);
+    if (watch && !set) s->drop_watch(watch.get());
+    return s;
+  }
 };
+template <class Signature, class Extra = no_extra>
+using request_ptr = boost::intrusive_ptr<request<Signature, Extra>>;
 
-struct data_op : boost::intrusive_ref_counter<data_op, boost::thread_unsafe_counter> {
-  pending<void(error_code, data_result)>::ptr op;
-  boost::intrusive_ptr<watch_state> watch;
-  std::weak_ptr<session_impl> owner;
-};
-
-struct multi_state : boost::intrusive_ref_counter<multi_state, boost::thread_unsafe_counter> {
-  pending<void(error_code, std::vector<multi_result>)>::ptr op;
+// A transaction's C-side buffers, alive until its completion.
+struct multi_buffers {
   std::vector<multi_op> ops;
   std::vector<zoo_op_t> zops;
   std::vector<zoo_op_result_t> zresults;
   std::vector<std::vector<char>> path_buffers;
   std::vector<Stat> stats;
-};
-
-// Watches removed on the server report through the removal's completion.
-struct remove_watch_op : boost::intrusive_ref_counter<remove_watch_op, boost::thread_unsafe_counter> {
-  pending<void(error_code)>::ptr op;
-  boost::intrusive_ptr<watch_state> watch;
-  std::weak_ptr<session_impl> owner;
 };
 
 void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
@@ -171,11 +164,10 @@ void node_watcher(zhandle_t*, int type, int state, const char* path, void* ctx) 
   if (auto owner = w->owner.lock()) owner->on_watch_fired(w, type, state, path);
 }
 
-void remove_watch_done(int rc, const void* d);
-
 void void_completion(int rc, const void* data) {
-  auto op = adopt<pending<void(error_code)>>(data);
-  op->complete(zk_error(rc));
+  auto r = adopt<request<void(error_code)>>(data);
+  r->replied(rc);
+  r->op->complete(zk_error(rc));
 }
 
 }  // namespace
@@ -278,7 +270,13 @@ void session_impl::connect(void_handler h) {
     op->complete({});
     return;
   }
-  if (zh_) close_handle(errc::session_closed);  // restart after expiry / suspended handle
+  if (zh_ && state_ == session_state::suspended) {
+    // The session may still live on the server, with our ephemeral nodes: replacing it here
+    // would leave its locks to expire later, under guards that believe they hold them.
+    op->complete(errc::session_suspended);
+    return;
+  }
+  if (zh_) close_handle(errc::session_closed);  // the expired handle
   open_handle();
   if (!zh_) {
     op->complete(error_code(errno ? errno : EINVAL, boost::system::system_category()));
@@ -318,6 +316,7 @@ void session_impl::open_handle() {
     resume.client_id = opts_->resume->id;
     std::memcpy(resume.passwd, opts_->resume->password.data(), std::min(sizeof resume.passwd, opts_->resume->password.size()));
   }
+  last_ack_ = std::chrono::steady_clock::now();  // the connect request goes after this
   zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
                         opts_->resume ? &resume : nullptr, this, 0, log_callback);
   if (!zh_) return;
@@ -384,12 +383,15 @@ void session_impl::close(void_handler h) {
 
 void session_impl::shutdown() noexcept {
   finish_connect(errc::session_closed);
+  connect_timer_.cancel();
+  // Guards and acquires learn that the session is over (their listeners only post), as from
+  // async_close; state waiters complete with session_closed.
+  auto waiters = std::move(state_waiters_);
+  state_waiters_.clear();
   if (zh_) {
     close_handle(errc::session_closed);
-    state_ = session_state::closed;
+    set_state(session_state::closed);
   }
-  connect_timer_.cancel();
-  auto waiters = std::move(state_waiters_);
   for (auto& w : waiters) w->complete(errc::session_closed, state_);
   listeners_.clear();
 }
@@ -398,9 +400,12 @@ void session_impl::on_session_event(int zstate) {
   if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
     bool first = !ever_connected_;
     ever_connected_ = true;
+    if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
     finish_connect(error_code{});
     set_state(first ? session_state::connected : session_state::reconnected);
   } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
+    // Any reconnect request is sent after this: a reconnect touches the session no earlier.
+    if (ever_connected_ && state_ != session_state::suspended) suspended_at_ = std::chrono::steady_clock::now();
     if (ever_connected_) set_state(session_state::suspended);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
     error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
@@ -571,11 +576,61 @@ error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
   }
   return {};
 }
+
+// Replies that say nothing about the server having heard from us recently.
+bool proves_contact(int rc) {
+  return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZCLOSING && rc != ZSESSIONEXPIRED &&
+         rc != ZINVALIDSTATE;
+}
+
+// Requests already on the wire may still take effect: they honour only the cancellation types
+// that allow side effects (Asio's rule); total cancellation is refused.
+constexpr auto write_cancellation = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+
+const ACL_vector* acl_for(const session_options& o) {
+  return o.default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
 }  // namespace
+
+void session_impl::on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept {
+  if (proves_contact(rc) && queued > last_ack_) last_ack_ = queued;
+}
+
+std::chrono::milliseconds session_impl::negotiated_timeout() const noexcept {
+  if (zh_ && ever_connected_) {
+    int t = zoo_recv_timeout(zh_);
+    if (t > 0) return std::chrono::milliseconds(t);
+  }
+  return opts_->session_timeout;
+}
+
+std::chrono::steady_clock::time_point session_impl::valid_until() const noexcept {
+  auto timeout = negotiated_timeout();
+  auto margin = opts_->validity_margin.count() > 0
+                    ? opts_->validity_margin
+                    : std::max<std::chrono::milliseconds>(timeout / 10, std::chrono::milliseconds(200));
+  return last_ack_ + timeout - margin;
+}
+
+template <class Request, class Call>
+void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
+  r->owner = weak_from_this();
+  r->queued = std::chrono::steady_clock::now();
+  request_scope scope(this);
+  int rc = call(hand_over(r));
+  if (rc != ZOK) {
+    intrusive_ptr_release(r.get());  // the C client did not take it
+    if (r->watch) drop_watch(r->watch.get());
+    return r->op->fail(zk_error(rc));
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
 
 boost::intrusive_ptr<watch_state> session_impl::new_watch(const std::string& path, bool child) {
   boost::intrusive_ptr<watch_state> w(new watch_state);
   w->owner = weak_from_this();
+  w->ex = ex_;
   w->path = path;
   w->child_watch = child;
   w->registered = true;
@@ -627,237 +682,206 @@ void session_impl::wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler
 }
 
 void session_impl::create(std::string path, std::string data, create_mode mode, create_handler h) {
-  auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  boost::intrusive_ptr<create_op> c(new create_op);
-  c->op = op;
-  c->owner = weak_from_this();
-  const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
-  request_scope scope(this);
-  int rc = zoo_acreate2(
-      zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl, to_flags(mode),
-      [](int rc, const char* value, const Stat* stat, const void* d) {
-        auto c = adopt<create_op>(d);
-        if (c->op->active()) {
-          create_result r;
-          if (rc == ZOK) {
-            r.path = value ? value : "";
-            r.stat = to_stat(stat);
+  auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code, create_result)> r(new request<void(error_code, create_result)>(op));
+  submit(r, [&](void* d) {
+    return zoo_acreate2(
+        zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl_for(*opts_), to_flags(mode),
+        [](int rc, const char* value, const Stat* stat, const void* d) {
+          auto r = adopt<request<void(error_code, create_result)>>(d);
+          auto owner = r->replied(rc);
+          if (r->op->active()) {
+            create_result res;
+            if (rc == ZOK) {
+              res.path = value ? value : "";
+              res.stat = to_stat(stat);
+            }
+            r->op->complete(zk_error(rc), std::move(res));
+          } else if (rc == ZOK && value && owner) {
+            owner->on_abandoned_create(value);
           }
-          c->op->complete(zk_error(rc), std::move(r));
-        } else if (rc == ZOK && value) {
-          if (auto owner = c->owner.lock()) owner->on_abandoned_create(value);
-        }
-      },
-      hand_over(c));
-  if (rc != ZOK) {
-    intrusive_ptr_release(c.get());
-    return op->complete(zk_error(rc), {});
-  }
-  ++requests_sent_;
-  schedule_pump();
+        },
+        d);
+  });
 }
 
 void session_impl::remove(std::string path, int version, void_handler h) {
-  auto op = pending<void(error_code)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec);
-  request_scope scope(this);
-  int rc = zoo_adelete(zh_, path.c_str(), version, void_completion, hand_over(op));
-  if (rc != ZOK) {
-    intrusive_ptr_release(op.get());
-    return op->complete(zk_error(rc));
-  }
-  ++requests_sent_;
-  schedule_pump();
+  auto op = pending<void(error_code)>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code)> r(new request<void(error_code)>(op));
+  submit(r, [&](void* d) { return zoo_adelete(zh_, path.c_str(), version, void_completion, d); });
 }
 
 void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
-  auto op = pending<void(error_code, std::optional<node_stat>)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, std::nullopt);
-  boost::intrusive_ptr<exists_op> e(new exists_op);
-  e->op = op;
-  e->owner = weak_from_this();
-  if (watch) e->watch = *watch = new_watch(path, false);
+  using sig = void(error_code, std::optional<node_stat>);
+  auto op = pending<sig>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<sig> r(new request<sig>(op));
+  if (watch) r->watch = *watch = new_watch(path, false);
   auto done = [](int rc, const Stat* stat, const void* d) {
-    auto e = adopt<exists_op>(d);
-    if (e->watch && rc != ZOK && rc != ZNONODE) {
-      if (auto owner = e->owner.lock()) owner->drop_watch(e->watch.get());
-    }
-    if (rc == ZNONODE) return e->op->complete({}, std::nullopt);
-    if (rc != ZOK) return e->op->complete(zk_error(rc), std::nullopt);
-    e->op->complete({}, to_stat(stat));
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK || rc == ZNONODE);  // an exists watch is set on a missing node too
+    if (rc == ZNONODE) return r->op->complete({}, std::nullopt);
+    if (rc != ZOK) return r->op->complete(zk_error(rc), std::nullopt);
+    r->op->complete({}, to_stat(stat));
   };
-  request_scope scope(this);
-  int rc = watch ? zoo_awexists(zh_, path.c_str(), node_watcher, e->watch.get(), done, hand_over(e))
-                 : zoo_aexists(zh_, path.c_str(), 0, done, hand_over(e));
-  if (rc != ZOK) {
-    intrusive_ptr_release(e.get());
-    if (e->watch) drop_watch(e->watch.get());
-    if (watch) *watch = nullptr;
-    return op->complete(zk_error(rc), std::nullopt);
-  }
-  ++requests_sent_;
-  schedule_pump();
+  submit(r, [&](void* d) {
+    return watch ? zoo_awexists(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
+                 : zoo_aexists(zh_, path.c_str(), 0, done, d);
+  });
+  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
-  auto op = pending<void(error_code, children_result)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  boost::intrusive_ptr<children_op> c(new children_op);
-  c->op = op;
-  c->owner = weak_from_this();
-  if (watch) c->watch = *watch = new_watch(path, true);
+  using sig = void(error_code, children_result);
+  auto op = pending<sig>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<sig> r(new request<sig>(op));
+  if (watch) r->watch = *watch = new_watch(path, true);
   auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
-    auto c = adopt<children_op>(d);
-    if (c->watch && rc != ZOK) {
-      if (auto owner = c->owner.lock()) owner->drop_watch(c->watch.get());
-    }
-    children_result r;
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK);
+    children_result res;
     if (rc == ZOK) {
       if (strings) {
-        r.children.reserve(strings->count);
-        for (int i = 0; i < strings->count; ++i) r.children.emplace_back(strings->data[i]);
+        res.children.reserve(strings->count);
+        for (int i = 0; i < strings->count; ++i) res.children.emplace_back(strings->data[i]);
       }
-      r.stat = to_stat(stat);
+      res.stat = to_stat(stat);
     }
-    c->op->complete(zk_error(rc), std::move(r));
+    r->op->complete(zk_error(rc), std::move(res));
   };
-  request_scope scope(this);
-  int rc = watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
-                 : zoo_aget_children2(zh_, path.c_str(), 0, done, hand_over(c));
-  if (rc != ZOK) {
-    intrusive_ptr_release(c.get());
-    if (c->watch) drop_watch(c->watch.get());
-    if (watch) *watch = nullptr;
-    return op->complete(zk_error(rc), {});
-  }
-  ++requests_sent_;
-  schedule_pump();
+  submit(r, [&](void* d) {
+    return watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
+                 : zoo_aget_children2(zh_, path.c_str(), 0, done, d);
+  });
+  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
-  auto op = pending<void(error_code, data_result)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  boost::intrusive_ptr<data_op> c(new data_op);
-  c->op = op;
-  c->owner = weak_from_this();
-  if (watch) c->watch = *watch = new_watch(path, false);
+  using sig = void(error_code, data_result);
+  auto op = pending<sig>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<sig> r(new request<sig>(op));
+  if (watch) r->watch = *watch = new_watch(path, false);
   auto done = [](int rc, const char* value, int len, const Stat* stat, const void* d) {
-    auto c = adopt<data_op>(d);
-    if (c->watch && rc != ZOK) {
-      if (auto owner = c->owner.lock()) owner->drop_watch(c->watch.get());
-    }
-    data_result r;
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK);
+    data_result res;
     if (rc == ZOK) {
-      if (value && len > 0) r.data.assign(value, static_cast<std::size_t>(len));
-      r.stat = to_stat(stat);
+      if (value && len > 0) res.data.assign(value, static_cast<std::size_t>(len));
+      res.stat = to_stat(stat);
     }
-    c->op->complete(zk_error(rc), std::move(r));
+    r->op->complete(zk_error(rc), std::move(res));
   };
-  request_scope scope(this);
-  int rc = watch ? zoo_awget(zh_, path.c_str(), node_watcher, c->watch.get(), done, hand_over(c))
-                 : zoo_aget(zh_, path.c_str(), 0, done, hand_over(c));
-  if (rc != ZOK) {
-    intrusive_ptr_release(c.get());
-    if (c->watch) drop_watch(c->watch.get());
-    if (watch) *watch = nullptr;
-    return op->complete(zk_error(rc), {});
-  }
-  ++requests_sent_;
-  schedule_pump();
+  submit(r, [&](void* d) {
+    return watch ? zoo_awget(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
+                 : zoo_aget(zh_, path.c_str(), 0, done, d);
+  });
+  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
-  auto op = pending<void(error_code, node_stat)>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->complete(ec, {});
-  request_scope scope(this);
-  int rc = zoo_aset(
-      zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
-      [](int rc, const Stat* stat, const void* d) {
-        auto op = adopt<pending<void(error_code, node_stat)>>(d);
-        op->complete(zk_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
-      },
-      hand_over(op));
-  if (rc != ZOK) {
-    intrusive_ptr_release(op.get());
-    return op->complete(zk_error(rc), {});
-  }
-  ++requests_sent_;
-  schedule_pump();
+  using sig = void(error_code, node_stat);
+  auto op = pending<sig>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<sig> r(new request<sig>(op));
+  submit(r, [&](void* d) {
+    return zoo_aset(
+        zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+        [](int rc, const Stat* stat, const void* d) {
+          auto r = adopt<request<sig>>(d);
+          r->replied(rc);
+          r->op->complete(zk_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
+        },
+        d);
+  });
 }
 
 void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
-  auto op = pending<void(error_code, std::vector<multi_result>)>::make(std::move(h), ex_);
+  using sig = void(error_code, std::vector<multi_result>);
+  auto op = pending<sig>::make(std::move(h), ex_, write_cancellation);
   for (auto& o : ops)
-    if (auto ec = precheck(zh_, state_, o.path)) return op->complete(ec, {});
-  if (ops.empty()) {
-    if (!zh_) return op->complete(errc::not_connected, {});
-    return op->complete({}, {});
-  }
-  boost::intrusive_ptr<multi_state> m(new multi_state);
-  m->op = op;
-  m->ops = std::move(ops);
-  const std::size_t n = m->ops.size();
-  m->zops.resize(n);
-  m->zresults.resize(n);
-  m->path_buffers.resize(n);
-  m->stats.resize(n);
-  const ACL_vector* acl = opts_->default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+    if (auto ec = precheck(zh_, state_, o.path)) return op->fail(ec);
+  if (ops.empty()) return op->complete(zh_ ? error_code{} : error_code(errc::not_connected), {});
+  request_ptr<sig, multi_buffers> r(new request<sig, multi_buffers>(op));
+  auto& m = r->extra;
+  m.ops = std::move(ops);
+  const std::size_t n = m.ops.size();
+  m.zops.resize(n);
+  m.zresults.resize(n);
+  m.path_buffers.resize(n);
+  m.stats.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    auto& o = m->ops[i];
+    auto& o = m.ops[i];
     switch (o.type) {
       case multi_op::kind::create:
-        m->path_buffers[i].resize(o.path.size() + 32);
-        zoo_create_op_init(&m->zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), acl,
-                           to_flags(o.mode), m->path_buffers[i].data(), static_cast<int>(m->path_buffers[i].size()));
+        m.path_buffers[i].resize(o.path.size() + 32);
+        zoo_create_op_init(&m.zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
+                           acl_for(*opts_), to_flags(o.mode), m.path_buffers[i].data(),
+                           static_cast<int>(m.path_buffers[i].size()));
         break;
       case multi_op::kind::remove:
-        zoo_delete_op_init(&m->zops[i], o.path.c_str(), o.version);
+        zoo_delete_op_init(&m.zops[i], o.path.c_str(), o.version);
         break;
       case multi_op::kind::set_data:
-        zoo_set_op_init(&m->zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version,
-                        &m->stats[i]);
+        zoo_set_op_init(&m.zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version,
+                        &m.stats[i]);
         break;
       case multi_op::kind::check:
-        zoo_check_op_init(&m->zops[i], o.path.c_str(), o.version);
+        zoo_check_op_init(&m.zops[i], o.path.c_str(), o.version);
         break;
     }
   }
-  request_scope scope(this);
-  int rc = zoo_amulti(
-      zh_, static_cast<int>(n), m->zops.data(), m->zresults.data(),
-      [](int rc, const void* d) {
-        auto m = adopt<multi_state>(d);
-        std::vector<multi_result> results(m->ops.size());
-        error_code first;
-        for (std::size_t i = 0; i < m->ops.size(); ++i) {
-          results[i].rc = m->zresults[i].err;
-          if (m->zresults[i].err != ZOK && !first) first = zk_error(m->zresults[i].err);
-          if (m->ops[i].type == multi_op::kind::create && m->zresults[i].err == ZOK)
-            results[i].path = m->path_buffers[i].data();
-          if (m->ops[i].type == multi_op::kind::set_data && m->zresults[i].err == ZOK)
-            results[i].stat = to_stat(&m->stats[i]);
-        }
-        m->op->complete(rc == ZOK ? error_code{} : (first ? first : zk_error(rc)), std::move(results));
-      },
-      hand_over(m));
-  if (rc != ZOK) {
-    intrusive_ptr_release(m.get());
-    return op->complete(zk_error(rc), {});
-  }
-  ++requests_sent_;
-  schedule_pump();
+  submit(r, [&](void* d) {
+    return zoo_amulti(
+        zh_, static_cast<int>(n), m.zops.data(), m.zresults.data(),
+        [](int rc, const void* d) {
+          auto r = adopt<request<sig, multi_buffers>>(d);
+          r->replied(rc);
+          auto& m = r->extra;
+          std::vector<multi_result> results(m.ops.size());
+          error_code first;
+          for (std::size_t i = 0; i < m.ops.size(); ++i) {
+            results[i].ec = zk_error(m.zresults[i].err);
+            if (results[i].ec && !first) first = results[i].ec;
+            if (m.ops[i].type == multi_op::kind::create && m.zresults[i].err == ZOK)
+              results[i].path = m.path_buffers[i].data();
+            if (m.ops[i].type == multi_op::kind::set_data && m.zresults[i].err == ZOK)
+              results[i].stat = to_stat(&m.stats[i]);
+          }
+          r->op->complete(rc == ZOK ? error_code{} : (first ? first : zk_error(rc)), std::move(results));
+        },
+        d);
+  });
+}
+
+void session_impl::sync(std::string path, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code)> r(new request<void(error_code)>(op));
+  submit(r, [&](void* d) {
+    return zoo_async(
+        zh_, path.c_str(),
+        [](int rc, const char*, const void* d) {
+          auto r = adopt<request<void(error_code)>>(d);
+          r->replied(rc);
+          r->op->complete(zk_error(rc));
+        },
+        d);
+  });
 }
 
 void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
-  if (!w) return op->complete(zk_errc::no_watcher);
-  if (auto ec = precheck(zh_, state_, w->path)) return op->complete(ec);
-  if (!w->registered) return op->complete(zk_errc::no_watcher);
-  boost::intrusive_ptr<remove_watch_op> r(new remove_watch_op);
-  r->op = op;
-  r->watch = w;
-  r->owner = weak_from_this();
+  if (!w) return op->fail(zk_errc::no_watcher);
+  if (auto ec = precheck(zh_, state_, w->path)) return op->fail(ec);
+  if (!w->registered) return op->fail(zk_errc::no_watcher);
+  // The watch it removes (not `watch`: that one would be dropped if the removal failed).
+  using removal = request<void(error_code), boost::intrusive_ptr<watch_state>>;
+  boost::intrusive_ptr<removal> r(new removal(op));
+  r->extra = w;
   // Removing one watcher only checks it on the server (checkWatches): the server keeps its
   // watch for the connection. When no other watch of this session is on the same path and
   // type, remove them all (removeWatches) so the server forgets it too.
@@ -870,27 +894,19 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
-  auto done = reinterpret_cast<void_completion_t*>(&remove_watch_done);
-  request_scope scope(this);
-  int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, hand_over(r))
-                  : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, hand_over(r));
-  if (rc != ZOK) {
-    intrusive_ptr_release(r.get());
-    return op->complete(zk_error(rc));
-  }
-  ++requests_sent_;
-  schedule_pump();
+  void_completion_t done_fn = [](int rc, const void* d) {
+    auto r = adopt<removal>(d);
+    // On connection loss the C client keeps the watcher (and sets it again on reconnect): the
+    // caller must retry.
+    if (auto owner = r->replied(rc); owner && rc == ZOK) owner->on_watch_removed(r->extra.get());
+    r->op->complete(zk_error(rc));
+  };
+  auto done = reinterpret_cast<void_completion_t*>(done_fn);
+  submit(r, [&](void* d) {
+    return shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, d)
+                  : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, d);
+  });
 }
-
-namespace {
-void remove_watch_done(int rc, const void* d) {
-  auto r = adopt<remove_watch_op>(d);
-  if (rc == ZOK) {
-    if (auto owner = r->owner.lock()) owner->on_watch_removed(r->watch.get());
-  }
-  r->op->complete(zk_error(rc));
-}
-}  // namespace
 
 }  // namespace detail
 }  // namespace zklock

@@ -6,7 +6,6 @@
 // Everything runs on one thread: the ZooKeeper session, the lock, the child process (SIGCHLD
 // through an asio::signal_set) and the forwarded signals share one io_context.
 // Exit statuses: see apps/zklock/README.md.
-#include <zklock/detail/lock_fsm.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>
@@ -328,34 +327,19 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
   zklock::session s(ex, make_session_options(co));
   if (int rc = co_await connect(s, sigs)) co_return rc;
 
-  auto [ec, children] = co_await s.async_get_children(path, use_tuple);
-  if (ec == zklock::zk_errc::no_node) co_return 0;
+  zklock::mutex lock(s, path);
+  auto [ec, queue] = co_await lock.async_contenders(use_tuple);
   if (ec) {
     say(path + ": " + ec.message());
     co_return exit_error;
   }
-  auto queue = zklock::detail::queue_order(children.children);
-  if (queue.empty()) co_return 0;
-
-  // One round trip for all the stats.
-  using exists_op = decltype(s.async_exists(std::string{}, asio::deferred));
-  std::vector<exists_op> ops;
-  for (const auto& c : queue) ops.push_back(s.async_exists(zklock::join_path(path, c.name), asio::deferred));
-  auto [order, ecs, stats] = co_await asio::experimental::make_parallel_group(std::move(ops))
-                                 .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-  (void)order;
   auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();
   int position = 0;
-  for (std::size_t i = 0; i < queue.size(); ++i) {
-    if (ecs[i]) {
-      say(zklock::join_path(path, queue[i].name) + ": " + ecs[i].message());
-      co_return exit_error;
-    }
-    if (!stats[i]) continue;  // gone since the listing
-    double age = std::max<double>(0, static_cast<double>(now_ms - stats[i]->ctime) / 1000.0);
-    std::printf("%d %s 0x%" PRIx64 " %.1f\n", position++, queue[i].name.c_str(),
-                static_cast<std::uint64_t>(stats[i]->ephemeral_owner), age);
+  for (const auto& c : queue) {
+    double age = std::max<double>(0, static_cast<double>(now_ms - c.stat.ctime) / 1000.0);
+    std::printf("%d %s 0x%" PRIx64 " %.1f\n", position++, c.node.c_str(),
+                static_cast<std::uint64_t>(c.stat.ephemeral_owner), age);
   }
   std::fflush(stdout);
   co_await s.async_close(use_tuple);

@@ -65,6 +65,7 @@ enum class errc : int {
   session_closed,                 ///< the session was closed by its owner
   session_expired,                ///< the session expired: its ephemeral nodes and watches are gone
   already_connecting,             ///< async_connect while a connect is already under way
+  session_suspended,              ///< async_connect while the session is suspended: it may still live; close it first
   // locks
   lock_busy,                      ///< try-acquire found the lock held by someone else
   lock_timeout,                   ///< a timed acquire gave up when its time ran out
@@ -73,14 +74,27 @@ enum class errc : int {
   release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
 };
 
+/// Conditions that group the codes above, for callers (and zklock itself) to compare one
+/// thing: `if (ec == zklock::condition::session_lost)`.
+enum class condition : int {
+  connection_lost = 1,  ///< zk connection_loss, operation_timeout: the request may or may not have been applied
+  session_lost,         ///< the session is over: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected
+  lock_unavailable,     ///< errc lock_busy, lock_timeout: someone else held the lock
+};
+
 const boost::system::error_category& zk_category() noexcept;
 const boost::system::error_category& zklock_category() noexcept;
+const boost::system::error_category& condition_category() noexcept;
 
 inline error_code make_error_code(zk_errc e) noexcept {
   return {static_cast<int>(e), zk_category()};
 }
 inline error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), zklock_category()};
+}
+
+inline boost::system::error_condition make_error_condition(condition c) noexcept {
+  return {static_cast<int>(c), condition_category()};
 }
 
 /// Turns a C client return code into an error_code (ZOK becomes the empty error_code).
@@ -93,4 +107,5 @@ inline error_code zk_error(int rc) noexcept {
 namespace boost::system {
 template <> struct is_error_code_enum<zklock::zk_errc> : std::true_type {};
 template <> struct is_error_code_enum<zklock::errc> : std::true_type {};
+template <> struct is_error_condition_enum<zklock::condition> : std::true_type {};
 }  // namespace boost::system

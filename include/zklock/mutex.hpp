@@ -6,6 +6,7 @@
 #include <zklock/session.hpp>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
@@ -13,12 +14,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace zklock {
 
 namespace detail {
 struct hold;
 struct mutex_state;
+struct access;
 }  // namespace detail
 
 /// What a guard knows of its lock.
@@ -37,18 +41,54 @@ struct owner_id {
   friend bool operator==(owner_id, owner_id) = default;
 };
 
-/// Owns one hold of a lock, like std::unique_lock. Move-only. Destroying a guard that still
-/// holds releases the lock in the background (on the session's executor).
+namespace detail {
+/// The right to give back one hold, taken from a guard by async_release. Launched, it
+/// releases; destroyed unlaunched (a deferred release never awaited), it releases in the
+/// background. Either way exactly once, whatever became of the guard meanwhile.
+class release_ticket {
+ public:
+  release_ticket(std::shared_ptr<hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
+  release_ticket(release_ticket&& o) noexcept = default;
+  release_ticket& operator=(release_ticket&&) = delete;
+  ~release_ticket();
+  void launch(void_handler h);
+
+ private:
+  std::shared_ptr<hold> hold_;  // null once launched, or for an empty or released guard
+  asio::any_io_executor ex_;    // the guard's (empty for a default-constructed guard)
+};
+/// Completes `h` with `ec` through `ex` (or, when empty, the handler's associated executor),
+/// never inline.
+void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
+void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+}  // namespace detail
+
+/// Owns one hold of a lock, like std::unique_lock. Move-only.
+///
+/// Destroying (or move-assigning over) a guard that was not released releases its hold in the
+/// background: the destructor only posts to the session's executor, so a guard may be
+/// destroyed on any thread (e.g. one received through use_future). This holds for a guard
+/// whose lock was reported lost too: while its session lives, its node is still deleted.
+/// Other members: use from the session's executor only.
 class lock_guard {
  public:
+  using executor_type = asio::any_io_executor;
+  /// Same guard type whatever the executor: guards are values handed out by the mutex.
+  template <class Executor>
+  struct rebind_executor {
+    using other = lock_guard;
+  };
+
   lock_guard() = default;
-  explicit lock_guard(std::shared_ptr<detail::hold> h) noexcept : hold_(std::move(h)) {}
-  lock_guard(lock_guard&& o) noexcept : hold_(std::move(o.hold_)), released_(o.released_) { o.released_ = false; }
+  lock_guard(lock_guard&& o) noexcept
+      : hold_(std::move(o.hold_)), ex_(o.ex_), released_(std::exchange(o.released_, false)) {}
   lock_guard& operator=(lock_guard&& other) noexcept;
   lock_guard(const lock_guard&) = delete;
   lock_guard& operator=(const lock_guard&) = delete;
   ~lock_guard();
 
+  /// The session's executor (empty for a default-constructed guard).
+  executor_type get_executor() const noexcept { return ex_; }
   /// True while this guard holds (status held or maybe_lost).
   bool owns_lock() const noexcept;
   explicit operator bool() const noexcept { return owns_lock(); }
@@ -62,32 +102,67 @@ class lock_guard {
   std::int64_t fencing_token() const noexcept;
   /// How many reentrant holds share this lock (1 when not reentrant).
   int hold_count() const noexcept;
+  /// Until when the lock is certainly ours: the send time of our session's most recent request
+  /// that the server answered, plus the negotiated session timeout, minus a safety margin
+  /// (session_options::validity_margin). The server cannot expire our session, and so cannot
+  /// grant the lock to anyone else, before then. While the lock is held zklock keeps it ahead
+  /// with a cheap request of its own (an exists on our node) every third of the session
+  /// timeout; when it passes without a reply the guard turns lost (async_wait_lost completes).
+  /// time_point::min() when the guard does not hold.
+  std::chrono::steady_clock::time_point valid_until() const noexcept;
+  /// A cancellation slot emitted (terminal) when the lock is lost: bind the work of the
+  /// critical section to it (asio::bind_cancellation_slot(guard.lost_slot(), token)) and it is
+  /// cancelled through Asio's own cancellation as soon as the lock is lost. One handler at a
+  /// time, like any cancellation slot. Empty for an empty guard.
+  asio::cancellation_slot lost_slot() const noexcept;
 
   /// Releases this hold (the last hold of a reentrant owner deletes the lock node).
   /// Handler: void(error_code). Errors: errc::already_released (released or empty guard),
-  /// errc::lock_lost (the session expired first: the node is gone anyway),
-  /// errc::release_pending (the connection is down: completes at once, and the node is deleted
-  /// after the reconnect, or goes with the session if it expires). Not cancellable.
+  /// errc::lock_lost (lost first: the session ended, the validity deadline passed, or the node
+  /// was deleted by someone else; while the session lives the node is still deleted, in the
+  /// background), errc::release_pending (the connection is down: completes at once, and the
+  /// node is deleted after the reconnect, or goes with the session if it expires).
+  /// The guard counts as released from this call on; the operation captures the hold, not the
+  /// guard, so the guard may be moved or destroyed before a deferred operation is launched.
+  /// Not cancellable.
   template <class Token = asio::deferred_t>
   auto async_release(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
-        [this](auto h) { release(detail::void_handler(std::move(h))); }, token);
+        [](auto h, detail::release_ticket t) { t.launch(detail::void_handler(std::move(h))); }, token,
+        take_release_ticket());
   }
 
   /// Completes with errc::lock_lost when the lock is lost (session expired or closed while
-  /// held); with errc::already_released if released first (or an empty guard).
+  /// held, validity deadline passed, node deleted by someone else); with
+  /// errc::already_released if released first (or an empty guard).
   /// Handler: void(error_code). Cancellation: all types, operation_aborted, nothing left.
+  /// Captures the hold, not the guard.
   template <class Token = asio::deferred_t>
   auto async_wait_lost(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
-        [this](auto h) { wait_lost(detail::void_handler(std::move(h))); }, token);
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::wait_lost(hold, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
   }
 
  private:
-  void release(detail::void_handler h);
-  void wait_lost(detail::void_handler h);
+  friend struct detail::access;
+  lock_guard(std::shared_ptr<detail::hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
+  detail::release_ticket take_release_ticket() noexcept;
+
   std::shared_ptr<detail::hold> hold_;
+  asio::any_io_executor ex_;
   bool released_ = false;  // this guard's hold was given back (others of a reentrant owner may remain)
+};
+
+/// One contender in a lock's queue, as mutex::async_contenders reports it.
+struct contender {
+  std::string node;           ///< the node's name (a child of the lock dir)
+  std::int64_t sequence = 0;  ///< its sequence number: the queue order
+  node_stat stat;             ///< stat.ephemeral_owner: the contender's session id; stat.ctime: when it queued
+  std::string data;           ///< the node's data ("zklock/2" for a zklock contender)
 };
 
 /// A distributed exclusive lock on `path` (a lock dir: contenders' nodes are its children),
@@ -109,6 +184,17 @@ class mutex {
 
   const std::string& path() const noexcept;
   executor_type get_executor() const noexcept;
+
+  /// The queue: every contender (zklock, Curator and kazoo nodes) in queue order, the holder
+  /// first. Other children of the lock dir are left out, and so are nodes deleted between the
+  /// listing and their read. A missing lock dir is an empty queue.
+  /// Handler: void(error_code, std::vector<contender>). One listing, then one pipelined read
+  /// per contender. Cancellation: all types (reads only: nothing is left behind).
+  template <class Token = asio::deferred_t>
+  auto async_contenders(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, std::vector<contender>)>(
+        [state = state_](auto h) { list_contenders(state, contenders_handler(std::move(h))); }, token);
+  }
 
   /// Waits as long as needed for the lock.
   /// Handler: void(error_code, lock_guard). Errors: path errors (nothing sent),
@@ -147,6 +233,8 @@ class mutex {
 
  private:
   enum class mode { wait, try_once };
+  using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
+  static void list_contenders(const std::shared_ptr<detail::mutex_state>& state, contenders_handler h);
   using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
 
   template <class Token>

@@ -32,6 +32,15 @@ struct session_options {
   std::string connect = "127.0.0.1:2181";
   /// Requested session timeout; the server clamps it to [2, 20] × its tickTime.
   std::chrono::milliseconds session_timeout{10000};
+  /// Taken off the validity deadline of held locks (lock_guard::valid_until), which is the
+  /// send time of the newest answered request plus the negotiated session timeout. It covers
+  /// our own timer firing late on a loaded machine and the delay before a killed critical
+  /// section is really gone; clock-rate drift between two monotonic clocks is negligible and
+  /// the server rounds expiry up to its next tick. Zero: a tenth of the negotiated timeout,
+  /// at least 200 ms. On an ensemble, a follower tells the leader of our requests at its next
+  /// ping (every half tick); a follower that dies right after answering us may never tell it:
+  /// add a tick to the margin where that matters.
+  std::chrono::milliseconds validity_margin{0};
   /// async_connect fails with errc::connect_timeout when no server accepted the session by then.
   std::chrono::milliseconds connect_timeout{10000};
   /// "user:password" for zoo_add_auth("digest", ...); empty for none.
@@ -75,9 +84,8 @@ class watch {
           auto owner = st->owner.lock();
           detail::watch_handler h(std::move(handler));
           if (!owner) {
-            // session object gone: complete on the handler's executor
-            auto ex = asio::get_associated_executor(h);
-            asio::dispatch(ex, asio::append(std::move(h), error_code(errc::session_closed), watch_event{}));
+            // session object gone: complete through its executor, never inline
+            detail::post_completion(st->ex, std::move(h), error_code(errc::session_closed), watch_event{});
             return;
           }
           owner->wait_watch(std::move(st), std::move(h));
@@ -141,7 +149,9 @@ class session {
   /// path errors for the chroot, errc::connect_timeout (options().connect_timeout passed with no
   /// server accepting), zk_errc::auth_failed, errc::already_connecting.
   /// Also restarts a session after it expired or was closed: the old handle is discarded and a
-  /// new session (new id, no ephemerals) is created.
+  /// new session (new id, no ephemerals) is created. A suspended session (connection lost, the
+  /// session may still live on the server with its locks) is not replaced:
+  /// errc::session_suspended; wait for reconnected or expired, or async_close it first.
   /// Cancellation: terminal/partial/total: the connect attempt is abandoned, the handle closed,
   /// state returns to disconnected; completes with operation_aborted.
   template <class Token = asio::deferred_t>
@@ -172,9 +182,10 @@ class session {
   }
 
   /// Creates a node. Handler: void(error_code, create_result).
-  /// Cancellation (terminal/partial/total): completes at once with operation_aborted, but the
+  /// Cancellation: terminal and partial complete at once with operation_aborted, but the
   /// request is already on its way: the node may still be created. Such a node is reported to
-  /// session_options::on_abandoned_create so the caller can delete it.
+  /// session_options::on_abandoned_create so the caller can delete it. Total cancellation
+  /// is not honoured (the request is on the wire).
   template <class Token = asio::deferred_t>
   auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, create_result)>(
@@ -185,7 +196,8 @@ class session {
   }
 
   /// Deletes a node if its version matches (-1: any). Handler: void(error_code).
-  /// Cancellation: completes with operation_aborted at once; the delete may still happen.
+  /// Cancellation: terminal and partial complete with operation_aborted at once; the delete
+  /// may still happen. Total cancellation is not honoured (the request is on the wire).
   template <class Token = asio::deferred_t>
   auto async_delete(std::string path, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
@@ -267,7 +279,8 @@ class session {
   }
 
   /// Sets a node's data if its version matches (-1: any). Handler: void(error_code, node_stat).
-  /// Cancellation: operation_aborted at once; the write may still happen.
+  /// Cancellation: terminal and partial: operation_aborted at once; the write may still
+  /// happen. Total cancellation is not honoured (the request is on the wire).
   template <class Token = asio::deferred_t>
   auto async_set_data(std::string path, std::string data, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, node_stat)>(
@@ -279,7 +292,8 @@ class session {
 
   /// Atomic transaction. Handler: void(error_code, std::vector<multi_result>); on failure the
   /// error is the first failing op's, and each result's rc tells which failed.
-  /// Cancellation: operation_aborted at once; the transaction may still commit.
+  /// Cancellation: terminal and partial: operation_aborted at once; the transaction may still
+  /// commit. Total cancellation is not honoured (the request is on the wire).
   template <class Token = asio::deferred_t>
   auto async_multi(std::vector<multi_op> ops, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(

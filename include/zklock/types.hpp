@@ -1,6 +1,8 @@
 // Plain value types shared by the session and the recipes.
 #pragma once
 
+#include <zklock/error.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -107,7 +109,7 @@ struct multi_op {
 };
 
 struct multi_result {
-  int rc = 0;        ///< the C client's return code of this op (0 = ok)
+  error_code ec;     ///< this op's outcome (zk_errc; empty when it applied)
   std::string path;  ///< created path, for creates
   node_stat stat;    ///< for set_data
 };

@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 
 #include "tcp_proxy.hpp"
+#include "zk_server.hpp"
 
 #include <chrono>
 #include <dirent.h>
 #include <exception>
+#include <regex>
 #include <string>
 
 namespace asio = boost::asio;
@@ -95,4 +97,13 @@ inline asio::awaitable<void> await_state(zklock::session& s, zklock::session_sta
     if (r.index() == 0) seen = std::get<1>(std::get<0>(r));
     seen = s.state();
   }
+}
+
+/// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
+inline int server_watches(const zklock::test::zk_server& srv) {
+  auto out = srv.four_letter("wchs");
+  UNSCOPED_INFO(srv.four_letter("wchc"));
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
+  return -1;
 }

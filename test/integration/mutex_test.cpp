@@ -4,7 +4,6 @@
 #include "tcp_proxy.hpp"
 #include "zk_server.hpp"
 
-#include <zklock/detail/lock_fsm.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -22,18 +21,8 @@ std::string temp_log(const char* name) {
   return p.string();
 }
 
-std::int64_t seq_of(const std::string& node) {
-  return *detail::lock_sequence(node_name(node));
-}
-
-// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
-int server_watches(const zk_server& srv) {
-  auto out = srv.four_letter("wchs");
-  UNSCOPED_INFO(srv.four_letter("wchc"));
-  std::smatch m;
-  if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
-  return -1;
-}
+// the sequence number: the node name's last 10 digits
+std::int64_t seq_of(const std::string& node) { return std::stoll(node.substr(node.size() - 10)); }
 
 struct fleet {
   asio::io_context& ioc;

@@ -29,6 +29,9 @@ class tcp_proxy {
 
   /// While true, bytes from the server are read and thrown away (requests still go through).
   void swallow_replies(bool on) { swallow_ = on; }
+  /// While true, bytes in both directions are read and thrown away: connections stay open and
+  /// nothing passes (a partition as a silent network makes it, not a refused connection).
+  void blackhole(bool on) { blackhole_ = on; }
   /// Closes every proxied connection (both sides), as a network failure would.
   void drop_all() {
     for (auto& l : links_) {
@@ -81,7 +84,7 @@ class tcp_proxy {
         l->server.close(ignored);
         return;
       }
-      if (from_server && swallow_) return pump(l, from, to, from_server);
+      if (blackhole_ || (from_server && swallow_)) return pump(l, from, to, from_server);
       boost::asio::async_write(to, boost::asio::buffer(buf->data(), n),
                                [this, l, &from, &to, from_server, buf](boost::system::error_code ec, std::size_t) {
                                  if (ec) return;
@@ -94,6 +97,7 @@ class tcp_proxy {
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t target_port_;
   bool swallow_ = false;
+  bool blackhole_ = false;
   bool accepting_ = true;
   int accepted_ = 0;
   std::list<std::shared_ptr<link>> links_;

@@ -1,7 +1,7 @@
 // The lock recipe without a server: an in-memory lock dir answers the state machine's requests
 // in order (as one ZooKeeper session does), and each test injects cancellation, connection
 // loss or expiry at every step.
-#include <zklock/detail/lock_fsm.hpp>
+#include "lock_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <catch2/catch.hpp>
@@ -35,7 +35,8 @@ struct sim {
   std::deque<std::function<lock_fsm::actions()>> replies;
   lock_fsm fsm;
   bool completed = false, waiting_reconnect = false;
-  int requests = 0, lists = 0;
+  int requests = 0, lists = 0, syncs = 0;
+  bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
 
   explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, "11111111-2222-3333-4444-555555555555", mode) {}
 
@@ -109,6 +110,13 @@ struct sim {
           });
           break;
         }
+        case lock_action::sync_and_list: {
+          ++syncs;
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back([this, snapshot] { return fsm.on_children({}, snapshot); });
+          break;
+        }
         case lock_action::ensure_parents:
           dir_exists = true;
           replies.push_back([this] { return fsm.on_parents({}); });
@@ -124,6 +132,10 @@ struct sim {
           break;
         }
         case lock_action::remove_watch: {
+          if (lose_removals) {
+            replies.push_back([this] { return fsm.on_watch_removed(zk_errc::connection_loss); });
+            break;
+          }
           bool had = watches.erase(a.path) > 0;
           replies.push_back([this, had] { return fsm.on_watch_removed(had ? error_code{} : error_code(zk_errc::no_watcher)); });
           break;
@@ -489,4 +501,75 @@ TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list 
   s.drain();
   CHECK_FALSE(s.completed);
   CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+}
+
+TEST_CASE("protected-create recovery syncs before it lists", "[unit][lock][fault]") {
+  // on an ensemble a lagging follower could otherwise hide our in-flight create
+  sim s;
+  s.apply(s.fsm.start());
+  s.replies.clear();
+  s.apply(s.fsm.on_create(zk_errc::connection_loss, {}, 0));
+  s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+  CHECK(s.syncs == 0);
+  s.apply(s.fsm.on_reconnected());
+  CHECK(s.syncs == 1);
+  s.drain();
+  REQUIRE(s.completed);
+  // an ordinary listing needs no sync
+  sim t;
+  t.add_foreign();
+  t.apply(t.fsm.start());
+  t.drain();
+  CHECK(t.syncs == 0);
+}
+
+TEST_CASE("a watch removal lost with the connection is retried after the reconnect", "[unit][lock][fault][cancel]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.watches.size() == 1);
+  s.lose_removals = true;
+  s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.waiting_reconnect);
+  CHECK(s.watches.size() == 1);  // still registered (the C client sets it again on reconnect)
+  s.lose_removals = false;
+  s.apply(s.fsm.on_reconnected());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+  CHECK(s.watches.empty());
+  CHECK(s.ours() == 0);
+}
+
+TEST_CASE("a recovered node of another session is never adopted", "[unit][lock][fault]") {
+  sim s;
+  s.apply(s.fsm.start());
+  s.replies.clear();
+  s.apply(s.fsm.on_create(zk_errc::connection_loss, {}, 0));
+  s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+  s.apply(s.fsm.on_reconnected());
+  REQUIRE(s.step());  // the listing finds "our" node: stat it
+  s.replies.clear();
+  s.apply(s.fsm.on_stat({}, 42, false));  // its ephemeral owner is another session
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_expired);
+  CHECK(s.fsm.result().node.empty());
+}
+
+TEST_CASE("error conditions group the codes", "[unit][error]") {
+  CHECK(error_code(zk_errc::connection_loss) == condition::connection_lost);
+  CHECK(error_code(zk_errc::operation_timeout) == condition::connection_lost);
+  CHECK(error_code(zk_errc::session_expired) == condition::session_lost);
+  CHECK(error_code(errc::session_expired) == condition::session_lost);
+  CHECK(error_code(errc::session_closed) == condition::session_lost);
+  CHECK(error_code(zk_errc::closing) == condition::session_lost);
+  CHECK(error_code(errc::lock_busy) == condition::lock_unavailable);
+  CHECK(error_code(errc::lock_timeout) == condition::lock_unavailable);
+  CHECK(error_code(errc::lock_lost) != condition::lock_unavailable);
+  CHECK(error_code(zk_errc::no_node) != condition::session_lost);
+  CHECK(error_code(zk_errc::no_node) != condition::connection_lost);
 }

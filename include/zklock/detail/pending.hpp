@@ -6,7 +6,11 @@
 #include <zklock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_completion_executor.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_type.hpp>
@@ -25,14 +29,11 @@ namespace zklock::detail {
 namespace asio = boost::asio;
 
 /// Completes `h` with `args` later, never inline: posts to `ex` (the session's executor), and
-/// from there dispatches to the handler's associated executor (inline when that is the same
-/// context, as it is for callbacks and for coroutines on the session's io_context).
+/// from there the handler runs on its associated executor (asio::post's rule), whose
+/// outstanding work is counted until then.
 template <class Handler, class... Args>
 void post_completion(const asio::any_io_executor& ex, Handler h, Args... args) {
-  asio::post(ex, [h = std::move(h), args = std::make_tuple(std::move(args)...)]() mutable {
-    std::apply(
-        [&h](auto&... a) { asio::dispatch(asio::append(std::move(h), std::move(a)...)); }, args);
-  });
+  asio::post(ex, asio::append(std::move(h), std::move(args)...));
 }
 
 template <class Signature>
@@ -51,8 +52,12 @@ class pending<void(error_code, Args...)>
   /// operation decides what it can honour; it must eventually call complete().
   std::function<void(asio::cancellation_type)> on_cancel;
 
-  static ptr make(handler_type h, asio::any_io_executor ex) {
+  /// `accepted`: the cancellation types the operation honours; others are ignored (an
+  /// operation whose request is on the wire cannot honour total cancellation).
+  static ptr make(handler_type h, asio::any_io_executor ex,
+                  asio::cancellation_type accepted = asio::cancellation_type::all) {
     ptr p{new pending(std::move(h), std::move(ex))};
+    p->accepted_ = accepted;
     p->connect_slot();
     return p;
   }
@@ -65,8 +70,14 @@ class pending<void(error_code, Args...)>
     if (slot_.is_connected() && !in_cancel_) slot_.clear();
     auto h = std::move(handler_);
     handler_ = nullptr;
+    // Let go of the work count only once the posted completion holds its own.
+    auto work = std::move(work_);
+    work_ = {};
     post_completion(ex_, std::move(h), ec, std::move(args)...);
   }
+
+  /// Completes with `ec` and default-constructed results.
+  void fail(error_code ec) { complete(ec, Args{}...); }
 
   /// Completes with operation_aborted and default-constructed results.
   void abort() { complete(asio::error::operation_aborted, Args{}...); }
@@ -74,12 +85,17 @@ class pending<void(error_code, Args...)>
   const asio::any_io_executor& executor() const noexcept { return ex_; }
 
  private:
-  pending(handler_type h, asio::any_io_executor ex) : handler_(std::move(h)), ex_(std::move(ex)) {}
+  // The handler's executor counts outstanding work while the operation is pending (as Asio's
+  // own operations do), so its io_context does not run out of work meanwhile.
+  pending(handler_type h, asio::any_io_executor ex)
+      : handler_(std::move(h)),
+        ex_(std::move(ex)),
+        work_(asio::prefer(asio::get_associated_executor(handler_, ex_), asio::execution::outstanding_work.tracked)) {}
 
   struct canceller {
     ptr self;
     void operator()(asio::cancellation_type type) {
-      if (!self->handler_) return;
+      if (!self->handler_ || (type & self->accepted_) == asio::cancellation_type::none) return;
       self->in_cancel_ = true;
       if (self->on_cancel)
         self->on_cancel(type);
@@ -96,7 +112,9 @@ class pending<void(error_code, Args...)>
 
   handler_type handler_;
   asio::any_io_executor ex_;
+  asio::any_completion_executor work_;
   asio::cancellation_slot slot_;
+  asio::cancellation_type accepted_ = asio::cancellation_type::all;
   bool in_cancel_ = false;
 };
 

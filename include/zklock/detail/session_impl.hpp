@@ -34,6 +34,7 @@ class session_impl;
 /// session's registry while the C client may call it) and the user's zklock::watch handle.
 struct watch_state : boost::intrusive_ref_counter<watch_state, boost::thread_unsafe_counter> {
   std::weak_ptr<session_impl> owner;
+  asio::any_io_executor ex;                       // the session's: completes waits once it is gone
   std::string path;
   bool child_watch = false;
   bool registered = false;                        // in the C client's watcher tables
@@ -63,6 +64,15 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   session_state state() const noexcept { return state_; }
   std::int64_t session_id() const noexcept;
   session_credentials credentials() const;
+  /// The session timeout the server granted (zoo_recv_timeout); the requested one before the
+  /// first connect.
+  std::chrono::milliseconds negotiated_timeout() const noexcept;
+  /// When the newest request that the server answered was queued (a reconnect counts from the
+  /// moment the connection was seen lost): the server touched the session no earlier.
+  std::chrono::steady_clock::time_point last_acknowledged() const noexcept { return last_ack_; }
+  /// last_acknowledged() + negotiated_timeout() - the validity margin: the server cannot expire
+  /// the session before then.
+  std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Counters for benchmarks and tests.
   std::uint64_t requests_sent() const noexcept { return requests_sent_; }
   std::uint64_t watch_events() const noexcept { return watch_events_; }
@@ -83,6 +93,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void set_data(std::string path, std::string data, int version, stat_handler h);
   void multi(std::vector<multi_op> ops, multi_handler h);
   void remove_watch(boost::intrusive_ptr<watch_state> w, void_handler h);
+  /// zoo_async: the server we talk to catches up with the leader before our next read.
+  void sync(std::string path, void_handler h);
   void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
 
   /// Listeners see every state transition, synchronously; they must not call back into the
@@ -97,7 +109,12 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void on_abandoned_create(const std::string& path);
   void drop_watch(watch_state* w);
   void log(log_level level, std::string_view message);
-  void count_request() noexcept { ++requests_sent_; }
+  /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
+  void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
+  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
+  /// refused call the op fails at once. Counts it, flushes it with the loop.
+  template <class Request, class Call>
+  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
   /// Requests queued during its lifetime leave together, in one segment, when it ends.
   class send_batch {
    public:
@@ -153,6 +170,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::uint64_t next_listener_ = 1;
   std::unordered_set<watch_state*> watches_;  // holds one reference each
 
+  std::chrono::steady_clock::time_point last_ack_{}, suspended_at_{};
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;
   std::uint64_t watch_events_by_type_[5] = {};
 };

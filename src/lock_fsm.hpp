@@ -56,6 +56,7 @@ struct lock_action {
   enum kind {
     create_and_list,    ///< create `path` (ephemeral sequential) and list `dir`, pipelined
     list,               ///< list `dir`
+    sync_and_list,      ///< sync `dir`, then list it (pipelined): the listing sees every write of ours
     ensure_parents,     ///< create `dir` and its missing ancestors as containers
     watch_predecessor,  ///< getData with watch on `path`
     remove_watch,       ///< remove our data watch on `path`
@@ -94,7 +95,9 @@ class lock_fsm {
   actions on_watch_event(bool deleted);         ///< the predecessor's watch fired: deleted or data changed
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
-  actions on_stat(error_code ec, std::int64_t czxid);
+  /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
+  /// node of another session is never adopted).
+  actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
   actions on_reconnected();
   actions on_expired(error_code ec = errc::session_expired);
   /// Stop: cancellation (operation_aborted) or timeout (errc::lock_timeout). Cleans up (our
@@ -109,7 +112,7 @@ class lock_fsm {
 
  private:
   enum class phase { idle, acquiring, cleaning, done };
-  enum class retry { none, create, list, delete_node };
+  enum class retry { none, create, list, delete_node, remove_watch };
 
   actions evaluate(const std::vector<std::string>& children);
   actions acquired();
@@ -117,6 +120,7 @@ class lock_fsm {
   actions finish_cleaning_if_idle();
   actions create_and_list();
   actions after_connection_loss(retry what);
+  actions list_dir();  // after a lost create, behind a sync (protected-create recovery)
 
   std::string dir_, prefix_, create_path_;
   lock_mode mode_;

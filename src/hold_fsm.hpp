@@ -1,0 +1,81 @@
+// A held lock's life after the grant, as a sans-I/O state machine: lost-tracking and the
+// release. Inputs: the session's state changes, the release request, the release's reply, the
+// validity deadline; outputs: send the release, report the loss, complete the release. The
+// mutex's `hold` carries the actions out; unit tests walk every interleaving without a server.
+//
+// Rules it keeps:
+//  - A hold that was not released always gets its node deleted while its session lives, even
+//    after it was reported lost (a long disconnection that the session survived): a lost hold
+//    left in place would block every contender for the life of the session.
+//  - A release whose request was lost with the connection is sent again after the reconnect;
+//    if that retry finds the node gone while our session lives, the first one committed: the
+//    release succeeded (only our session's delete or its expiry removes our ephemeral node).
+//  - A release never waits for the network while the connection is down: it completes with
+//    errc::release_pending and finishes in the background.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/mutex.hpp>
+
+#include <vector>
+
+namespace zklock::detail {
+
+struct hold_action {
+  enum kind {
+    send_release,      ///< delete our node (the marking transaction or a plain delete)
+    report_lost,       ///< the lock is lost: tell the guard's lost waiters
+    complete_release,  ///< the caller of the release gets `ec`
+  };
+  kind type;
+  error_code ec;
+};
+
+class hold_fsm {
+ public:
+  using actions = std::vector<hold_action>;
+
+  /// A hold starts held (connected) or maybe_lost (granted while the connection dropped).
+  explicit hold_fsm(bool connected) noexcept
+      : status_(connected ? lock_status::held : lock_status::maybe_lost),
+        link_(connected ? link::connected : link::suspended) {}
+
+  lock_status status() const noexcept { return status_; }
+  /// True while our node may still exist and a delete is owed (sent or waiting to be sent).
+  bool release_owed() const noexcept { return delete_ == delete_state::wanted || delete_ == delete_state::in_flight; }
+  /// True once nothing is left to do: the node is deleted or went with the session.
+  bool finished() const noexcept { return delete_ == delete_state::done; }
+
+  /// The connection dropped; the session may still live.
+  actions on_suspended();
+  /// Connected again. `same_session` false means the ZooKeeper session was replaced: our node
+  /// belonged to the old one, so this counts as its end.
+  actions on_connected(bool same_session);
+  /// The session expired or was closed: our node is gone with it.
+  actions on_session_ended();
+  /// Our node is gone although the session lives (deleted by someone else).
+  actions on_node_gone() { return on_session_ended(); }
+  /// The validity deadline passed without a reply from the server: it may have expired the
+  /// session and granted the lock to someone else.
+  actions on_deadline();
+  /// The owner gives the lock back. `caller_waits`: someone waits for the outcome.
+  actions release(bool caller_waits);
+  /// Reply to send_release.
+  actions on_release_reply(error_code ec);
+
+ private:
+  enum class link { connected, suspended, ended };
+  enum class delete_state { none, wanted, in_flight, done };
+
+  actions lose();
+  actions send_if_connected();
+  void complete(actions& out, error_code ec);
+
+  lock_status status_;
+  link link_;
+  delete_state delete_ = delete_state::none;
+  int attempts_ = 0;           // release requests sent
+  bool caller_waits_ = false;  // a caller waits for complete_release
+};
+
+}  // namespace zklock::detail

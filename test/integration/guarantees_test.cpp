@@ -1,0 +1,404 @@
+// The promises of the API (never inline, work tracked, a guard destroyed anywhere releases, a
+// deferred release survives a move, total cancellation refused on the wire) and the review's
+// fault bugs, each against a real server.
+#include "common.hpp"
+
+#include <future>
+#include <thread>
+
+using namespace zklock;
+using zklock::test::zk_server;
+
+namespace {
+
+asio::awaitable<std::size_t> children_of(session& s, const std::string& path) {
+  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
+  co_return ec ? 0 : r.children.size();
+}
+
+// Polls until `path` has `n` children (fails the test after `limit`).
+asio::awaitable<void> await_children(session& s, const std::string& path, std::size_t n,
+                                     std::chrono::steady_clock::duration limit = 15s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::size_t seen = 0;
+  while ((seen = co_await children_of(s, path)) != n) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL(path << " has " << seen << " children, waited for " << n);
+    co_await sleep_for(50ms);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// promises of the API
+
+TEST_CASE("handlers never run inside the initiating function", "[integration][promise]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto s = std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string()));
+  watch w;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s->async_connect(asio::use_awaitable);
+    co_await s->async_exists("/nothing", w, asio::use_awaitable);
+  }());
+  s.reset();  // the watch outlives its session
+
+  bool empty_release = false, released_release = false, watch_wait = false;
+  lock_guard empty;
+  empty.async_release(asio::bind_executor(ioc, [&](error_code ec) {
+    CHECK(ec == errc::already_released);
+    empty_release = true;
+  }));
+  CHECK_FALSE(empty_release);
+  w.async_wait([&](error_code ec, watch_event) {
+    CHECK(ec == errc::session_closed);
+    watch_wait = true;
+  });
+  CHECK_FALSE(watch_wait);
+  ioc.restart();
+  ioc.run_for(2s);
+  CHECK(empty_release);
+  CHECK(watch_wait);
+
+  // a guard released twice: the second completes later too
+  session s2(ioc.get_executor(), options_for(srv.connect_string()));
+  lock_guard g;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s2.async_connect(asio::use_awaitable);
+    mutex m(s2, "/locks/inline");
+    g = co_await m.async_acquire(asio::use_awaitable);
+    co_await g.async_release(asio::use_awaitable);
+  }());
+  g.async_release([&](error_code ec) {
+    CHECK(ec == errc::already_released);
+    released_release = true;
+  });
+  CHECK_FALSE(released_release);
+  ioc.restart();
+  ioc.run_for(1s);
+  CHECK(released_release);
+}
+
+TEST_CASE("a pending operation keeps its handler's io_context running", "[integration][promise]") {
+  // The handler runs on another io_context than the session's: that one must not run out of
+  // work (and return from run()) while the acquire waits.
+  zk_server srv;
+  asio::io_context ioc, handler_ioc;
+  session holder_s(ioc.get_executor(), options_for(srv.connect_string()));
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  lock_guard holder;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await holder_s.async_connect(asio::use_awaitable);
+    co_await s.async_connect(asio::use_awaitable);
+    mutex hm(holder_s, "/locks/work");
+    holder = co_await hm.async_acquire(asio::use_awaitable);
+  }());
+  mutex m(s, "/locks/work");
+  std::atomic<bool> handler_ran{false};
+  lock_guard got;
+  m.async_acquire(asio::bind_executor(handler_ioc, [&](error_code ec, lock_guard g) {
+    CHECK_FALSE(ec);
+    got = std::move(g);
+    handler_ran = true;
+  }));
+  std::atomic<bool> ran_before_return{false};
+  std::thread t([&] {
+    handler_ioc.run();  // returns only when no work is left: after the handler
+    ran_before_return = handler_ran.load();
+  });
+  ioc.run_for(300ms);
+  CHECK_FALSE(handler_ran);
+  holder.async_release(asio::detached);
+  for (int i = 0; i < 100 && !handler_ran; ++i) ioc.run_for(100ms);
+  t.join();
+  CHECK(ran_before_return);
+  // the guard's release needs the session's loop
+  asio::post(ioc, [g = std::move(got)]() mutable {});
+  ioc.run_for(500ms);
+}
+
+TEST_CASE("a guard destroyed on another thread releases through the session's executor", "[integration][promise]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto work = asio::make_work_guard(ioc);
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  session observer(ioc.get_executor(), options_for(srv.connect_string()));
+  std::thread loop([&] { ioc.run(); });
+  asio::co_spawn(ioc, s.async_connect(asio::use_awaitable), asio::use_future).get();
+  asio::co_spawn(ioc, observer.async_connect(asio::use_awaitable), asio::use_future).get();
+  mutex m(s, "/locks/threads");
+  {
+    std::future<lock_guard> f = asio::co_spawn(ioc, m.async_acquire(asio::use_awaitable), asio::use_future);
+    lock_guard g = f.get();  // received on this thread
+    CHECK(g.node_path().starts_with("/locks/threads/"));
+  }  // destroyed here, while the loop runs on the other thread
+  auto empty = asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<bool> {
+        co_await await_children(observer, "/locks/threads", 0);
+        co_return true;
+      },
+      asio::use_future);
+  CHECK(empty.get());
+  work.reset();
+  asio::post(ioc, [&] { ioc.stop(); });
+  loop.join();
+}
+
+TEST_CASE("a deferred release captures the hold: the guard may move before it is launched", "[integration][promise]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/deferred");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    auto release = g.async_release();  // deferred: not launched yet
+    CHECK(g.status() == lock_status::released);
+    lock_guard moved = std::move(g);
+    auto [ec] = co_await std::move(release)(tuple_awaitable);
+    CHECK_FALSE(ec);
+    CHECK(co_await children_of(s, "/locks/deferred") == 0);
+    CHECK_FALSE(moved.owns_lock());
+
+    // a deferred release never launched still releases
+    auto g2 = co_await m.async_acquire(asio::use_awaitable);
+    { auto never = g2.async_release(); }
+    co_await await_children(s, "/locks/deferred", 0);
+  }());
+}
+
+TEST_CASE("total cancellation is refused for a request on the wire, terminal is honoured", "[integration][promise][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    for (auto type : {asio::cancellation_type::total, asio::cancellation_type::terminal}) {
+      asio::cancellation_signal sig;
+      std::optional<error_code> got;
+      std::string path;
+      s.async_create("/cancel-" + std::to_string(static_cast<int>(type)), "", create_mode::persistent,
+                     asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, create_result r) {
+                       got = ec;
+                       path = r.path;
+                     }));
+      sig.emit(type);
+      while (!got) co_await sleep_for(1ms);
+      if (type == asio::cancellation_type::total) {
+        CHECK_FALSE(*got);  // completed with the create's real outcome
+        CHECK_FALSE(path.empty());
+      } else {
+        CHECK(*got == asio::error::operation_aborted);
+      }
+    }
+  }());
+}
+
+TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/queue"), mb(b, "/locks/queue");
+    auto empty = co_await ma.async_contenders(asio::use_awaitable);
+    CHECK(empty.empty());  // no lock dir yet
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    co_await b.async_create("/locks/queue/not-a-contender", "", create_mode::ephemeral, asio::use_awaitable);
+    bool b_done = false;
+    lock_guard gb;
+    mb.async_acquire([&](error_code ec, lock_guard lg) {
+      CHECK_FALSE(ec);
+      gb = std::move(lg);
+      b_done = true;
+    });
+    co_await sleep_for(300ms);
+    auto q = co_await mb.async_contenders(asio::use_awaitable);
+    REQUIRE(q.size() == 2);
+    CHECK("/locks/queue/" + q[0].node == g.node_path());
+    CHECK(q[0].stat.ephemeral_owner == a.session_id());
+    CHECK(q[1].stat.ephemeral_owner == b.session_id());
+    CHECK(q[0].sequence < q[1].sequence);
+    CHECK(q[0].data == "zklock/2");
+    co_await g.async_release(asio::use_awaitable);
+    while (!b_done) co_await sleep_for(5ms);
+    co_await gb.async_release(asio::use_awaitable);
+  }());
+}
+
+// ---------------------------------------------------------------------------------------------
+// the review's fault bugs
+
+TEST_CASE("a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
+  // Server down longer than the validity deadline, then back: the session survives (the
+  // server restores it with a fresh timeout), and so does our node. Before the fix it stayed
+  // for the life of the session and every other contender waited forever.
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string(), 3000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    auto id = s.session_id();
+    mutex m(s, "/locks/ghost");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    srv.stop();
+    auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+    CHECK(lost == errc::lock_lost);
+    CHECK(g.status() == lock_status::lost);
+    srv.start();
+    co_await await_state(s, session_state::reconnected, 60s);
+    CHECK(s.session_id() == id);  // the same session: the node was still there
+    co_await await_state(other, session_state::reconnected, 60s);
+    co_await await_children(other, "/locks/ghost", 0);  // deleted without waiting for the owner
+    mutex om(other, "/locks/ghost");
+    auto [ec, og] = co_await om.async_try_acquire(tuple_awaitable);
+    CHECK_FALSE(ec);
+    auto [rel] = co_await g.async_release(tuple_awaitable);
+    CHECK(rel == errc::lock_lost);
+    co_await og.async_release(asio::use_awaitable);
+  }(), 120s);
+}
+
+TEST_CASE("async_connect on a suspended session is refused: no second session, no two holders", "[integration][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    auto id = s.session_id();
+    mutex m(s, "/locks/replace");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    co_await await_state(s, session_state::suspended);
+    auto [ec] = co_await s.async_connect(tuple_awaitable);
+    CHECK(ec == errc::session_suspended);
+    CHECK(g.status() == lock_status::maybe_lost);
+    proxy.set_accepting(true);
+    co_await await_state(s, session_state::reconnected);
+    CHECK(s.session_id() == id);
+    CHECK(g.status() == lock_status::held);
+    co_await g.async_release(asio::use_awaitable);
+  }(), 60s);
+}
+
+TEST_CASE("destroying the session tells its guards and pending acquires", "[integration][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto s = std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s->async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex om(other, "/locks/gone/a");
+    auto og = co_await om.async_acquire(asio::use_awaitable);
+    mutex held_m(*s, "/locks/gone/b"), waiting_m(*s, "/locks/gone/a");
+    auto g = co_await held_m.async_acquire(asio::use_awaitable);
+    std::optional<error_code> waiter;
+    waiting_m.async_acquire([&](error_code ec, lock_guard) { waiter = ec; });
+    co_await sleep_for(300ms);
+    std::optional<error_code> lost;
+    g.async_wait_lost([&](error_code ec) { lost = ec; });
+    s.reset();
+    for (int i = 0; i < 100 && !(waiter && lost); ++i) co_await sleep_for(20ms);
+    REQUIRE(waiter);
+    CHECK(*waiter == errc::session_closed);
+    REQUIRE(lost);
+    CHECK(*lost == errc::lock_lost);
+    CHECK(g.status() == lock_status::lost);
+    CHECK(co_await children_of(other, "/locks/gone/b") == 0);  // closed: ephemerals went at once
+    co_await og.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("a cancel while disconnected leaves no watch behind after the reconnect", "[integration][fault][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex om(other, "/locks/unwatch"), m(s, "/locks/unwatch");
+    auto og = co_await om.async_acquire(asio::use_awaitable);
+    asio::cancellation_signal sig;
+    std::optional<error_code> got;
+    m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) { got = ec; }));
+    co_await sleep_for(300ms);  // queued and watching
+    CHECK(server_watches(srv) == 1);
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    co_await await_state(s, session_state::suspended);
+    sig.emit(asio::cancellation_type::terminal);
+    for (int i = 0; i < 50 && !got; ++i) co_await sleep_for(10ms);
+    REQUIRE(got);  // at once, without the network
+    CHECK(*got == asio::error::operation_aborted);
+    proxy.set_accepting(true);
+    co_await await_state(s, session_state::reconnected);
+    co_await await_children(other, "/locks/unwatch", 1);  // our node deleted
+    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(50ms);
+    CHECK(server_watches(srv) == 0);  // and our watch removed on the server
+    co_await og.async_release(asio::use_awaitable);
+  }(), 60s);
+}
+
+TEST_CASE("partitioned holder: lost at its validity deadline, before the server grants the lock to the next",
+          "[integration][fault][validity]") {
+  // The holder's connection is blackholed (stays open, nothing passes). The server cannot
+  // expire its session before last reply's send + session timeout; the guard turns lost (and
+  // cancels work bound to lost_slot) before then, so before the successor is granted.
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  using clock = std::chrono::steady_clock;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/validity"), om(other, "/locks/validity");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    auto until = g.valid_until();
+    CHECK(until > clock::now());
+    CHECK(until <= clock::now() + 4000ms);
+    co_await sleep_for(2s);  // idle: the guard's own keepalive moves the deadline on
+    CHECK(g.valid_until() > until);
+
+    std::optional<clock::time_point> granted, lost_at, cancelled_at;
+    lock_guard og;
+    om.async_acquire([&](error_code ec, lock_guard lg) {
+      CHECK_FALSE(ec);
+      og = std::move(lg);
+      granted = clock::now();
+    });
+    asio::steady_timer critical_section(ioc, 60s);  // work bound to the lock
+    critical_section.async_wait(asio::bind_cancellation_slot(g.lost_slot(), [&](error_code ec) {
+      CHECK(ec == asio::error::operation_aborted);
+      cancelled_at = clock::now();
+    }));
+    co_await sleep_for(200ms);
+    proxy.blackhole(true);
+    auto cut = clock::now();
+    auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+    lost_at = clock::now();
+    CHECK(lost == errc::lock_lost);
+    while (!granted && clock::now() < cut + 30s) co_await sleep_for(10ms);
+    REQUIRE(granted);
+    REQUIRE(cancelled_at);
+    WARN("partitioned holder lost " << std::chrono::duration_cast<std::chrono::milliseconds>(*lost_at - cut).count()
+                 << " ms after the cut, successor granted "
+                 << std::chrono::duration_cast<std::chrono::milliseconds>(*granted - cut).count() << " ms after");
+    CHECK(*lost_at < *granted);
+    CHECK(*cancelled_at < *granted);
+    proxy.blackhole(false);
+    proxy.drop_all();
+    co_await og.async_release(asio::use_awaitable);
+  }(), 90s);
+}
