@@ -4,7 +4,8 @@
 //   zklock holders [options] PATH
 //
 // Everything runs on one thread: the ZooKeeper session, the lock, the child process (SIGCHLD
-// through an asio::signal_set) and the forwarded signals share one io_context.
+// through an asio::signal_set) and the forwarded signals share one io_context. The child is
+// started with fork+exec (PR_SET_PDEATHSIG ties it to zklock's life).
 // Exit statuses: see apps/zklock/README.md.
 #include <zklock/detail/lock_fsm.hpp>
 #include <zklock/mutex.hpp>
@@ -19,7 +20,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +61,15 @@ struct common_options {
   double session_timeout = 10;
   double connect_timeout = 10;
   bool quiet = false;
+  bool verbose = false;
+};
+
+// The command as found before connecting: a missing or non-executable command fails with
+// 127/126 without queueing for the lock.
+struct resolved_command {
+  std::string file;  // what to execve
+  int status = 0;    // 0, exit_not_found or exit_cannot_exec
+  std::string error;
 };
 
 struct exec_options {
@@ -67,6 +78,7 @@ struct exec_options {
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
   std::vector<std::string> command;
+  resolved_command resolved;
 };
 
 void say(const std::string& s) { std::fprintf(stderr, "zklock: %s\n", s.c_str()); }
@@ -80,7 +92,7 @@ zklock::session_options make_session_options(const common_options& o) {
   so.connect = o.connect;
   so.session_timeout = to_ms(o.session_timeout);
   so.connect_timeout = to_ms(o.connect_timeout);
-  so.log_threshold = o.quiet ? zklock::log_level::error : zklock::log_level::warn;
+  so.log_threshold = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
   so.log = [threshold = so.log_threshold](zklock::log_level l, std::string_view m) {
     if (l <= threshold) std::fprintf(stderr, "zklock: [zookeeper] %.*s\n", static_cast<int>(m.size()), m.data());
   };
@@ -124,26 +136,107 @@ void close_on_exec_own_fds() {
     if (!inherited_fds.count(fd)) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
 }
 
-// Starts `command` (searched in PATH) with default signal dispositions and an empty mask.
-// Returns its pid, or -errno.
-pid_t spawn(const std::vector<std::string>& command) {
+// Signal dispositions zklock started with. A signal the caller ignored (nohup, a background
+// job's SIGINT) stays ignored: zklock neither catches nor forwards it, and the command inherits
+// SIG_IGN, as with flock(1).
+constexpr int termination_signals[] = {SIGINT, SIGTERM, SIGHUP};
+bool ignored_at_start[NSIG] = {};
+
+void record_inherited_dispositions() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0) ignored_at_start[sig] = old.sa_handler == SIG_IGN;
+  }
+}
+
+// Searches $PATH as execvp does (default "/bin:/usr/bin"; an empty entry is the current dir).
+resolved_command resolve_command(const std::string& name) {
+  auto check = [](const std::string& file) -> int {  // 0, or errno
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    if (::access(file.c_str(), X_OK) != 0) return errno;
+    return 0;
+  };
+  if (name.empty()) return {{}, exit_not_found, "'': command not found"};
+  if (name.find('/') != std::string::npos) {
+    int e = check(name);
+    if (e == 0) return {name, 0, {}};
+    return {{}, e == ENOENT || e == ENOTDIR ? exit_not_found : exit_cannot_exec, name + ": " + std::strerror(e)};
+  }
+  const char* env = std::getenv("PATH");
+  std::string search = env ? env : "/bin:/usr/bin";
+  int denied = 0;
+  std::size_t start = 0;
+  for (;;) {
+    auto end = search.find(':', start);
+    std::string dir = search.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string file = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    int e = check(file);
+    if (e == 0) return {file, 0, {}};
+    if (e == EACCES || e == EISDIR) denied = e;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (denied) return {{}, exit_cannot_exec, name + ": " + std::strerror(denied)};
+  return {{}, exit_not_found, name + ": command not found"};
+}
+
+// Starts the command with the caller's signal dispositions and an empty mask, tied to
+// zklock's life: PR_SET_PDEATHSIG kills it when zklock dies (even by SIGKILL), so that it
+// never runs without the lock. Returns its pid, or -errno when it could not be executed.
+pid_t spawn(const resolved_command& rc, const std::vector<std::string>& command) {
   close_on_exec_own_fds();
-  posix_spawnattr_t attr;
-  ::posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  ::sigemptyset(&none);
-  ::sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT}) ::sigaddset(&defaults, sig);
-  ::posix_spawnattr_setsigmask(&attr, &none);
-  ::posix_spawnattr_setsigdefault(&attr, &defaults);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // Everything the child needs is prepared here: between fork and exec it makes only
+  // async-signal-safe calls.
   std::vector<char*> argv;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), environ);
-  ::posix_spawnattr_destroy(&attr);
-  return rc == 0 ? pid : -rc;
+  // As execvp: a file without a #! line (ENOEXEC) runs under /bin/sh.
+  std::string sh = "/bin/sh";
+  std::vector<char*> sh_argv{sh.data(), const_cast<char*>(rc.file.c_str())};
+  sh_argv.insert(sh_argv.end(), argv.begin() + 1, argv.end());
+  int errpipe[2];
+  if (::pipe2(errpipe, O_CLOEXEC) != 0) return -errno;
+
+  sigset_t all, old, none;
+  ::sigfillset(&all);
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &all, &old);  // no handler of ours runs in the child
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(errpipe[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // zklock may have died before prctl: its death signal is then never sent.
+    if (::getppid() != parent) ::_exit(128 + SIGKILL);
+    // Caught signals revert to SIG_DFL at exec by themselves; SIGPIPE was ignored by us.
+    ::signal(SIGPIPE, ignored_at_start[SIGPIPE] ? SIG_IGN : SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(rc.file.c_str(), argv.data(), environ);
+    if (errno == ENOEXEC) ::execve(sh.c_str(), sh_argv.data(), environ);
+    int e = errno;
+    (void)!::write(errpipe[1], &e, sizeof e);
+    ::_exit(exit_cannot_exec);
+  }
+  int fork_errno = errno;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  ::close(errpipe[1]);
+  if (pid < 0) {
+    ::close(errpipe[0]);
+    return -fork_errno;
+  }
+  int e = 0;
+  ssize_t n;
+  do n = ::read(errpipe[0], &e, sizeof e);
+  while (n < 0 && errno == EINTR);
+  ::close(errpipe[0]);
+  if (n == sizeof e) {  // exec failed: reap the child now
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return -e;
+  }
+  return pid;
 }
 
 int status_of(int wstatus) {
@@ -236,7 +329,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   ::setenv("ZKLOCK_FENCING_TOKEN", std::to_string(guard.fencing_token()).c_str(), 1);
 
   sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
-  pid_t pid = spawn(o.command);
+  pid_t pid = spawn(o.resolved, o.command);
   if (pid < 0) {
     say(o.command[0] + ": " + std::strerror(-pid));
     co_await guard.async_release(use_tuple);
@@ -377,13 +470,18 @@ void add_common(CLI::App* app, common_options& o) {
   app->add_option("--connect-timeout", o.connect_timeout, "give up connecting after this many seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app->add_flag("-q,--quiet", o.quiet, "only errors from the ZooKeeper client's log");
+  auto* quiet = app->add_flag("-q,--quiet", o.quiet, "only errors from the ZooKeeper client's log");
+  app->add_flag("-v,--verbose", o.verbose, "all of the ZooKeeper client's log")->excludes(quiet);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   for (int fd : open_fds()) inherited_fds.insert(fd);
+  record_inherited_dispositions();
+  // stderr may be a pipe whose reader is gone: a failed write must not kill zklock (and with
+  // it the command's lock).
+  ::signal(SIGPIPE, SIG_IGN);
 
   // Everything after the first "--" is the command of `exec`, never options of zklock.
   std::vector<std::string> after_dashes;
@@ -453,6 +551,11 @@ int main(int argc, char** argv) {
       say("exec: no COMMAND (usage: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...])");
       return exit_usage;
     }
+    eo.resolved = resolve_command(eo.command[0]);
+    if (eo.resolved.status) {
+      say(eo.resolved.error);
+      return eo.resolved.status;
+    }
   } else if (cli_argc != argc) {
     say("holders takes no command");
     return exit_usage;
@@ -461,8 +564,11 @@ int main(int argc, char** argv) {
   int result = exit_internal;
   try {
     asio::io_context ioc;
-    // Installed before anything else so that no termination signal is missed (or kills us).
-    asio::signal_set sigs(ioc, SIGINT, SIGTERM, SIGHUP);
+    // Installed before anything else so that no termination signal is missed (or kills us);
+    // not those the caller ignored.
+    asio::signal_set sigs(ioc);
+    for (int sig : termination_signals)
+      if (!ignored_at_start[sig]) sigs.add(sig);
     auto task = exec->parsed() ? run_exec(common, eo, sigs) : run_holders(common, holders_path, sigs);
     asio::co_spawn(ioc, std::move(task), [&](std::exception_ptr e, int rc) {
       result = rc;

@@ -80,14 +80,16 @@ class Case:
         log(f"zklock {' '.join(args)} -> {p.returncode} in {dt:.2f}s" + (f"; stderr: {p.stderr.strip()}" if p.stderr.strip() else ""))
         return p.returncode, p.stdout, p.stderr, dt
 
-    def start(self, *args):
-        p = subprocess.Popen([ZKLOCK, *args], env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def start(self, *args, stderr=subprocess.PIPE, preexec_fn=None, env=None):
+        p = subprocess.Popen([ZKLOCK, *args], env=env or self.env(), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                             preexec_fn=preexec_fn)
         self.procs.append(p)
         log(f"started zklock {' '.join(args)} (pid {p.pid})")
         return p
 
     def wait(self, p, timeout=30):
         out, err = p.communicate(timeout=timeout)
+        err = err or ""
         log(f"pid {p.pid} exited {p.returncode}" + (f"; stderr: {err.strip()}" if err.strip() else ""))
         return p.returncode, out, err
 
@@ -134,6 +136,25 @@ def pid_alive(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def read_pidfile(path):
+    """The pid a command wrote with `echo $$ > path`, once the line is complete."""
+    def ready():
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+            return text.strip() if text.endswith("\n") else None
+        return None
+    return int(wait_for(ready, 20, f"{path} to be written"))
+
+
+def ignored_signals_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigIgn:"):
+                return int(line.split()[1], 16)
+    raise Failure(f"no SigIgn in /proc/{pid}/status")
 
 
 def holder_command(c, ready_name, seconds):
@@ -372,6 +393,95 @@ def case_server_unreachable(c):
     check(dt < 8, f"zklock took {dt:.2f}s to exit (command 2 s + session timeout 2 s)")
     check("release not confirmed" in err, f"no message: {err}")
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
+
+
+def case_sigpipe(c):
+    # stderr is a pipe whose reader has gone: zklock's log writes fail with EPIPE, which must
+    # not kill it (SIGPIPE) while it holds the lock for its command.
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = c.start("exec", "-v", "/apps/sigpipe", "--", *holder_command(c, "ready", 1.5), stderr=w)
+    finally:
+        os.close(w)
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
+    h = holders(c, "/apps/sigpipe")
+    check(len(h) == 1, f"the lock is not held while the command runs: {h}")
+    rc, *_ = c.wait(p)
+    check(rc == 0, f"zklock -v with a closed stderr pipe -> {rc} (128+{signal.SIGPIPE} = killed by SIGPIPE)")
+    check(holders(c, "/apps/sigpipe") == [], "the lock was not released")
+
+
+def case_parent_death(c):
+    # kill -9 of zklock also kills its command (PR_SET_PDEATHSIG): it must not run unlocked.
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    child = read_pidfile(pidfile)
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        wait_for(lambda: not pid_alive(child), 2, f"the command (pid {child}) to die with zklock")
+        log(f"command gone {time.monotonic() - t0:.3f}s after zklock was killed")
+    finally:
+        if pid_alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def case_ignored_signals(c):
+    # A signal the caller ignored stays ignored (nohup; a background job's SIGINT): zklock
+    # survives it, the command inherits SIG_IGN and runs to its end under the lock.
+    for sig in (signal.SIGHUP, signal.SIGINT):
+        pidfile = c.path(f"child-{sig.name}.pid")
+        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 1.5',
+                    preexec_fn=lambda sig=sig: signal.signal(sig, signal.SIG_IGN))
+        child = read_pidfile(pidfile)
+        t0 = time.monotonic()
+        os.kill(p.pid, sig)
+        time.sleep(0.2)
+        check(p.poll() is None, f"zklock died of the ignored {sig.name}: {p.returncode}")
+        check(pid_alive(child), f"the command died of the ignored {sig.name}")
+        check(ignored_signals_of(child) & (1 << (sig - 1)), f"the command does not ignore {sig.name}")
+        check(len(holders(c, "/apps/ignored")) == 1, "lock not held")
+        rc, *_ = c.wait(p)
+        check(rc == 0, f"{sig.name} ignored -> {rc}")
+        check(time.monotonic() - t0 >= 1.2, "the command did not run to its end")
+    # not ignored: the command gets the default disposition and zklock forwards the signal
+    pidfile = c.path("child-default.pid")
+    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 30')
+    child = read_pidfile(pidfile)
+    check(ignored_signals_of(child) & ((1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1))) == 0,
+          "the command ignores SIGHUP/SIGINT though the caller did not")
+    os.kill(p.pid, signal.SIGHUP)
+    rc, *_ = c.wait(p)
+    check(rc == 128 + signal.SIGHUP, f"SIGHUP not ignored -> {rc}")
+
+
+def case_command_lookup(c):
+    # A command that cannot run fails with 127/126 before zklock connects or queues: with no
+    # server at all, it still fails at once.
+    unreachable = ("--connect", "127.0.0.1:1", "--connect-timeout", "5")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", "no-such-command-zklock-test")
+    check(rc == 127 and dt < 1, f"command not found -> {rc} after {dt:.2f}s")
+    check(err == "zklock: no-such-command-zklock-test: command not found\n", f"message: {err!r}")
+    plain = c.path("not-executable")
+    with open(plain, "w") as f:
+        f.write("true\n")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", plain)
+    check(rc == 126 and dt < 1 and "Permission denied" in err, f"not executable -> {rc} after {dt:.2f}s: {err!r}")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", c.work)
+    check(rc == 126 and dt < 1, f"a directory -> {rc} after {dt:.2f}s")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", c.path("missing/cmd"))
+    check(rc == 127 and dt < 1, f"missing path -> {rc} after {dt:.2f}s")
+    # as execvp: a script without #! runs under /bin/sh; PATH is searched
+    os.chmod(plain, 0o755)
+    with open(plain, "w") as f:
+        f.write(f'echo ran > "{c.path("script-ran")}"\n')
+    e = c.env()
+    e["PATH"] = c.work + ":" + e.get("PATH", "/usr/bin:/bin")
+    p = subprocess.run([ZKLOCK, "exec", "/apps/lookup", "--", "not-executable"], env=e, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and os.path.exists(c.path("script-ran")), f"script without #! -> {p.returncode}: {p.stderr}")
+    check(holders(c, "/apps/lookup") == [], "nodes left behind")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
