@@ -18,6 +18,7 @@
 #include <boost/asio/experimental/parallel_group.hpp>
 
 #include <dirent.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -25,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <map>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -87,27 +91,186 @@ std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
 }
 
-zklock::session_options make_session_options(const common_options& o) {
+std::string seconds_str(double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The C client's log
+//
+// By default its routine chatter while a server is unreachable (a "Connection refused" line and
+// a "Delaying connection" line every few hundred ms, "Exceeded deadline by") is kept at debug
+// level: zklock reports each unreachable server once in a line of its own, and counts the
+// attempts for the message when it gives up. -v shows every line, -q only errors.
+
+struct zk_log {
+  zklock::log_level show = zklock::log_level::warn;
+  struct server_failures {
+    int attempts = 0;
+    std::string reason;
+    std::string last_line;  // the C client logs some failures twice
+  };
+  std::map<std::string, server_failures> failures;  // by "host:port"
+  std::optional<int> negotiated_timeout_ms;
+
+  static std::string_view between(std::string_view m, std::string_view before, std::string_view after) {
+    auto i = m.find(before);
+    if (i == std::string_view::npos) return {};
+    i += before.size();
+    auto j = m.find(after, i);
+    return j == std::string_view::npos ? std::string_view{} : m.substr(i, j - i);
+  }
+
+  void operator()(zklock::log_level level, std::string_view m) {
+    while (!m.empty() && std::isspace(static_cast<unsigned char>(m.back()))) m.remove_suffix(1);
+    // "Socket HOST:PORT zk retcode=-4, errno=111(Connection refused): ..."
+    if (auto server = between(m, "Socket ", " zk retcode="); !server.empty()) {
+      auto& f = failures[std::string(server)];
+      if (f.last_line != m) {
+        f.last_line = std::string(m);
+        if (++f.attempts == 1 && show >= zklock::log_level::warn && show < zklock::log_level::debug)
+          say(std::string(server) + ": " + std::string(between(m, "(", ")")) + " (retrying; -v shows each attempt)");
+        f.reason = std::string(between(m, "(", ")"));
+      }
+      level = zklock::log_level::debug;
+    } else if (m.find("Delaying connection after exhaustively trying") != std::string_view::npos ||
+               m.find("Exceeded deadline by") != std::string_view::npos) {
+      level = zklock::log_level::debug;
+    } else if (auto i = m.find("negotiated timeout="); i != std::string_view::npos) {
+      negotiated_timeout_ms = std::atoi(std::string(m.substr(i + 19)).c_str());
+    }
+    if (level <= show) std::fprintf(stderr, "zklock: [zookeeper] %.*s\n", static_cast<int>(m.size()), m.data());
+  }
+
+  // For the message when connecting fails: what each server answered, and how often we tried.
+  std::string failure_summary() const {
+    std::string r;
+    for (const auto& [server, f] : failures)
+      r += (r.empty() ? " (" : "; ") + server + ": " + f.reason + ", " + std::to_string(f.attempts) +
+           (f.attempts == 1 ? " attempt" : " attempts");
+    return r.empty() ? r : r + ")";
+  }
+};
+
+zklock::session_options make_session_options(const common_options& o, const std::shared_ptr<zk_log>& log) {
   zklock::session_options so;
   so.connect = o.connect;
   so.session_timeout = to_ms(o.session_timeout);
   so.connect_timeout = to_ms(o.connect_timeout);
-  so.log_threshold = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
-  so.log = [threshold = so.log_threshold](zklock::log_level l, std::string_view m) {
-    if (l <= threshold) std::fprintf(stderr, "zklock: [zookeeper] %.*s\n", static_cast<int>(m.size()), m.data());
-  };
+  log->show = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
+  so.log_threshold = zklock::log_level::debug;  // zk_log filters: it needs the info lines too
+  so.log = [log](zklock::log_level l, std::string_view m) { (*log)(l, m); };
   return so;
 }
 
-// Connects, racing with the termination signals. Returns 0 when connected, else an exit status.
-asio::awaitable<int> connect(zklock::session& s, asio::signal_set& sigs) {
-  auto r = co_await (s.async_connect(use_tuple) || sigs.async_wait(use_tuple));
+// The session timeout in force: the server may have changed the one we asked for.
+std::chrono::milliseconds session_timeout(const common_options& co, const zk_log& log) {
+  return log.negotiated_timeout_ms ? std::chrono::milliseconds(*log.negotiated_timeout_ms) : to_ms(co.session_timeout);
+}
+
+using steady = std::chrono::steady_clock;
+
+// Connects, racing with the termination signals and `deadline` (--timeout). Returns 0 when
+// connected, else an exit status.
+asio::awaitable<int> connect(zklock::session& s, asio::signal_set& sigs, const common_options& co, const zk_log& log,
+                             steady::time_point deadline = steady::time_point::max()) {
+  asio::steady_timer limit(s.get_executor(), deadline);
+  auto r = co_await (s.async_connect(use_tuple) || sigs.async_wait(use_tuple) || limit.async_wait(use_tuple));
   if (r.index() == 1) co_return 128 + std::get<1>(std::get<1>(r));
-  if (auto [ec] = std::get<0>(r); ec) {
-    say("cannot connect to " + s.options().connect + ": " + ec.message());
+  if (r.index() == 2) {
+    say("cannot connect to " + s.options().connect + " within --timeout" + log.failure_summary());
     co_return exit_error;
   }
+  if (auto [ec] = std::get<0>(r); ec) {
+    say("cannot connect to " + s.options().connect + ": " + ec.message() + log.failure_summary());
+    co_return exit_error;
+  }
+  if (log.negotiated_timeout_ms && *log.negotiated_timeout_ms != to_ms(co.session_timeout).count() && !co.quiet)
+    say("note: the server set the session timeout to " + seconds_str(*log.negotiated_timeout_ms / 1000.0) +
+        " s (asked for " + seconds_str(co.session_timeout) + " s)");
   co_return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line
+
+constexpr double max_seconds = 2147483;  // the session timeout goes to the C client in int ms
+
+// "--timeout: expected a number of seconds > 0, got 'abc'"; nullopt when `text` is fine.
+std::optional<std::string> parse_seconds(const std::string& name, const std::string& text, bool zero_ok, double& out) {
+  char* end = nullptr;
+  double v = NAN;
+  if (!text.empty() && !std::isspace(static_cast<unsigned char>(text[0]))) v = std::strtod(text.c_str(), &end);
+  if (!end || *end != '\0' || !std::isfinite(v) || (zero_ok ? v < 0 : v <= 0))
+    return name + ": expected a number of seconds " + (zero_ok ? ">= 0" : "> 0") + ", got '" + text + "'";
+  if (v > max_seconds) return name + ": at most " + std::to_string(static_cast<long>(max_seconds)) + " seconds, got '" + text + "'";
+  out = v;
+  return std::nullopt;
+}
+
+bool valid_host_name(std::string_view h) {
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  return !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':';
+  });
+}
+
+// host:port entries of a connect string (without the chroot).
+std::vector<std::string_view> connect_entries(std::string_view connect) {
+  std::vector<std::string_view> r;
+  std::string_view hosts = connect.substr(0, connect.find('/'));
+  for (std::size_t start = 0;;) {
+    auto end = hosts.find(',', start);
+    r.push_back(hosts.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return r;
+}
+
+// Which part of a connect string the library rejected, for the message.
+std::string connect_problem(std::string_view connect, zklock::error_code ec) {
+  auto slash = connect.find('/');
+  if (slash != std::string_view::npos)
+    if (auto pec = zklock::validate_path(connect.substr(slash)))
+      return "chroot '" + std::string(connect.substr(slash)) + "': " + pec.message();
+  if (slash == 0) return "no host:port before the chroot";
+  for (auto hp : connect_entries(connect)) {
+    std::string e(hp);
+    if (hp.empty()) return "empty host:port entry (stray ',')";
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos || (hp.front() == '[' && hp.back() == ']'))
+      return "'" + e + "' has no port (expected host:port)";
+    auto host = hp.substr(0, colon), port = hp.substr(colon + 1);
+    if (host.empty()) return "'" + e + "' has no host";
+    if (!valid_host_name(host)) return "host '" + std::string(host) + "' is not a host name or address";
+    unsigned value = 0;
+    auto [p, pec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || pec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535)
+      return "port '" + std::string(port) + "' of '" + e + "' is not a number in 1..65535";
+  }
+  return ec.message();
+}
+
+// The C client reports a host it cannot resolve as errno ENOENT ("No such file or
+// directory"), after a log line: resolve them first, for a message that names the host.
+std::optional<std::string> unresolvable_host(std::string_view connect) {
+  for (auto hp : connect_entries(connect)) {
+    std::string host(hp.substr(0, hp.rfind(':')));
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    if (res) ::freeaddrinfo(res);
+    if (rc != 0)
+      return "cannot resolve host '" + host + "'" + (connect_entries(connect).size() > 1 ? " of '" + std::string(connect) + "'" : std::string()) +
+             ": " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+  }
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,75 +411,57 @@ int status_of(int wstatus) {
 // ---------------------------------------------------------------------------------------------
 // zklock exec
 
-asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, asio::signal_set& sigs) {
+asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, asio::signal_set& sigs,
+                              steady::time_point started) {
   auto ex = co_await asio::this_coro::executor;
-  zklock::session s(ex, make_session_options(co));
-  if (int rc = co_await connect(s, sigs)) co_return rc;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  // --timeout bounds the time from zklock's start to the command's: connecting and queueing.
+  const auto deadline = o.timeout > 0 ? started + to_ms(o.timeout) : steady::time_point::max();
+  if (int rc = co_await connect(s, sigs, co, *log, deadline)) co_return rc;
 
-  // Acquire, racing with the termination signals: a signal cancels the acquire (which removes
-  // our node) and zklock exits as the signal would have made it. The acquire's completion is
-  // waited for with a bound: its cleanup (after a cancellation or the timeout) needs ZooKeeper,
-  // and when ZooKeeper is unreachable the node goes with the session's expiry anyway.
+  // Acquire, racing with the termination signals and --timeout. When zklock gives up it closes
+  // the session, which removes our node: no separate delete to wait for (and none that could
+  // hang while ZooKeeper is unreachable: the node then goes with the session's expiry).
   zklock::mutex m(s, o.path);
   struct acquire_state {
     explicit acquire_state(asio::any_io_executor ex) : done(ex) {}
-    asio::cancellation_signal cancel;
     std::optional<std::tuple<error_code, zklock::lock_guard>> result;
     asio::steady_timer done;  // cancelled when the result is in
   };
   auto st = std::make_shared<acquire_state>(ex);
-  auto on_acquired = asio::bind_cancellation_slot(st->cancel.slot(), [st](error_code ec, zklock::lock_guard g) {
+  auto on_acquired = [st](error_code ec, zklock::lock_guard g) {
     st->result.emplace(ec, std::move(g));
     st->done.cancel();
-  });
+  };
   if (o.try_once)
     m.async_try_acquire(std::move(on_acquired));
-  else if (o.timeout > 0)
-    m.async_acquire_for(to_ms(o.timeout), std::move(on_acquired));
   else
     m.async_acquire(std::move(on_acquired));
 
-  using steady = std::chrono::steady_clock;
-  const auto grace = to_ms(co.session_timeout);
-  auto deadline = o.try_once ? steady::now() + grace
-                  : o.timeout > 0 ? steady::now() + to_ms(o.timeout) + grace
-                                  : steady::time_point::max();
+  // --try waits for one answer, for at most a session timeout.
+  const auto give_up = o.try_once ? steady::now() + session_timeout(co, *log) : deadline;
   std::optional<int> signalled;
-  while (!st->result) {
-    st->done.expires_at(deadline);
-    if (!signalled) {
-      auto r = co_await (st->done.async_wait(use_tuple) || sigs.async_wait(use_tuple));
-      if (r.index() == 1) {
-        signalled = std::get<1>(std::get<1>(r));
-        st->cancel.emit(asio::cancellation_type::terminal);
-        deadline = steady::now() + grace;
-        continue;
-      }
-    } else {
-      co_await st->done.async_wait(use_tuple);
-    }
-    if (!st->result && steady::now() >= deadline) break;
+  while (!st->result && !signalled && steady::now() < give_up) {
+    st->done.expires_at(give_up);
+    auto r = co_await (st->done.async_wait(use_tuple) || sigs.async_wait(use_tuple));
+    if (r.index() == 1) signalled = std::get<1>(std::get<1>(r));
   }
-  if (signalled) {
+  if (signalled || !st->result) {
     co_await s.async_close(use_tuple);  // also when a guard came in after all
-    co_return 128 + *signalled;
-  }
-  if (!st->result) {
-    st->cancel.emit(asio::cancellation_type::terminal);
-    say(o.path + ": no answer from ZooKeeper (unreachable?): giving up");
-    co_return o.try_once ? exit_error : exit_busy;
+    if (signalled) co_return 128 + *signalled;
+    if (o.try_once) {
+      say(o.path + ": no answer from ZooKeeper (unreachable?): giving up");
+      co_return exit_error;
+    }
+    say(o.path + ": not acquired within " + seconds_str(o.timeout) + " s");
+    co_return exit_busy;
   }
   auto [aec, guard] = std::move(*st->result);
   if (aec) {
     co_await s.async_close(use_tuple);
     if (aec == zklock::errc::lock_busy) {
       say(o.path + ": held by another contender");
-      co_return exit_busy;
-    }
-    if (aec == zklock::errc::lock_timeout) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%g", o.timeout);
-      say(o.path + ": not acquired within " + buf + " s");
       co_return exit_busy;
     }
     say(o.path + ": cannot acquire: " + aec.message());
@@ -332,8 +477,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   pid_t pid = spawn(o.resolved, o.command);
   if (pid < 0) {
     say(o.command[0] + ": " + std::strerror(-pid));
-    co_await guard.async_release(use_tuple);
-    co_await s.async_close(use_tuple);
+    co_await s.async_close(use_tuple);  // removes our node
     co_return -pid == ENOENT ? exit_not_found : exit_cannot_exec;
   }
 
@@ -383,6 +527,9 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   if (lost || guard.status() == zklock::lock_status::lost) {
     if (!lost) say(o.path + ": lock lost (session expired) while the command ran");
     code = exit_lost;
+  } else if (guard.status() == zklock::lock_status::held && zklock::is_connected(s.state())) {
+    // Closing the session (below) deletes our node: the next contender gets the lock from
+    // that, without a separate delete to wait for.
   } else {
     // Release, but wait no longer than a session timeout: with ZooKeeper unreachable the
     // release would wait for a reconnection; the session's expiry removes the node anyway.
@@ -391,7 +538,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       std::optional<error_code> result;
       asio::steady_timer timer;
     };
-    auto rs = std::make_shared<release_state>(release_state{{}, asio::steady_timer(ex, to_ms(co.session_timeout))});
+    auto rs = std::make_shared<release_state>(release_state{{}, asio::steady_timer(ex, session_timeout(co, *log))});
     guard.async_release([rs](error_code ec) {
       rs->result = ec;
       rs->timer.cancel();
@@ -418,8 +565,9 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
 
 asio::awaitable<int> run_holders(const common_options& co, const std::string& path, asio::signal_set& sigs) {
   auto ex = co_await asio::this_coro::executor;
-  zklock::session s(ex, make_session_options(co));
-  if (int rc = co_await connect(s, sigs)) co_return rc;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
 
   auto [ec, children] = co_await s.async_get_children(path, use_tuple);
   if (ec == zklock::zk_errc::no_node) co_return 0;
@@ -460,23 +608,31 @@ std::string default_connect() {
   return env && *env ? env : "127.0.0.1:2181";
 }
 
-void add_common(CLI::App* app, common_options& o) {
+// Numeric options are taken as text and checked after parsing, for messages that say what is
+// expected (CLI11's own are about ranges of doubles).
+struct option_texts {
+  std::string session_timeout = "10", connect_timeout = "10", timeout, kill_grace = "5";
+};
+
+void add_common(CLI::App* app, common_options& o, option_texts& t) {
   app->add_option("-c,--connect", o.connect, "ZooKeeper hosts: host:port[,host:port...][/chroot]")
       ->default_str("$ZKLOCK_CONNECT, else 127.0.0.1:2181");
-  app->add_option("--session-timeout", o.session_timeout,
-                  "ZooKeeper session timeout in seconds (the server clamps it to [2, 20] ticks)")
-      ->check(CLI::PositiveNumber)
+  app->add_option("--session-timeout", t.session_timeout,
+                  "ZooKeeper session timeout in seconds (the server clamps it to [2, 20] ticks; "
+                  "zklock says so when it does)")
+      ->type_name("SECONDS")
       ->capture_default_str();
-  app->add_option("--connect-timeout", o.connect_timeout, "give up connecting after this many seconds")
-      ->check(CLI::PositiveNumber)
+  app->add_option("--connect-timeout", t.connect_timeout, "give up connecting after this many seconds")
+      ->type_name("SECONDS")
       ->capture_default_str();
-  auto* quiet = app->add_flag("-q,--quiet", o.quiet, "only errors from the ZooKeeper client's log");
+  auto* quiet = app->add_flag("-q,--quiet", o.quiet, "only errors");
   app->add_flag("-v,--verbose", o.verbose, "all of the ZooKeeper client's log")->excludes(quiet);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto started = steady::now();
   for (int fd : open_fds()) inherited_fds.insert(fd);
   record_inherited_dispositions();
   // stderr may be a pipe whose reader is gone: a failed write must not kill zklock (and with
@@ -501,16 +657,20 @@ int main(int argc, char** argv) {
 
   common_options common;
   exec_options eo;
+  option_texts texts;
   auto* exec = app.add_subcommand(
       "exec", "Run COMMAND while holding the lock PATH: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...]");
-  add_common(exec, common);
+  add_common(exec, common, texts);
   auto* try_opt = exec->add_flag("--try", eo.try_once, "fail at once (status 75) if the lock is held");
-  exec->add_option("--timeout", eo.timeout, "give up (status 75) if not acquired within SECONDS")
-      ->check(CLI::PositiveNumber)
+  exec->add_option("--timeout", texts.timeout,
+                   "give up if the command has not started SECONDS after zklock did (connecting and "
+                   "waiting for the lock): status 75 (1 if ZooKeeper was not reached); > 0, use --try "
+                   "not to wait")
+      ->type_name("SECONDS")
       ->excludes(try_opt);
-  exec->add_option("--kill-grace", eo.kill_grace,
+  exec->add_option("--kill-grace", texts.kill_grace,
                    "when the lock is lost: SECONDS between SIGTERM and SIGKILL to the command")
-      ->check(CLI::NonNegativeNumber)
+      ->type_name("SECONDS")
       ->capture_default_str();
   exec->add_option("PATH", eo.path, "lock path (the lock dir in ZooKeeper)")->required();
   exec->add_option("COMMAND", eo.command, "command and arguments (after --)");
@@ -524,7 +684,7 @@ int main(int argc, char** argv) {
 
   std::string holders_path;
   auto* holders = app.add_subcommand("holders", "List the contenders of lock PATH, holder first.");
-  add_common(holders, common);
+  add_common(holders, common, texts);
   holders->add_option("PATH", holders_path, "lock path")->required();
   holders->footer(
       "One line per contender in queue order: POSITION (0 = holder) NODE OWNER_SESSION AGE_SECONDS.\n"
@@ -535,9 +695,26 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : exit_usage;
   }
-  if (common.connect.empty()) common.connect = default_connect();
+  for (auto [name, text, zero_ok, out] : {
+           std::tuple{"--session-timeout", &texts.session_timeout, false, &common.session_timeout},
+           std::tuple{"--connect-timeout", &texts.connect_timeout, false, &common.connect_timeout},
+           std::tuple{"--timeout", &texts.timeout, false, &eo.timeout},
+           std::tuple{"--kill-grace", &texts.kill_grace, true, &eo.kill_grace},
+       }) {
+    if (name == std::string_view("--timeout") && !exec->get_option("--timeout")->count()) continue;
+    if (auto problem = parse_seconds(name, *text, zero_ok, *out)) {
+      say(*problem);
+      return exit_usage;
+    }
+  }
+  // An explicit --connect "" is an error, not a request for the default.
+  auto* sub = exec->parsed() ? exec : holders;
+  if (!sub->get_option("--connect")->count()) common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
-    say("bad connect string '" + common.connect + "': " + ec.message());
+    if (common.connect.empty())
+      say("--connect: " + ec.message());
+    else
+      say("bad connect string '" + common.connect + "': " + connect_problem(common.connect, ec));
     return exit_usage;
   }
   const std::string& path = exec->parsed() ? eo.path : holders_path;
@@ -560,6 +737,10 @@ int main(int argc, char** argv) {
     say("holders takes no command");
     return exit_usage;
   }
+  if (auto problem = unresolvable_host(common.connect)) {
+    say(*problem);
+    return exit_error;
+  }
 
   int result = exit_internal;
   try {
@@ -569,7 +750,7 @@ int main(int argc, char** argv) {
     asio::signal_set sigs(ioc);
     for (int sig : termination_signals)
       if (!ignored_at_start[sig]) sigs.add(sig);
-    auto task = exec->parsed() ? run_exec(common, eo, sigs) : run_holders(common, holders_path, sigs);
+    auto task = exec->parsed() ? run_exec(common, eo, sigs, started) : run_holders(common, holders_path, sigs);
     asio::co_spawn(ioc, std::move(task), [&](std::exception_ptr e, int rc) {
       result = rc;
       if (e) {

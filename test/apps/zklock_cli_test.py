@@ -157,6 +157,17 @@ def ignored_signals_of(pid):
     raise Failure(f"no SigIgn in /proc/{pid}/status")
 
 
+def wait_with_server_stopped(c, p):
+    """SIGSTOPs the server (ZooKeeper stops answering), waits for zklock `p`, resumes the server."""
+    with open(os.path.join(c.server.dir, "pid")) as f:
+        server_pid = int(f.read())
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        return c.wait(p, timeout=20)
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+
+
 def holder_command(c, ready_name, seconds):
     """A command that signals it holds the lock (creates a file), then sleeps."""
     return ["sh", "-c", f'touch "{c.path(ready_name)}"; exec sleep {seconds}']
@@ -378,17 +389,11 @@ def case_signal_forwarding(c):
 def case_server_unreachable(c):
     # ZooKeeper stops answering while the command runs: zklock must not hang on the release
     # once the command is done; it gives up after a session timeout (the expiry removes the node).
-    with open(os.path.join(c.server.dir, "pid")) as f:
-        server_pid = int(f.read())
     p = c.start("exec", "--session-timeout", "2", "/apps/unreachable", "--", *holder_command(c, "ready", 2))
     wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
     t0 = time.monotonic()
-    os.kill(server_pid, signal.SIGSTOP)
-    try:
-        rc, out, err = c.wait(p, timeout=20)
-        dt = time.monotonic() - t0
-    finally:
-        os.kill(server_pid, signal.SIGCONT)
+    rc, out, err = wait_with_server_stopped(c, p)
+    dt = time.monotonic() - t0
     check(rc == 0, f"command status not passed through: {rc}")
     check(dt < 8, f"zklock took {dt:.2f}s to exit (command 2 s + session timeout 2 s)")
     check("release not confirmed" in err, f"no message: {err}")
@@ -482,6 +487,101 @@ def case_command_lookup(c):
     p = subprocess.run([ZKLOCK, "exec", "/apps/lookup", "--", "not-executable"], env=e, capture_output=True, text=True, timeout=30)
     check(p.returncode == 0 and os.path.exists(c.path("script-ran")), f"script without #! -> {p.returncode}: {p.stderr}")
     check(holders(c, "/apps/lookup") == [], "nodes left behind")
+
+
+def refusing_port():
+    """A loopback port that refuses connections while the returned socket stays open (bound,
+    never listening): no fixed port, and nobody else can take it meanwhile."""
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock, f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def case_messages(c):
+    # issue 12: numeric options say what they expect (exit 2)
+    for opt, value, expect in (("--timeout", "abc", "> 0"), ("--timeout", "0", "> 0"), ("--timeout", "-1", "> 0"),
+                               ("--session-timeout", "x", "> 0"), ("--connect-timeout", "0", "> 0"),
+                               ("--kill-grace", "-1", ">= 0"), ("--kill-grace", "soon", ">= 0")):
+        rc, out, err, _ = c.run("exec", opt, value, "/apps/messages", "--", "true")
+        want = f"zklock: {opt}: expected a number of seconds {expect}, got '{value}'\n"
+        check(rc == EXIT_USAGE and err == want, f"{opt} {value} -> {rc}: {err!r}, wanted {want!r}")
+    rc, out, err, _ = c.run("exec", "--timeout", "1e300", "/apps/messages", "--", "true")
+    check(rc == EXIT_USAGE and "at most" in err, f"--timeout 1e300 -> {rc}: {err!r}")
+    # a host that cannot be resolved is named, in one line
+    rc, out, err, _ = c.run("exec", "--connect", "nosuchhost.invalid:2181", "/apps/messages", "--", "true")
+    check(rc == 1 and err.startswith("zklock: cannot resolve host 'nosuchhost.invalid'") and err.count("\n") == 1
+          and "No such file" not in err, f"unresolvable host -> {rc}: {err!r}")
+    # an explicit empty --connect is an error ($ZKLOCK_CONNECT, set by c.run, is not used)
+    for sub in (("exec", "--connect", "", "/apps/messages", "--", "true"), ("holders", "--connect", "", "/apps/messages")):
+        rc, out, err, _ = c.run(*sub)
+        check(rc == EXIT_USAGE and "--connect" in err and "empty" in err, f"{sub[0]} --connect '' -> {rc}: {err!r}")
+    # a malformed connect string: the message names the wrong part
+    for connect, part in (("zk1:abc", "port 'abc' of 'zk1:abc'"), ("zk1:2181,,zk2:2181", "stray ','"),
+                          ("zk1", "'zk1' has no port"), (":2181", "':2181' has no host"),
+                          ("zk1:2181/app/", "chroot '/app/'"), ("zk1:99999", "port '99999'")):
+        rc, out, err, _ = c.run("exec", "--connect", connect, "/apps/messages", "--", "true")
+        check(rc == EXIT_USAGE and part in err, f"--connect {connect} -> {rc}: {err!r} (wanted {part!r})")
+    # the server clamps the session timeout (tickTime 500: at most 10 s): one note, once
+    rc, out, err, _ = c.run("exec", "--session-timeout", "30", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "zklock: note: the server set the session timeout to 10 s (asked for 30 s)\n",
+          f"negotiated session timeout -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("exec", "--session-timeout", "10", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "", f"session timeout as asked: {err!r}")
+    rc, out, err, _ = c.run("exec", "-q", "--session-timeout", "30", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "", f"-q: {err!r}")
+    rc, out, *_ = c.run("exec", "--help")
+    check("--try not to wait" in out and "SECONDS after zklock" in out, "--help does not say what --timeout bounds")
+
+
+def case_log_noise(c):
+    sock, dead = refusing_port()
+    try:
+        # by default: one line of zklock's own for the unreachable server, one when it gives up
+        # (with the attempts); none of the C client's retry chatter
+        rc, out, err, _ = c.run("exec", "--connect", dead, "--connect-timeout", "2", "/apps/noise", "--", "true")
+        lines = err.splitlines()
+        check(rc == 1 and len(lines) == 2, f"unreachable server -> {rc}, {len(lines)} lines: {err[:400]!r}")
+        check(lines[0] == f"zklock: {dead}: Connection refused (retrying; -v shows each attempt)", f"first line: {lines[0]!r}")
+        m = re.fullmatch(rf"zklock: cannot connect to {dead}: .*\({dead}: Connection refused, (\d+) attempts\)", lines[1])
+        check(m and int(m.group(1)) > 1, f"last line: {lines[1]!r}")
+        # -v: all of it
+        rc, out, err, _ = c.run("exec", "-v", "--connect", dead, "--connect-timeout", "1", "/apps/noise", "--", "true")
+        check(rc == 1 and err.count("ZOO_ERROR") > 1 and "Connection refused" in err, f"-v -> {rc}: {err[:300]!r}")
+        # a dead server next to a live one: the lock works, nothing from the C client
+        for _ in range(3):
+            rc, out, err, _ = c.run("exec", "--connect", f"{dead},{c.server.connect}", "/apps/noise", "--", "true")
+            check(rc == 0 and "[zookeeper]" not in err and len(err.splitlines()) <= 1, f"dead + live -> {rc}: {err!r}")
+    finally:
+        sock.close()
+
+
+def case_timeout_bound(c):
+    # --timeout S bounds the time from zklock's start to the command's start: connecting too.
+    sock, dead = refusing_port()
+    try:
+        rc, out, err, dt = c.run("exec", "--connect", dead, "--connect-timeout", "20", "--timeout", "1", "/apps/bound", "--", "true")
+        check(rc == 1 and 0.9 <= dt < 1.8 and "within --timeout" in err, f"unreachable, --timeout 1 -> {rc} after {dt:.2f}s: {err[-300:]!r}")
+    finally:
+        sock.close()
+    # held by another: 75 after S, and our node is gone when zklock has exited
+    holder = c.start("exec", "/apps/bound", "--", *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    rc, out, err, dt = c.run("exec", "--timeout", "1", "/apps/bound", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and 0.9 <= dt < 1.5, f"--timeout 1 while held -> {rc} after {dt:.2f}s")
+    check(len(holders(c, "/apps/bound")) == 1, "--timeout left its node behind")
+    # queued, then ZooKeeper stops answering: still gives up at S (no delete to wait for)
+    t0 = time.monotonic()
+    waiter = c.start("exec", "--timeout", "2", "/apps/bound", "--", "touch", c.path("ran"))
+    wait_for(lambda: len(holders(c, "/apps/bound")) == 2, 10, "the waiter to queue")
+    rc, out, err = wait_with_server_stopped(c, waiter)
+    dt = time.monotonic() - t0
+    # + up to 1.5 s: the C client's zookeeper_close waits that long for the server's reply
+    check(rc == EXIT_BUSY and dt < 2 + 1.5 + 0.7, f"--timeout 2 with ZooKeeper stopped -> {rc} after {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    wait_for(lambda: holders(c, "/apps/bound") == [], 20, "the nodes to go")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
