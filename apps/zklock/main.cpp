@@ -66,6 +66,7 @@ struct common_options {
   double connect_timeout = 10;
   bool quiet = false;
   bool verbose = false;
+  std::string digest;  // "user:password", from $ZKLOCK_DIGEST or --digest-file, never argv
 };
 
 // The command as found before connecting: a missing or non-executable command fails with
@@ -159,6 +160,7 @@ zklock::session_options make_session_options(const common_options& o, const std:
   so.connect = o.connect;
   so.session_timeout = to_ms(o.session_timeout);
   so.connect_timeout = to_ms(o.connect_timeout);
+  so.digest_auth = o.digest;
   log->show = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
   so.log_threshold = zklock::log_level::debug;  // zk_log filters: it needs the info lines too
   so.log = [log](zklock::log_level l, std::string_view m) { (*log)(l, m); };
@@ -513,7 +515,12 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
         continue;
       }
       lost = true;
-      say(o.path + ": lock lost (session expired) while the command ran: terminating pid " + std::to_string(pid));
+      // The library reports the loss when the session expired, or when no server has been
+      // reachable for a whole session timeout (the session has then most likely expired).
+      say(o.path + ": lock lost (" +
+          (s.state() == zklock::session_state::suspended ? std::string("no ZooKeeper server for a session timeout")
+                                                          : std::string("session expired")) +
+          ") while the command ran: terminating pid " + std::to_string(pid));
       ::kill(pid, SIGTERM);
       kill_timer.expires_after(to_ms(o.kill_grace));
     } else if (!ec) {
@@ -612,7 +619,30 @@ std::string default_connect() {
 // expected (CLI11's own are about ranges of doubles).
 struct option_texts {
   std::string session_timeout = "10", connect_timeout = "10", timeout, kill_grace = "5";
+  std::string digest_file;
 };
+
+// Digest credentials from --digest-file (first line) or $ZKLOCK_DIGEST, which is then removed
+// from the environment: the command does not inherit the password.
+std::optional<std::string> read_digest(const std::string& file, std::string& digest) {
+  std::string source = "$ZKLOCK_DIGEST";
+  if (!file.empty()) {
+    source = "--digest-file " + file;
+    std::FILE* f = std::fopen(file.c_str(), "r");
+    if (!f) return source + ": " + std::strerror(errno);
+    char buf[1024] = {};
+    if (!std::fgets(buf, sizeof buf, f)) buf[0] = 0;
+    std::fclose(f);
+    digest = buf;
+    while (!digest.empty() && (digest.back() == '\n' || digest.back() == '\r')) digest.pop_back();
+  } else if (const char* env = std::getenv("ZKLOCK_DIGEST")) {
+    digest = env;
+  }
+  ::unsetenv("ZKLOCK_DIGEST");
+  if (!digest.empty() && (digest.find(':') == std::string::npos || digest.front() == ':'))
+    return source + ": expected USER:PASSWORD";
+  return std::nullopt;
+}
 
 void add_common(CLI::App* app, common_options& o, option_texts& t) {
   app->add_option("-c,--connect", o.connect, "ZooKeeper hosts: host:port[,host:port...][/chroot]")
@@ -625,6 +655,10 @@ void add_common(CLI::App* app, common_options& o, option_texts& t) {
   app->add_option("--connect-timeout", t.connect_timeout, "give up connecting after this many seconds")
       ->type_name("SECONDS")
       ->capture_default_str();
+  app->add_option("--digest-file", t.digest_file,
+                  "read digest credentials USER:PASSWORD from this file (else $ZKLOCK_DIGEST); "
+                  "never on the command line, where other users can read them")
+      ->type_name("PATH");
   auto* quiet = app->add_flag("-q,--quiet", o.quiet, "only errors");
   app->add_flag("-v,--verbose", o.verbose, "all of the ZooKeeper client's log")->excludes(quiet);
 }
@@ -706,6 +740,10 @@ int main(int argc, char** argv) {
       say(*problem);
       return exit_usage;
     }
+  }
+  if (auto problem = read_digest(texts.digest_file, common.digest)) {
+    say(*problem);
+    return exit_usage;
   }
   // An explicit --connect "" is an error, not a request for the default.
   auto* sub = exec->parsed() ? exec : holders;

@@ -400,6 +400,23 @@ def case_server_unreachable(c):
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
 
 
+def case_partition(c):
+    # No server reachable while the command runs (apps/zklock/README.md, "Lock lost"): after
+    # about 1 2/3 session timeouts zklock counts the lock as lost, terminates the command, 76.
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/partition", "--",
+                "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    child = read_pidfile(pidfile)
+    t0 = time.monotonic()
+    rc, out, err = wait_with_server_stopped(c, p)
+    dt = time.monotonic() - t0
+    check(rc == EXIT_LOST, f"total partition -> {rc}")
+    check("lock lost (no ZooKeeper server for a session timeout)" in err, f"message: {err!r}")
+    check(2.5 < dt < 6, f"terminated {dt:.2f}s after the server stopped (session timeout 2 s)")
+    check(not pid_alive(child), f"child {child} still running")
+    log(f"partition: command terminated, zklock exited {dt:.2f}s after the server stopped")
+
+
 def case_sigpipe(c):
     # stderr is a pipe whose reader has gone: zklock's log writes fail with EPIPE, which must
     # not kill it (SIGPIPE) while it holds the lock for its command.
@@ -582,6 +599,49 @@ def case_timeout_bound(c):
     os.kill(holder.pid, signal.SIGTERM)
     c.wait(holder)
     wait_for(lambda: holders(c, "/apps/bound") == [], 20, "the nodes to go")
+
+
+def case_digest(c):
+    # Digest credentials come from $ZKLOCK_DIGEST or --digest-file, never argv, and reach the
+    # session: under a dir whose ACL is creator_all for alice:secret, only alice can queue.
+    from kazoo.client import KazooClient
+    from kazoo.security import make_digest_acl
+    zk = KazooClient(hosts=c.server.connect, auth_data=[("digest", "alice:secret")])
+    zk.start(timeout=10)
+    try:
+        zk.create("/apps/secure", b"", acl=[make_digest_acl("alice", "secret", all=True)], makepath=True)
+        lock = "/apps/secure/lock"
+        def run(extra_env, *args):
+            e = c.env()
+            e.pop("ZKLOCK_DIGEST", None)
+            e.update(extra_env)
+            p = subprocess.run([ZKLOCK, "exec", *args, lock, "--", "sh", "-c", 'test -z "$ZKLOCK_DIGEST" && touch "$0"',
+                                c.path("ran")], env=e, capture_output=True, text=True, timeout=30)
+            log(f"zklock exec {' '.join(args)} {extra_env} -> {p.returncode}; stderr: {p.stderr.strip()}")
+            return p.returncode, p.stderr
+        rc, err = run({})
+        check(rc == 1 and "not authorized" in err, f"no credentials -> {rc}: {err!r}")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:wrong"})
+        check(rc == 1 and "not authorized" in err, f"wrong password -> {rc}: {err!r}")
+        check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:secret"})
+        check(rc == 0 and os.path.exists(c.path("ran")), f"$ZKLOCK_DIGEST -> {rc} (the command sees no ZKLOCK_DIGEST): {err!r}")
+        os.remove(c.path("ran"))
+        cred = c.path("cred")
+        with open(cred, "w") as f:
+            f.write("alice:secret\n")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:wrong"}, "--digest-file", cred)
+        check(rc == 0 and os.path.exists(c.path("ran")), f"--digest-file (over the environment) -> {rc}: {err!r}")
+        rc, err = run({}, "--digest-file", c.path("missing"))
+        check(rc == EXIT_USAGE and "--digest-file" in err, f"missing --digest-file -> {rc}: {err!r}")
+        rc, err = run({"ZKLOCK_DIGEST": "alice"})
+        check(rc == EXIT_USAGE and "USER:PASSWORD" in err, f"no ':' -> {rc}: {err!r}")
+        rc, err = run({}, "--digest", "alice:secret")
+        check(rc == EXIT_USAGE, f"credentials on the command line -> {rc}")
+    finally:
+        zk.delete("/apps/secure", recursive=True)
+        zk.stop()
+        zk.close()
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
