@@ -417,6 +417,23 @@ def case_partition(c):
     log(f"partition: command terminated, zklock exited {dt:.2f}s after the server stopped")
 
 
+def case_server_script(c):
+    # scripts/zk-server.sh start returns only when a session can be established: a connect
+    # right after it succeeds at the first try. (A race: with the old ruok probe this failed
+    # only sometimes.) stop kills the server and removes its dir.
+    for i in range(2):
+        s = Server()
+        try:
+            s.start()
+            rc, out, err, dt = c.run("exec", "--connect", s.connect, "--connect-timeout", "2", "--try", "/apps/script", "--", "true")
+            check(rc == 0 and err == "", f"connect right after start -> {rc} in {dt:.2f}s: {err!r}")
+            with open(os.path.join(s.dir, "pid")) as f:
+                pid = int(f.read())
+        finally:
+            s.stop()
+        check(not pid_alive(pid) and not os.path.exists(s.dir), f"server {pid} or {s.dir} left behind by stop")
+
+
 def case_sigpipe(c):
     # stderr is a pipe whose reader has gone: zklock's log writes fail with EPIPE, which must
     # not kill it (SIGPIPE) while it holds the lock for its command.
