@@ -5,6 +5,7 @@
 
 #include <boost/asio.hpp>
 
+#include <cstring>
 #include <iostream>
 
 namespace asio = boost::asio;
@@ -26,6 +27,13 @@ asio::awaitable<void> run(std::string hosts, std::string path) {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 3 || (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0))) {
+    bool help = argc <= 3;
+    (help ? std::cout : std::cerr) << "usage: acquire_release [HOSTS] [PATH]\n"
+                                      "  connect to HOSTS (default 127.0.0.1:2181), take the lock PATH\n"
+                                      "  (default /locks/example), print the fencing token, release\n";
+    return help ? 0 : 2;
+  }
   std::string hosts = argc > 1 ? argv[1] : "127.0.0.1:2181";
   std::string path = argc > 2 ? argv[2] : "/locks/example";
   asio::io_context ioc;

@@ -32,6 +32,10 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 namespace {
 
+// Set on SIGINT/SIGTERM: the session is being closed on purpose, so the failures that follows
+// (a read cut short, the lock reported lost) are not news.
+bool stopping = false;
+
 struct config {
   std::string connect = "127.0.0.1:2181";
   std::string name;
@@ -75,6 +79,7 @@ asio::awaitable<void> lead(const config& c, zklock::session& zk, zklock::lock_gu
     next += std::chrono::milliseconds(static_cast<long>(c.interval * 1000));
     tick.expires_at(next);
     auto r = co_await (tick.async_wait(use_tuple) || guard.async_wait_lost(use_tuple));
+    if (stopping) co_return;
     if (r.index() == 1) {
       say(c, "lost leadership (session expired): stopped running jobs");
       co_return;
@@ -88,6 +93,7 @@ asio::awaitable<void> lead(const config& c, zklock::session& zk, zklock::lock_gu
     paused = false;
 
     auto [gec, data] = co_await zk.async_get_data(c.job_path, use_tuple);
+    if (stopping) co_return;
     if (gec) {
       say(c, "cannot read %s: %s", c.job_path.c_str(), gec.message().c_str());
       continue;
@@ -98,6 +104,7 @@ asio::awaitable<void> lead(const config& c, zklock::session& zk, zklock::lock_gu
     ops.push_back(zklock::multi_op::check(guard.node_path(), -1));
     ops.push_back(zklock::multi_op::set_data(c.job_path, std::to_string(k), data.stat.version));
     auto [mec, res] = co_await zk.async_multi(std::move(ops), use_tuple);
+    if (stopping) co_return;
     if (mec == zklock::zk_errc::no_node) {
       say(c, "our lock node is gone: not leader any more");
       co_await guard.async_release(use_tuple);
@@ -114,11 +121,12 @@ asio::awaitable<void> lead(const config& c, zklock::session& zk, zklock::lock_gu
 asio::awaitable<void> run(const config& c, zklock::session& zk) {
   zklock::mutex leader{zk, c.lock_path};
   asio::steady_timer backoff(co_await asio::this_coro::executor);
-  for (;;) {
+  while (!stopping) {
     auto st = zk.state();
     if (!zklock::is_connected(st) && st != zklock::session_state::suspended) {
       // first start, or the session expired: a new session (the mutex object stays usable)
       auto [ec] = co_await zk.async_connect(use_tuple);
+      if (stopping) co_return;
       if (ec) {
         say(c, "cannot connect: %s; retrying", ec.message().c_str());
         backoff.expires_after(std::chrono::seconds(1));
@@ -131,6 +139,7 @@ asio::awaitable<void> run(const config& c, zklock::session& zk) {
     }
     say(c, "waiting for leadership");
     auto [ec, guard] = co_await leader.async_acquire(use_tuple);
+    if (stopping) co_return;
     if (ec) {
       say(c, "acquire: %s", ec.message().c_str());
       continue;  // e.g. the session expired while waiting: reconnect above
@@ -177,6 +186,7 @@ int main(int argc, char** argv) {
   signals.async_wait([&](error_code ec, int) {
     if (ec) return;
     say(c, "stopping");
+    stopping = true;
     zk.async_close([&](error_code) { ioc.stop(); });
   });
   ioc.run();

@@ -70,6 +70,17 @@ int main(int argc, char** argv) {
   app.add_option("--clients", clients, "concurrent clients")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--requests", requests, "buy requests per client")->check(CLI::PositiveNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  for (const auto& s : servers) {  // host:port with a port in 1..65535 (an empty one is a typo)
+    auto colon = s.rfind(':');
+    std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
+    bool ok = colon != std::string::npos && colon > 0 && !port.empty() && port.size() <= 5 &&
+              port.find_first_not_of("0123456789") == std::string::npos && std::stoi(port) >= 1 &&
+              std::stoi(port) <= 65535;
+    if (!ok) {
+      std::cerr << "stock_client: --servers: bad server '" << s << "': expected host:port with a port in 1..65535\n";
+      return 2;
+    }
+  }
 
   asio::io_context ioc;
   std::vector<tcp::resolver::results_type> endpoints;
@@ -86,7 +97,6 @@ int main(int argc, char** argv) {
     tcp::resolver resolver(ex);
     for (const auto& s : servers) {
       auto colon = s.rfind(':');
-      if (colon == std::string::npos) throw std::runtime_error("bad server '" + s + "' (host:port)");
       endpoints.push_back(co_await resolver.async_resolve(s.substr(0, colon), s.substr(colon + 1), asio::use_awaitable));
     }
     {

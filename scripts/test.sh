@@ -5,13 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+# This run's temp dir: the test fixture (test/support/zk_server.cpp, through
+# std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs
+# under $TMPDIR, so the servers' command lines name it and the check below finds this run's
+# servers only, never those of a concurrent run.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-run-XXXXXX")
 status=0
-ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" || status=$?
+TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" || status=$?
 # nothing of ours may outlive the run
-if pgrep -f "zklock-test-" >/dev/null; then
+if pgrep -f -- "$run_tmp/" >/dev/null; then
   echo "zklock: ZooKeeper processes left behind by the tests:" >&2
-  pgrep -fa "zklock-test-" >&2
-  pkill -9 -f "zklock-test-" || true
+  pgrep -fa -- "$run_tmp/" >&2
+  pkill -9 -f -- "$run_tmp/" || true
   status=1
 fi
+rm -rf "$run_tmp"
 exit $status

@@ -23,12 +23,17 @@ case "$cmd" in
     java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
       org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/server.log" 2>&1 &
     echo $! > "$dir/pid"
+    # Ready when a session can be established: `srvr` reports a Mode (a server that answers
+    # ruok may not serve requests yet; until it does, srvr says it is not serving).
     for _ in $(seq 1 300); do
       if python3 - "$port" <<'PY' 2>/dev/null; then echo "127.0.0.1:$port"; exit 0; fi
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(b"ruok")
-sys.exit(0 if s.recv(4) == b"imok" else 1)
+s.sendall(b"srvr")
+reply = b""
+while chunk := s.recv(4096):
+    reply += chunk
+sys.exit(0 if b"\nMode: " in reply else 1)
 PY
       sleep 0.1
     done

@@ -137,6 +137,9 @@ class session {
   session_state state() const noexcept { return impl_->state(); }
   /// The server-assigned session id (0 before the first connect).
   std::int64_t session_id() const noexcept { return impl_->session_id(); }
+  /// The session timeout the server granted (it clamps the requested one to [2, 20] ticks);
+  /// the requested one before the first connect.
+  std::chrono::milliseconds negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
   /// Id and password of the current session (id 0 when none).
   session_credentials credentials() const { return impl_->credentials(); }
   /// Requests sent and watch events received since construction (for benchmarks).

@@ -20,6 +20,7 @@ import traceback
 
 ZKLOCK = None
 SCRIPTS = None
+EXAMPLES = None  # build dir of the example programs (--examples), for case_examples
 DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stopped by us
 
 EXIT_USAGE, EXIT_BUSY, EXIT_LOST = 2, 75, 76
@@ -80,14 +81,16 @@ class Case:
         log(f"zklock {' '.join(args)} -> {p.returncode} in {dt:.2f}s" + (f"; stderr: {p.stderr.strip()}" if p.stderr.strip() else ""))
         return p.returncode, p.stdout, p.stderr, dt
 
-    def start(self, *args):
-        p = subprocess.Popen([ZKLOCK, *args], env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def start(self, *args, stderr=subprocess.PIPE, preexec_fn=None, env=None):
+        p = subprocess.Popen([ZKLOCK, *args], env=env or self.env(), stdout=subprocess.PIPE, stderr=stderr, text=True,
+                             preexec_fn=preexec_fn)
         self.procs.append(p)
         log(f"started zklock {' '.join(args)} (pid {p.pid})")
         return p
 
     def wait(self, p, timeout=30):
         out, err = p.communicate(timeout=timeout)
+        err = err or ""
         log(f"pid {p.pid} exited {p.returncode}" + (f"; stderr: {err.strip()}" if err.strip() else ""))
         return p.returncode, out, err
 
@@ -134,6 +137,36 @@ def pid_alive(pid):
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def read_pidfile(path):
+    """The pid a command wrote with `echo $$ > path`, once the line is complete."""
+    def ready():
+        if os.path.exists(path):
+            with open(path) as f:
+                text = f.read()
+            return text.strip() if text.endswith("\n") else None
+        return None
+    return int(wait_for(ready, 20, f"{path} to be written"))
+
+
+def ignored_signals_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("SigIgn:"):
+                return int(line.split()[1], 16)
+    raise Failure(f"no SigIgn in /proc/{pid}/status")
+
+
+def wait_with_server_stopped(c, p):
+    """SIGSTOPs the server (ZooKeeper stops answering), waits for zklock `p`, resumes the server."""
+    with open(os.path.join(c.server.dir, "pid")) as f:
+        server_pid = int(f.read())
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        return c.wait(p, timeout=20)
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
 
 
 def holder_command(c, ready_name, seconds):
@@ -358,22 +391,309 @@ def case_server_unreachable(c):
     # ZooKeeper stops answering while the command runs: once the lock's validity deadline
     # passes (the server could then expire the session and grant the lock to someone else),
     # zklock terminates the command and exits 76, without hanging on the release.
-    with open(os.path.join(c.server.dir, "pid")) as f:
-        server_pid = int(f.read())
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "0.5", "/apps/unreachable", "--",
                 *holder_command(c, "ready", 30))
     wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
     t0 = time.monotonic()
-    os.kill(server_pid, signal.SIGSTOP)
-    try:
-        rc, out, err = c.wait(p, timeout=20)
-        dt = time.monotonic() - t0
-    finally:
-        os.kill(server_pid, signal.SIGCONT)
+    rc, out, err = wait_with_server_stopped(c, p)
+    dt = time.monotonic() - t0
     check(rc == 76, f"expected 76 (lock lost), got {rc}")
     check(dt < 8, f"zklock took {dt:.2f}s to exit (session timeout 2 s)")
-    check("lock lost" in err, f"no message: {err}")
+    check("validity deadline" in err, f"no message: {err}")
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
+
+
+def case_partition(c):
+    # No server answers while the command runs (apps/zklock/README.md, "Stopped before the lock
+    # can be lost"): the command gets SIGTERM at the validity deadline minus the grace, SIGKILL
+    # at the deadline, before the server could expire the session (one session timeout after
+    # it last heard from us, which was before the server stopped), and zklock exits 76.
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/partition", "--",
+                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile}"; exec sleep 60')
+    child = read_pidfile(pidfile)
+    t0 = time.monotonic()
+    rc, out, err = wait_with_server_stopped(c, p)
+    dt = time.monotonic() - t0
+    check(rc == EXIT_LOST, f"total partition -> {rc}")
+    check("validity deadline" in err and "SIGKILL" in err, f"message: {err!r}")
+    check(dt < 2.0, f"terminated {dt:.2f}s after the server stopped: not before the session timeout (2 s)")
+    check(not pid_alive(child), f"child {child} still running")
+    log(f"partition: command (ignoring SIGTERM) killed, zklock exited {dt:.2f}s after the server stopped")
+
+
+def case_server_script(c):
+    # scripts/zk-server.sh start returns only when a session can be established: a connect
+    # right after it succeeds at the first try. (A race: with the old ruok probe this failed
+    # only sometimes.) stop kills the server and removes its dir.
+    for i in range(2):
+        s = Server()
+        try:
+            s.start()
+            rc, out, err, dt = c.run("exec", "--connect", s.connect, "--connect-timeout", "2", "--try", "/apps/script", "--", "true")
+            check(rc == 0 and err == "", f"connect right after start -> {rc} in {dt:.2f}s: {err!r}")
+            with open(os.path.join(s.dir, "pid")) as f:
+                pid = int(f.read())
+        finally:
+            s.stop()
+        check(not pid_alive(pid) and not os.path.exists(s.dir), f"server {pid} or {s.dir} left behind by stop")
+
+
+def case_examples(c):
+    # examples/README.md: every program answers --help; stock_client rejects an empty port (the
+    # README's `P1=$(awk ...)` gives one when a server has not started); a SIGTERM'd
+    # scheduler_failover leader says "stopping" and nothing after it.
+    check(EXAMPLES, "run with --examples DIR")
+    ex = lambda name: os.path.join(EXAMPLES, name)
+    for name in ("acquire_release", "contention_demo", "stock_server", "stock_client", "scheduler_failover"):
+        if not os.path.exists(ex(name)):
+            raise Failure(f"{ex(name)} not built")
+        p = subprocess.run([ex(name), "--help"], capture_output=True, text=True, timeout=10)
+        check(p.returncode == 0 and "usage" in p.stdout.lower(), f"{name} --help -> {p.returncode}: {p.stdout[:200]!r} {p.stderr[:200]!r}")
+    p = subprocess.run([ex("stock_client"), "--servers", "127.0.0.1:"], capture_output=True, text=True, timeout=10)
+    check(p.returncode == 2 and "127.0.0.1:" in p.stderr and "port" in p.stderr, f"empty port -> {p.returncode}: {p.stderr!r}")
+    # The spurious line needs the SIGTERM to land while a request is out: with the old code
+    # about 1 run in 4 showed it, so 5 runs catch a revert most of the time, not always.
+    for i in range(5):
+        p = subprocess.Popen([ex("scheduler_failover"), "--connect", c.server.connect, "--name", "t", "--interval", "0.02",
+                              "--session-timeout", "2", "--lock", f"/apps/examples/leader{i}", "--job-node", f"/scheduler/apps-test-job{i}"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        c.procs.append(p)
+        time.sleep(1.0 + 0.013 * i)  # some jobs run; SIGTERM at a different point of the loop each time
+        os.kill(p.pid, signal.SIGTERM)
+        out, err = p.communicate(timeout=10)
+        lines = out.splitlines()
+        log(f"scheduler_failover: {len(lines)} lines, exit {p.returncode}; last: {lines[-2:]}")
+        check(any("ran job" in l for l in lines), f"no job ran: {out[-300:]!r}")
+        check(p.returncode == 0 and lines[-1].endswith("instance t stopping") and not err,
+              f"after SIGTERM: exit {p.returncode}, last lines {lines[-3:]}, stderr {err!r}")
+
+
+def case_sigpipe(c):
+    # stderr is a pipe whose reader has gone: zklock's log writes fail with EPIPE, which must
+    # not kill it (SIGPIPE) while it holds the lock for its command.
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = c.start("exec", "-v", "/apps/sigpipe", "--", *holder_command(c, "ready", 1.5), stderr=w)
+    finally:
+        os.close(w)
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
+    h = holders(c, "/apps/sigpipe")
+    check(len(h) == 1, f"the lock is not held while the command runs: {h}")
+    rc, *_ = c.wait(p)
+    check(rc == 0, f"zklock -v with a closed stderr pipe -> {rc} (128+{signal.SIGPIPE} = killed by SIGPIPE)")
+    check(holders(c, "/apps/sigpipe") == [], "the lock was not released")
+
+
+def case_parent_death(c):
+    # kill -9 of zklock also kills its command (PR_SET_PDEATHSIG): it must not run unlocked.
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    child = read_pidfile(pidfile)
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        wait_for(lambda: not pid_alive(child), 2, f"the command (pid {child}) to die with zklock")
+        log(f"command gone {time.monotonic() - t0:.3f}s after zklock was killed")
+    finally:
+        if pid_alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
+def case_ignored_signals(c):
+    # A signal the caller ignored stays ignored (nohup; a background job's SIGINT): zklock
+    # survives it, the command inherits SIG_IGN and runs to its end under the lock.
+    for sig in (signal.SIGHUP, signal.SIGINT):
+        pidfile = c.path(f"child-{sig.name}.pid")
+        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 1.5',
+                    preexec_fn=lambda sig=sig: signal.signal(sig, signal.SIG_IGN))
+        child = read_pidfile(pidfile)
+        t0 = time.monotonic()
+        os.kill(p.pid, sig)
+        time.sleep(0.2)
+        check(p.poll() is None, f"zklock died of the ignored {sig.name}: {p.returncode}")
+        check(pid_alive(child), f"the command died of the ignored {sig.name}")
+        check(ignored_signals_of(child) & (1 << (sig - 1)), f"the command does not ignore {sig.name}")
+        check(len(holders(c, "/apps/ignored")) == 1, "lock not held")
+        rc, *_ = c.wait(p)
+        check(rc == 0, f"{sig.name} ignored -> {rc}")
+        check(time.monotonic() - t0 >= 1.2, "the command did not run to its end")
+    # not ignored: the command gets the default disposition and zklock forwards the signal
+    pidfile = c.path("child-default.pid")
+    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 30')
+    child = read_pidfile(pidfile)
+    check(ignored_signals_of(child) & ((1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1))) == 0,
+          "the command ignores SIGHUP/SIGINT though the caller did not")
+    os.kill(p.pid, signal.SIGHUP)
+    rc, *_ = c.wait(p)
+    check(rc == 128 + signal.SIGHUP, f"SIGHUP not ignored -> {rc}")
+
+
+def case_command_lookup(c):
+    # A command that cannot run fails with 127/126 before zklock connects or queues: with no
+    # server at all, it still fails at once.
+    unreachable = ("--connect", "127.0.0.1:1", "--connect-timeout", "5")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", "no-such-command-zklock-test")
+    check(rc == 127 and dt < 1, f"command not found -> {rc} after {dt:.2f}s")
+    check(err == "zklock: no-such-command-zklock-test: command not found\n", f"message: {err!r}")
+    plain = c.path("not-executable")
+    with open(plain, "w") as f:
+        f.write("true\n")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", plain)
+    check(rc == 126 and dt < 1 and "Permission denied" in err, f"not executable -> {rc} after {dt:.2f}s: {err!r}")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", c.work)
+    check(rc == 126 and dt < 1, f"a directory -> {rc} after {dt:.2f}s")
+    rc, out, err, dt = c.run("exec", *unreachable, "/apps/lookup", "--", c.path("missing/cmd"))
+    check(rc == 127 and dt < 1, f"missing path -> {rc} after {dt:.2f}s")
+    # as execvp: a script without #! runs under /bin/sh; PATH is searched
+    os.chmod(plain, 0o755)
+    with open(plain, "w") as f:
+        f.write(f'echo ran > "{c.path("script-ran")}"\n')
+    e = c.env()
+    e["PATH"] = c.work + ":" + e.get("PATH", "/usr/bin:/bin")
+    p = subprocess.run([ZKLOCK, "exec", "/apps/lookup", "--", "not-executable"], env=e, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and os.path.exists(c.path("script-ran")), f"script without #! -> {p.returncode}: {p.stderr}")
+    check(holders(c, "/apps/lookup") == [], "nodes left behind")
+
+
+def refusing_port():
+    """A loopback port that refuses connections while the returned socket stays open (bound,
+    never listening): no fixed port, and nobody else can take it meanwhile."""
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock, f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+def case_messages(c):
+    # issue 12: numeric options say what they expect (exit 2)
+    for opt, value, expect in (("--timeout", "abc", "> 0"), ("--timeout", "0", "> 0"), ("--timeout", "-1", "> 0"),
+                               ("--session-timeout", "x", "> 0"), ("--connect-timeout", "0", "> 0"),
+                               ("--kill-grace", "-1", ">= 0"), ("--kill-grace", "soon", ">= 0")):
+        rc, out, err, _ = c.run("exec", opt, value, "/apps/messages", "--", "true")
+        want = f"zklock: {opt}: expected a number of seconds {expect}, got '{value}'\n"
+        check(rc == EXIT_USAGE and err == want, f"{opt} {value} -> {rc}: {err!r}, wanted {want!r}")
+    rc, out, err, _ = c.run("exec", "--timeout", "1e300", "/apps/messages", "--", "true")
+    check(rc == EXIT_USAGE and "at most" in err, f"--timeout 1e300 -> {rc}: {err!r}")
+    # a host that cannot be resolved is named, in one line
+    rc, out, err, _ = c.run("exec", "--connect", "nosuchhost.invalid:2181", "/apps/messages", "--", "true")
+    check(rc == 1 and err.startswith("zklock: cannot resolve host 'nosuchhost.invalid'") and err.count("\n") == 1
+          and "No such file" not in err, f"unresolvable host -> {rc}: {err!r}")
+    # an explicit empty --connect is an error ($ZKLOCK_CONNECT, set by c.run, is not used)
+    for sub in (("exec", "--connect", "", "/apps/messages", "--", "true"), ("holders", "--connect", "", "/apps/messages")):
+        rc, out, err, _ = c.run(*sub)
+        check(rc == EXIT_USAGE and "--connect" in err and "empty" in err, f"{sub[0]} --connect '' -> {rc}: {err!r}")
+    # a malformed connect string: the message names the wrong part
+    for connect, part in (("zk1:abc", "port 'abc' of 'zk1:abc'"), ("zk1:2181,,zk2:2181", "stray ','"),
+                          ("zk1", "'zk1' has no port"), (":2181", "':2181' has no host"),
+                          ("zk1:2181/app/", "chroot '/app/'"), ("zk1:99999", "port '99999'")):
+        rc, out, err, _ = c.run("exec", "--connect", connect, "/apps/messages", "--", "true")
+        check(rc == EXIT_USAGE and part in err, f"--connect {connect} -> {rc}: {err!r} (wanted {part!r})")
+    # the server clamps the session timeout (tickTime 500: at most 10 s): one note, once
+    rc, out, err, _ = c.run("exec", "--session-timeout", "30", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "zklock: note: the server set the session timeout to 10 s (asked for 30 s)\n",
+          f"negotiated session timeout -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("exec", "--session-timeout", "10", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "", f"session timeout as asked: {err!r}")
+    rc, out, err, _ = c.run("exec", "-q", "--session-timeout", "30", "/apps/messages", "--", "true")
+    check(rc == 0 and err == "", f"-q: {err!r}")
+    rc, out, *_ = c.run("exec", "--help")
+    check("--try not to wait" in out and "SECONDS after zklock" in out, "--help does not say what --timeout bounds")
+
+
+def case_log_noise(c):
+    sock, dead = refusing_port()
+    try:
+        # by default: one line of zklock's own for the unreachable server, one when it gives up
+        # (with the attempts); none of the C client's retry chatter
+        rc, out, err, _ = c.run("exec", "--connect", dead, "--connect-timeout", "2", "/apps/noise", "--", "true")
+        lines = err.splitlines()
+        check(rc == 1 and len(lines) == 2, f"unreachable server -> {rc}, {len(lines)} lines: {err[:400]!r}")
+        check(lines[0] == f"zklock: {dead}: Connection refused (retrying; -v shows each attempt)", f"first line: {lines[0]!r}")
+        m = re.fullmatch(rf"zklock: cannot connect to {dead}: .*\({dead}: Connection refused, (\d+) attempts\)", lines[1])
+        check(m and int(m.group(1)) > 1, f"last line: {lines[1]!r}")
+        # -v: all of it
+        rc, out, err, _ = c.run("exec", "-v", "--connect", dead, "--connect-timeout", "1", "/apps/noise", "--", "true")
+        check(rc == 1 and err.count("ZOO_ERROR") > 1 and "Connection refused" in err, f"-v -> {rc}: {err[:300]!r}")
+        # a dead server next to a live one: the lock works, nothing from the C client
+        for _ in range(3):
+            rc, out, err, _ = c.run("exec", "--connect", f"{dead},{c.server.connect}", "/apps/noise", "--", "true")
+            check(rc == 0 and "[zookeeper]" not in err and len(err.splitlines()) <= 1, f"dead + live -> {rc}: {err!r}")
+    finally:
+        sock.close()
+
+
+def case_timeout_bound(c):
+    # --timeout S bounds the time from zklock's start to the command's start: connecting too.
+    sock, dead = refusing_port()
+    try:
+        rc, out, err, dt = c.run("exec", "--connect", dead, "--connect-timeout", "20", "--timeout", "1", "/apps/bound", "--", "true")
+        check(rc == 1 and 0.9 <= dt < 1.8 and "within --timeout" in err, f"unreachable, --timeout 1 -> {rc} after {dt:.2f}s: {err[-300:]!r}")
+    finally:
+        sock.close()
+    # held by another: 75 after S, and our node is gone when zklock has exited
+    holder = c.start("exec", "/apps/bound", "--", *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    rc, out, err, dt = c.run("exec", "--timeout", "1", "/apps/bound", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and 0.9 <= dt < 1.5, f"--timeout 1 while held -> {rc} after {dt:.2f}s")
+    check(len(holders(c, "/apps/bound")) == 1, "--timeout left its node behind")
+    # queued, then ZooKeeper stops answering: still gives up at S (no delete to wait for)
+    t0 = time.monotonic()
+    waiter = c.start("exec", "--timeout", "2", "/apps/bound", "--", "touch", c.path("ran"))
+    wait_for(lambda: len(holders(c, "/apps/bound")) == 2, 10, "the waiter to queue")
+    rc, out, err = wait_with_server_stopped(c, waiter)
+    dt = time.monotonic() - t0
+    # + up to 1.5 s: the C client's zookeeper_close waits that long for the server's reply
+    check(rc == EXIT_BUSY and dt < 2 + 1.5 + 0.7, f"--timeout 2 with ZooKeeper stopped -> {rc} after {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    wait_for(lambda: holders(c, "/apps/bound") == [], 20, "the nodes to go")
+
+
+def case_digest(c):
+    # Digest credentials come from $ZKLOCK_DIGEST or --digest-file, never argv, and reach the
+    # session: under a dir whose ACL is creator_all for alice:secret, only alice can queue.
+    from kazoo.client import KazooClient
+    from kazoo.security import make_digest_acl
+    zk = KazooClient(hosts=c.server.connect, auth_data=[("digest", "alice:secret")])
+    zk.start(timeout=10)
+    try:
+        zk.create("/apps/secure", b"", acl=[make_digest_acl("alice", "secret", all=True)], makepath=True)
+        lock = "/apps/secure/lock"
+        def run(extra_env, *args):
+            e = c.env()
+            e.pop("ZKLOCK_DIGEST", None)
+            e.update(extra_env)
+            p = subprocess.run([ZKLOCK, "exec", *args, lock, "--", "sh", "-c", 'test -z "$ZKLOCK_DIGEST" && touch "$0"',
+                                c.path("ran")], env=e, capture_output=True, text=True, timeout=30)
+            log(f"zklock exec {' '.join(args)} {extra_env} -> {p.returncode}; stderr: {p.stderr.strip()}")
+            return p.returncode, p.stderr
+        rc, err = run({})
+        check(rc == 1 and "not authorized" in err, f"no credentials -> {rc}: {err!r}")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:wrong"})
+        check(rc == 1 and "not authorized" in err, f"wrong password -> {rc}: {err!r}")
+        check(not os.path.exists(c.path("ran")), "the command ran without the lock")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:secret"})
+        check(rc == 0 and os.path.exists(c.path("ran")), f"$ZKLOCK_DIGEST -> {rc} (the command sees no ZKLOCK_DIGEST): {err!r}")
+        os.remove(c.path("ran"))
+        cred = c.path("cred")
+        with open(cred, "w") as f:
+            f.write("alice:secret\n")
+        rc, err = run({"ZKLOCK_DIGEST": "alice:wrong"}, "--digest-file", cred)
+        check(rc == 0 and os.path.exists(c.path("ran")), f"--digest-file (over the environment) -> {rc}: {err!r}")
+        rc, err = run({}, "--digest-file", c.path("missing"))
+        check(rc == EXIT_USAGE and "--digest-file" in err, f"missing --digest-file -> {rc}: {err!r}")
+        rc, err = run({"ZKLOCK_DIGEST": "alice"})
+        check(rc == EXIT_USAGE and "USER:PASSWORD" in err, f"no ':' -> {rc}: {err!r}")
+        rc, err = run({}, "--digest", "alice:secret")
+        check(rc == EXIT_USAGE, f"credentials on the command line -> {rc}")
+    finally:
+        zk.delete("/apps/secure", recursive=True)
+        zk.stop()
+        zk.close()
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
@@ -384,13 +704,15 @@ def on_deadline(signum, frame):
 
 
 def main():
-    global ZKLOCK, SCRIPTS
+    global ZKLOCK, SCRIPTS, EXAMPLES
     ap = argparse.ArgumentParser()
     ap.add_argument("--zklock", required=True)
     ap.add_argument("--scripts", required=True)
+    ap.add_argument("--examples", help="dir of the example programs (case examples)")
     ap.add_argument("cases", nargs="+", choices=sorted(CASES) + ["all"])
     a = ap.parse_args()
     ZKLOCK, SCRIPTS = os.path.abspath(a.zklock), a.scripts
+    EXAMPLES = a.examples and os.path.abspath(a.examples)
     names = sorted(CASES) if "all" in a.cases else a.cases
     signal.signal(signal.SIGALRM, on_deadline)
     signal.signal(signal.SIGTERM, on_deadline)
