@@ -1,6 +1,6 @@
 // The fixture itself: servers start, pause, resume, restart, die, form quorums, and leave
 // nothing behind (no process, no temp dir).
-#define CATCH_CONFIG_MAIN
+
 #include <catch2/catch.hpp>
 
 #include "zk_server.hpp"
