@@ -53,7 +53,7 @@ double cpu_seconds() {
 // Watch events that can wake a waiter: its predecessor deleted, or released by a zklock holder
 // (data changed in the releasing transaction).
 std::uint64_t wakeups(const zklock::session& s) {
-  return s.watch_events(zklock::watch_event_type::deleted) + s.watch_events(zklock::watch_event_type::changed);
+  return s.stats().events(zklock::watch_event_type::deleted) + s.stats().events(zklock::watch_event_type::changed);
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -168,8 +168,8 @@ int main(int argc, char** argv) {
       }
     }
     for (auto& s : sessions) {
-      requests_before += s->requests_sent();
-      events_before += s->watch_events();
+      requests_before += s->stats().requests_sent;
+      events_before += s->stats().watch_events;
       deleted_before += wakeups(*s);
     }
     auto t_start = clock_type::now();
@@ -216,8 +216,8 @@ int main(int argc, char** argv) {
   threads_peak = std::max(threads_peak, thread_count());
   std::uint64_t requests = 0, events = 0, deleted = 0;
   for (auto& s : sessions) {
-    requests += s->requests_sent();
-    events += s->watch_events();
+    requests += s->stats().requests_sent;
+    events += s->stats().watch_events;
     deleted += wakeups(*s);
   }
   requests -= requests_before;
@@ -285,7 +285,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     threads_before = thread_count();
     rss_before = rss_kb("VmRSS:");
     std::uint64_t requests_before = 0;
-    for (auto& s : sessions) requests_before += s->requests_sent();
+    for (auto& s : sessions) requests_before += s->stats().requests_sent;
     for (int k = 0; k < pending; ++k)
       mutexes[k % contenders]->async_acquire([&](zklock::error_code ec, zklock::lock_guard g) {
         if (ec) ++errors;
@@ -295,7 +295,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     // all queued once every waiter has sent its create, listing and watch
     for (;;) {
       std::uint64_t r = 0;
-      for (auto& s : sessions) r += s->requests_sent();
+      for (auto& s : sessions) r += s->stats().requests_sent;
       if (r - requests_before >= static_cast<std::uint64_t>(pending) * 3) break;
       asio::steady_timer t(ioc, std::chrono::milliseconds(50));
       co_await t.async_wait(asio::use_awaitable);

@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
       if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { std::cerr << "error: " << x.what() << "\n"; std::exit(1); }
     });
   }
+  std::printf("%d ZooKeeper sessions on one thread take turns on the lock %s, %d times each, holding it "
+              "%d ms.\nOne line per turn: time, the holder and its lock node, its fencing token (grows with every "
+              "holder), and the handoff (from the release to the next holder's grant).\n",
+              contenders, path.c_str(), rounds, hold_ms);
   ioc.run();
   std::sort(handoffs_us.begin(), handoffs_us.end());
   double p50 = handoffs_us.empty() ? 0 : handoffs_us[handoffs_us.size() / 2];

@@ -195,12 +195,10 @@ struct hold : std::enable_shared_from_this<hold> {
   }
 };
 
-struct access {
-  static lock_guard make_guard(std::shared_ptr<hold> h) {
-    auto ex = h->s->executor();
-    return lock_guard(std::move(h), std::move(ex));
-  }
-};
+lock_guard access::make_guard(std::shared_ptr<hold> h) {
+  auto ex = h->s->executor();
+  return lock_guard(std::move(h), std::move(ex));
+}
 
 // One acquire: feeds lock_fsm and carries out its actions.
 class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread_unsafe_counter> {
@@ -291,7 +289,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
                          auto w = self->watch_;
                          self->run(self->fsm_.on_watch_set(ec, classify_predecessor(d.data)));
-                         if (!ec && w) self->wait(w);
+                         if (!ec && w) self->wait(std::move(w));
                        }));
           break;
         }
@@ -468,19 +466,20 @@ asio::cancellation_slot lock_guard::lost_slot() const noexcept {
 
 // ---------------------------------------------------------------------------------------------
 
-mutex::mutex(session& s, std::string path) : state_(std::make_shared<detail::mutex_state>()) {
-  state_->s = s.impl();
-  state_->path_error = validate_path(path);
-  if (path == "/") state_->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
-  state_->path = std::move(path);
+namespace detail {
+
+std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path) {
+  auto m = std::make_shared<mutex_state>();
+  m->s = std::move(s);
+  m->path_error = validate_path(path);
+  if (path == "/") m->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
+  m->path = std::move(path);
+  return m;
 }
 
-mutex::~mutex() = default;
+const std::string& mutex_path(const mutex_state& m) noexcept { return m.path; }
 
-const std::string& mutex::path() const noexcept { return state_->path; }
-mutex::executor_type mutex::get_executor() const noexcept { return state_->s->executor(); }
-
-void mutex::list_contenders(const std::shared_ptr<detail::mutex_state>& state, contenders_handler h) {
+void list_contenders(const std::shared_ptr<mutex_state>& state, contenders_handler h) {
   auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
   if (state->path_error) return op->fail(state->path_error);
   auto s = state->s;
@@ -520,8 +519,8 @@ void mutex::list_contenders(const std::shared_ptr<detail::mutex_state>& state, c
   }));
 }
 
-void mutex::start(const std::shared_ptr<detail::mutex_state>& state, acquire_handler h, mode m,
-                  clock::duration timeout, std::optional<owner_id> owner) {
+void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h, acquire_kind m,
+                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner) {
   auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
   if (state->path_error) return op->complete(state->path_error, lock_guard{});
   if (owner) {
@@ -538,8 +537,10 @@ void mutex::start(const std::shared_ptr<detail::mutex_state>& state, acquire_han
                                                                       : error_code(errc::not_connected),
                         lock_guard{});
   boost::intrusive_ptr<detail::acquire_op> a(
-      new detail::acquire_op(state, m == mode::wait ? detail::lock_mode::wait : detail::lock_mode::try_once, owner));
+      new detail::acquire_op(state, m == acquire_kind::wait ? lock_mode::wait : lock_mode::try_once, owner));
   a->start(std::move(op), timeout);
 }
+
+}  // namespace detail
 
 }  // namespace zklock

@@ -195,6 +195,14 @@ std::int64_t session_impl::session_id() const noexcept {
   return id ? id->client_id : 0;
 }
 
+session_stats session_impl::stats() const noexcept {
+  session_stats st;
+  st.requests_sent = requests_sent_;
+  st.watch_events = watch_events_;
+  std::copy(std::begin(watch_events_by_type_), std::end(watch_events_by_type_), std::begin(st.watch_events_by_type));
+  return st;
+}
+
 session_credentials session_impl::credentials() const {
   session_credentials c;
   if (!zh_) return c;

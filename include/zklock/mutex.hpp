@@ -20,9 +20,7 @@
 namespace zklock {
 
 namespace detail {
-struct hold;
 struct mutex_state;
-struct access;
 }  // namespace detail
 
 /// What a guard knows of its lock.
@@ -165,6 +163,17 @@ struct contender {
   std::string data;           ///< the node's data ("zklock/2" for a zklock contender)
 };
 
+namespace detail {
+enum class acquire_kind { wait, try_once };
+using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
+using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
+std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path);
+const std::string& mutex_path(const mutex_state& m) noexcept;
+void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h, acquire_kind k,
+                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner);
+void list_contenders(const std::shared_ptr<mutex_state>& state, contenders_handler h);
+}  // namespace detail
+
 /// A distributed exclusive lock on `path` (a lock dir: contenders' nodes are its children),
 /// wire-compatible with Curator's InterProcessMutex and kazoo's Lock (with
 /// extra_lock_patterns=["-lock-"]).
@@ -172,28 +181,45 @@ struct contender {
 /// Thread safety: like the session (use it from the session's executor). Any number of
 /// acquires may be pending at once on one mutex, each with its own node in the queue.
 /// Lifetimes: the session must outlive the mutex; pending acquires keep what they need alive.
-class mutex {
+template <class Executor = asio::any_io_executor>
+class basic_mutex {
  public:
-  using executor_type = session::executor_type;
+  using executor_type = Executor;
   using clock = std::chrono::steady_clock;
+  /// The same mutex type on another executor type (as_default_on_t).
+  template <class OtherExecutor>
+  struct rebind_executor {
+    using other = basic_mutex<OtherExecutor>;
+  };
 
-  mutex(session& s, std::string path);
-  ~mutex();
-  mutex(const mutex&) = delete;
-  mutex& operator=(const mutex&) = delete;
+  /// A mutex on `path` through session `s` (of any executor type); its operations complete on
+  /// `executor_type` defaults, as `s`'s do when the executor types match.
+  template <class SessionExecutor>
+  explicit basic_mutex(basic_session<SessionExecutor>& s, std::string path)
+      : state_(detail::make_mutex_state(detail::access::impl(s), std::move(path))),
+        ex_(executor_type(s.get_executor())) {}
+  /// Takes over a mutex of another executor type (e.g. asio::as_default_on(std::move(m))).
+  template <class OtherExecutor>
+    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  basic_mutex(basic_mutex<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  basic_mutex(basic_mutex&&) noexcept = default;
+  basic_mutex& operator=(basic_mutex&&) noexcept = default;
+  basic_mutex(const basic_mutex&) = delete;
+  basic_mutex& operator=(const basic_mutex&) = delete;
 
-  const std::string& path() const noexcept;
-  executor_type get_executor() const noexcept;
+  const std::string& path() const noexcept { return detail::mutex_path(*state_); }
+  executor_type get_executor() const noexcept { return ex_; }
 
   /// The queue: every contender (zklock, Curator and kazoo nodes) in queue order, the holder
   /// first. Other children of the lock dir are left out, and so are nodes deleted between the
   /// listing and their read. A missing lock dir is an empty queue.
   /// Handler: void(error_code, std::vector<contender>). One listing, then one pipelined read
   /// per contender. Cancellation: all types (reads only: nothing is left behind).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_contenders(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::vector<contender>)>(
-        [state = state_](auto h) { list_contenders(state, contenders_handler(std::move(h))); }, token);
+        [state = state_](auto h) { detail::list_contenders(state, detail::contenders_handler(std::move(h))); },
+        token);
   }
 
   /// Waits as long as needed for the lock.
@@ -204,51 +230,51 @@ class mutex {
   /// was in flight, once it appears) and our watch removed, then the handler gets
   /// operation_aborted. Dropped connections are survived: a create lost in flight is found again
   /// by the unique id in the node name instead of being created twice.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(Token&& token = {}) {
-    return initiate(token, mode::wait, clock::duration::max(), std::nullopt);
+    return initiate(token, detail::acquire_kind::wait, clock::duration::max(), std::nullopt);
   }
 
   /// Timed acquire: like async_acquire, and gives up after `timeout` with errc::lock_timeout,
   /// cleaned up as for cancellation. (Equivalent idiom: bind a cancellation slot fed by a timer,
   /// e.g. `asio::experimental::make_parallel_group` or `||` of awaitable_operators.)
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_for(clock::duration timeout, Token&& token = {}) {
-    return initiate(token, mode::wait, timeout, std::nullopt);
+    return initiate(token, detail::acquire_kind::wait, timeout, std::nullopt);
   }
 
   /// Never waits: errc::lock_busy when someone else holds the lock; no node is left behind.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_try_acquire(Token&& token = {}) {
-    return initiate(token, mode::try_once, clock::duration::max(), std::nullopt);
+    return initiate(token, detail::acquire_kind::try_once, clock::duration::max(), std::nullopt);
   }
 
   /// Reentrant acquire: if `owner` holds this lock through this mutex object, completes at
   /// once with another guard on the same hold (hold_count() + 1); the node is deleted when the
   /// last of them is released. Otherwise acquires as async_acquire and records `owner`.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(owner_id owner, Token&& token = {}) {
-    return initiate(token, mode::wait, clock::duration::max(), owner);
+    return initiate(token, detail::acquire_kind::wait, clock::duration::max(), owner);
   }
 
  private:
-  enum class mode { wait, try_once };
-  using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
-  static void list_contenders(const std::shared_ptr<detail::mutex_state>& state, contenders_handler h);
-  using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
+  template <class>
+  friend class basic_mutex;
 
   template <class Token>
-  auto initiate(Token& token, mode m, clock::duration timeout, std::optional<owner_id> owner) {
+  auto initiate(Token& token, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner) {
     return asio::async_initiate<Token, void(error_code, lock_guard)>(
-        [state = state_](auto h, mode m, clock::duration timeout, std::optional<owner_id> owner) {
-          start(state, acquire_handler(std::move(h)), m, timeout, owner);
+        [state = state_](auto h, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner) {
+          detail::start_acquire(state, detail::acquire_handler(std::move(h)), k, timeout, owner);
         },
-        token, m, timeout, owner);
+        token, k, timeout, owner);
   }
-  static void start(const std::shared_ptr<detail::mutex_state>& state, acquire_handler h, mode m,
-                    clock::duration timeout, std::optional<owner_id> owner);
 
   std::shared_ptr<detail::mutex_state> state_;
+  executor_type ex_;
 };
+
+/// A mutex whose operations default to asio::deferred.
+using mutex = basic_mutex<>;
 
 }  // namespace zklock

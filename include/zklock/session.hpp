@@ -15,11 +15,28 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace zklock {
 
 namespace asio = boost::asio;
+
+namespace detail {
+struct access;
+/// The executor's default completion token, or asio::deferred when it has none.
+template <class Executor>
+using default_token_t = std::conditional_t<std::is_void_v<asio::default_completion_token_t<Executor>>,
+                                           asio::deferred_t, asio::default_completion_token_t<Executor>>;
+}  // namespace detail
+
+/// Counters of one session since its construction.
+struct session_stats {
+  std::uint64_t requests_sent = 0;
+  std::uint64_t watch_events = 0;                  ///< events of every type
+  std::uint64_t watch_events_by_type[5] = {};      ///< indexed by watch_event_type
+  std::uint64_t events(watch_event_type t) const noexcept { return watch_events_by_type[static_cast<int>(t)]; }
+};
 
 /// A session's id and password, enough to re-attach to it.
 struct session_credentials {
@@ -63,8 +80,12 @@ struct session_options {
 /// watch. Copyable handle; all copies refer to the same watch.
 class watch {
  public:
+  using executor_type = asio::any_io_executor;
+  template <class OtherExecutor>
+  struct rebind_executor {
+    using other = watch;
+  };
   watch() = default;
-  explicit watch(boost::intrusive_ptr<detail::watch_state> s) : state_(std::move(s)) {}
 
   /// False for a default-constructed watch and when the request that would set it failed.
   bool valid() const noexcept { return state_ && (state_->registered || state_->fired); }
@@ -93,11 +114,29 @@ class watch {
         token, state_);
   }
 
-  const boost::intrusive_ptr<detail::watch_state>& state() const noexcept { return state_; }
-
  private:
+  friend struct detail::access;
+  explicit watch(boost::intrusive_ptr<detail::watch_state> s) : state_(std::move(s)) {}
   boost::intrusive_ptr<detail::watch_state> state_;
 };
+
+class lock_guard;
+template <class Executor>
+class basic_session;
+
+namespace detail {
+struct hold;
+/// The library's way into its objects' internals (as Boost.MySQL's access): not for users.
+struct access {
+  static watch make_watch(boost::intrusive_ptr<watch_state> s) { return watch(std::move(s)); }
+  static const boost::intrusive_ptr<watch_state>& state(const watch& w) noexcept { return w.state_; }
+  template <class Executor>
+  static const std::shared_ptr<session_impl>& impl(const basic_session<Executor>& s) noexcept {
+    return s.impl_;
+  }
+  static lock_guard make_guard(std::shared_ptr<hold> h);  // src/mutex.cpp
+};
+}  // namespace detail
 
 /// One ZooKeeper session.
 ///
@@ -112,27 +151,44 @@ class watch {
 /// Every operation takes any completion token (callbacks, use_awaitable, deferred, use_future,
 /// as_tuple(...)) and supports per-operation cancellation as documented on it. Bad paths
 /// complete with the path errc (nothing is sent).
-class session {
+template <class Executor = asio::any_io_executor>
+class basic_session {
  public:
-  using executor_type = asio::any_io_executor;
+  using executor_type = Executor;
+  /// The same session type on another executor type (asio::use_awaitable_t<>::as_default_on_t
+  /// and asio::as_default_on use it).
+  template <class OtherExecutor>
+  struct rebind_executor {
+    using other = basic_session<OtherExecutor>;
+  };
 
-  session(executor_type ex, session_options opts = {})
-      : impl_(std::make_shared<detail::session_impl>(std::move(ex), std::move(opts))) {}
-  ~session() {
+  explicit basic_session(const executor_type& ex, session_options opts = {})
+      : impl_(std::make_shared<detail::session_impl>(asio::any_io_executor(ex), std::move(opts))), ex_(ex) {}
+  template <class ExecutionContext>
+    requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
+  explicit basic_session(ExecutionContext& context, session_options opts = {})
+      : basic_session(executor_type(context.get_executor()), std::move(opts)) {}
+  /// Takes over a session of another executor type (e.g. asio::as_default_on(std::move(s))).
+  template <class OtherExecutor>
+    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  basic_session(basic_session<OtherExecutor>&& other) noexcept
+      : impl_(std::move(other.impl_)), ex_(other.ex_) {}
+  ~basic_session() {
     if (impl_) impl_->shutdown();
   }
-  session(session&&) noexcept = default;
-  session& operator=(session&& other) noexcept {
+  basic_session(basic_session&&) noexcept = default;
+  basic_session& operator=(basic_session&& other) noexcept {
     if (this != &other) {
       if (impl_) impl_->shutdown();
       impl_ = std::move(other.impl_);
+      ex_ = other.ex_;
     }
     return *this;
   }
-  session(const session&) = delete;
-  session& operator=(const session&) = delete;
+  basic_session(const basic_session&) = delete;
+  basic_session& operator=(const basic_session&) = delete;
 
-  executor_type get_executor() const noexcept { return impl_->executor(); }
+  executor_type get_executor() const noexcept { return ex_; }
   const session_options& options() const noexcept { return impl_->options(); }
   session_state state() const noexcept { return impl_->state(); }
   /// The server-assigned session id (0 before the first connect).
@@ -142,10 +198,8 @@ class session {
   std::chrono::milliseconds negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
   /// Id and password of the current session (id 0 when none).
   session_credentials credentials() const { return impl_->credentials(); }
-  /// Requests sent and watch events received since construction (for benchmarks).
-  std::uint64_t requests_sent() const noexcept { return impl_->requests_sent(); }
-  std::uint64_t watch_events() const noexcept { return impl_->watch_events(); }
-  std::uint64_t watch_events(watch_event_type t) const noexcept { return impl_->watch_events(t); }
+  /// Requests sent and watch events received since construction (for benchmarks and tests).
+  session_stats stats() const noexcept { return impl_->stats(); }
 
   /// Opens a new ZooKeeper session and waits until it is established.
   /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,
@@ -157,7 +211,7 @@ class session {
   /// errc::session_suspended; wait for reconnected or expired, or async_close it first.
   /// Cancellation: terminal/partial/total: the connect attempt is abandoned, the handle closed,
   /// state returns to disconnected; completes with operation_aborted.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_connect(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h) { impl->connect(detail::void_handler(std::move(h))); }, token);
@@ -166,7 +220,7 @@ class session {
   /// Closes the session gracefully: the server ends it at once, deleting its ephemeral nodes.
   /// Pending operations complete with errc::session_closed. Handler: void(error_code).
   /// Not cancellable (it does not wait for anything but the send of the close request).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_close(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h) { impl->close(detail::void_handler(std::move(h))); }, token);
@@ -175,7 +229,7 @@ class session {
   /// Completes as soon as the state differs from `known` (at once if it already does) with the
   /// new state. Pass the last state you saw to miss no change of current state.
   /// Handler: void(error_code, session_state). Cancellation: all types, nothing left behind.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_wait_state(session_state known, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, session_state)>(
         [impl = impl_](auto h, session_state known) {
@@ -189,7 +243,7 @@ class session {
   /// request is already on its way: the node may still be created. Such a node is reported to
   /// session_options::on_abandoned_create so the caller can delete it. Total cancellation
   /// is not honoured (the request is on the wire).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, create_result)>(
         [impl = impl_](auto h, std::string path, std::string data, create_mode mode) {
@@ -201,7 +255,7 @@ class session {
   /// Deletes a node if its version matches (-1: any). Handler: void(error_code).
   /// Cancellation: terminal and partial complete with operation_aborted at once; the delete
   /// may still happen. Total cancellation is not honoured (the request is on the wire).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_delete(std::string path, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h, std::string path, int version) {
@@ -213,7 +267,7 @@ class session {
   /// Stat of a node, or nullopt if it does not exist (not an error).
   /// Handler: void(error_code, std::optional<node_stat>). Cancellation: operation_aborted, no
   /// side effect.
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_exists(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
         [impl = impl_](auto h, std::string path) {
@@ -226,19 +280,19 @@ class session {
   /// is registered even when the node does not exist. `w` is filled at once; it becomes usable
   /// when the handler ran without error. Cancellation: operation_aborted; the watch may be set:
   /// remove it with async_remove_watch(w).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_exists(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
           impl->exists(std::move(path), &st, detail::exists_handler(std::move(h)));
-          w = watch(std::move(st));
+          w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
   }
 
   /// Children of a node (names) and its stat. Handler: void(error_code, children_result).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_get_children(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, children_result)>(
         [impl = impl_](auto h, std::string path) {
@@ -248,19 +302,19 @@ class session {
   }
 
   /// Like async_get_children and sets a one-shot child watch (only when the node exists).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_get_children(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, children_result)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
           impl->get_children(std::move(path), &st, detail::children_handler(std::move(h)));
-          w = watch(std::move(st));
+          w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
   }
 
   /// Data and stat of a node. Handler: void(error_code, data_result).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_get_data(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, data_result)>(
         [impl = impl_](auto h, std::string path) {
@@ -270,13 +324,13 @@ class session {
   }
 
   /// Like async_get_data and sets a one-shot data watch (only when the node exists).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_get_data(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, data_result)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
           impl->get_data(std::move(path), &st, detail::data_handler(std::move(h)));
-          w = watch(std::move(st));
+          w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
   }
@@ -284,7 +338,7 @@ class session {
   /// Sets a node's data if its version matches (-1: any). Handler: void(error_code, node_stat).
   /// Cancellation: terminal and partial: operation_aborted at once; the write may still
   /// happen. Total cancellation is not honoured (the request is on the wire).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_set_data(std::string path, std::string data, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, node_stat)>(
         [impl = impl_](auto h, std::string path, std::string data, int version) {
@@ -297,7 +351,7 @@ class session {
   /// error is the first failing op's, and each result's rc tells which failed.
   /// Cancellation: terminal and partial: operation_aborted at once; the transaction may still
   /// commit. Total cancellation is not honoured (the request is on the wire).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_multi(std::vector<multi_op> ops, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
         [impl = impl_](auto h, std::vector<multi_op> ops) {
@@ -309,20 +363,24 @@ class session {
   /// Removes a watch from the server and the client (ZooKeeper 3.5+ removeWatches). A pending
   /// async_wait on it completes with a not_watching event. Errors: zk_errc::no_watcher when it
   /// already fired. Handler: void(error_code).
-  template <class Token = asio::deferred_t>
+  template <class Token = detail::default_token_t<Executor>>
   auto async_remove_watch(const watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h, boost::intrusive_ptr<detail::watch_state> st) {
           impl->remove_watch(std::move(st), detail::void_handler(std::move(h)));
         },
-        token, w.state());
+        token, detail::access::state(w));
   }
 
-  /// The engine, for recipes built on the session.
-  const std::shared_ptr<detail::session_impl>& impl() const noexcept { return impl_; }
-
  private:
+  template <class>
+  friend class basic_session;
+  friend struct detail::access;
   std::shared_ptr<detail::session_impl> impl_;
+  executor_type ex_;
 };
+
+/// A session on any I/O executor: operations default to asio::deferred.
+using session = basic_session<>;
 
 }  // namespace zklock

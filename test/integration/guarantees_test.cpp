@@ -195,6 +195,29 @@ TEST_CASE("total cancellation is refused for a request on the wire, terminal is 
   }());
 }
 
+TEST_CASE("as_default_on_t: a session and a mutex whose operations default to use_awaitable", "[integration][promise]") {
+  using awaitable_session = asio::use_awaitable_t<>::as_default_on_t<zklock::session>;
+  using awaitable_mutex = asio::use_awaitable_t<>::as_default_on_t<zklock::mutex>;
+  zk_server srv;
+  asio::io_context ioc;
+  awaitable_session s(ioc, options_for(srv.connect_string()));  // from an execution context
+  zklock::session plain(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect();  // no token
+    awaitable_mutex m(s, "/locks/default-token");
+    lock_guard g = co_await m.async_acquire();
+    CHECK(g.owns_lock());
+    CHECK((co_await m.async_contenders()).size() == 1);
+    co_await g.async_release(asio::use_awaitable);
+    // a session of the plain type converts
+    auto converted = asio::use_awaitable_t<>::as_default_on(std::move(plain));
+    co_await converted.async_connect();
+    CHECK(is_connected(converted.state()));
+    CHECK(converted.stats().requests_sent == 0);
+    co_await s.async_close();
+  }());
+}
+
 TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
   zk_server srv;
   asio::io_context ioc;

@@ -161,7 +161,7 @@ TEST_CASE("a release wakes exactly one waiter", "[integration][mutex]") {
     // transaction marks the node and deletes it); nobody else hears of it
     auto events = [&] {
       std::uint64_t n = 0;
-      for (auto& s : f.sessions) n += s->watch_events();
+      for (auto& s : f.sessions) n += s->stats().watch_events;
       return n;
     };
     CHECK(server_watches(srv) == 8);

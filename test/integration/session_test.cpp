@@ -111,7 +111,7 @@ TEST_CASE("bad input fails at once with a distinct error and sends nothing", "[i
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);
-    auto sent = s.requests_sent();
+    auto sent = s.stats().requests_sent;
     for (auto [path, want] : std::vector<std::pair<std::string, errc>>{
              {"", errc::path_empty},
              {"a/b", errc::path_not_absolute},
@@ -124,7 +124,7 @@ TEST_CASE("bad input fails at once with a distinct error and sends nothing", "[i
       auto [ec2, r2] = co_await s.async_get_children(path, tuple_awaitable);
       CHECK(ec2 == want);
     }
-    CHECK(s.requests_sent() == sent);
+    CHECK(s.stats().requests_sent == sent);
   }());
   for (auto [connect, want] : std::vector<std::pair<std::string, error_code>>{
            {"", errc::empty_connect_string},

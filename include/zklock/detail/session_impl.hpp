@@ -24,6 +24,7 @@ struct _zhandle;  // the C client's handle
 namespace zklock {
 struct session_options;
 struct session_credentials;
+struct session_stats;
 }
 
 namespace zklock::detail {
@@ -74,9 +75,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// the session before then.
   std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Counters for benchmarks and tests.
-  std::uint64_t requests_sent() const noexcept { return requests_sent_; }
-  std::uint64_t watch_events() const noexcept { return watch_events_; }
-  std::uint64_t watch_events(watch_event_type t) const noexcept { return watch_events_by_type_[static_cast<int>(t)]; }
+  session_stats stats() const noexcept;
 
   void connect(void_handler h);
   void close(void_handler h);
