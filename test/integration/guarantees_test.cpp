@@ -127,11 +127,22 @@ TEST_CASE("a guard destroyed on another thread releases through the session's ex
   asio::co_spawn(ioc, s.async_connect(asio::use_awaitable), asio::use_future).get();
   asio::co_spawn(ioc, observer.async_connect(asio::use_awaitable), asio::use_future).get();
   mutex m(s, "/locks/threads");
-  {
+  // The session is busy on its thread meanwhile (as a server's would be), so a destructor that
+  // touched it from here would race with the loop (ThreadSanitizer: the tsan preset).
+  std::atomic<bool> busy{true};
+  auto traffic = asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        while (busy) co_await s.async_exists("/locks", asio::use_awaitable);
+      },
+      asio::use_future);
+  for (int i = 0; i < 20; ++i) {
     std::future<lock_guard> f = asio::co_spawn(ioc, m.async_acquire(asio::use_awaitable), asio::use_future);
     lock_guard g = f.get();  // received on this thread
     CHECK(g.node_path().starts_with("/locks/threads/"));
   }  // destroyed here, while the loop runs on the other thread
+  busy = false;
+  traffic.get();
   auto empty = asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<bool> {
@@ -424,4 +435,69 @@ TEST_CASE("partitioned holder: lost at its validity deadline, before the server 
     proxy.drop_all();
     co_await og.async_release(asio::use_awaitable);
   }(), 90s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// bad input and other tenants
+
+TEST_CASE("odd lock dirs: a missing chroot, an ephemeral dir, data and foreign children", "[integration][input]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  session chrooted(ioc.get_executor(), options_for(srv.connect_string() + "/no/such/chroot"));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await chrooted.async_connect(asio::use_awaitable);  // the server does not check a chroot
+    // a chroot that does not exist: the lock dir cannot be created under it
+    mutex in_missing_chroot(chrooted, "/locks/a");
+    auto [ec1, g1] = co_await in_missing_chroot.async_acquire_for(5s, tuple_awaitable);
+    CHECK(ec1 == zk_errc::no_node);
+    auto created = co_await s.async_exists("/no", asio::use_awaitable);
+    CHECK_FALSE(created.has_value());  // nothing created
+    // a lock dir that is an ephemeral node cannot have contenders
+    co_await s.async_create("/ephemeral-dir", "", create_mode::ephemeral, asio::use_awaitable);
+    mutex in_ephemeral(s, "/ephemeral-dir");
+    auto [ec2, g2] = co_await in_ephemeral.async_try_acquire(tuple_awaitable);
+    CHECK(ec2 == zk_errc::no_children_for_ephemerals);
+    // a lock dir with data and children that are not contenders works as any other
+    co_await s.async_create("/busy-dir", "some data", create_mode::persistent, asio::use_awaitable);
+    co_await s.async_create("/busy-dir/config", "", create_mode::persistent, asio::use_awaitable);
+    co_await s.async_create("/busy-dir/lock-not-a-sequence", "", create_mode::persistent, asio::use_awaitable);
+    mutex in_busy(s, "/busy-dir");
+    auto g3 = co_await in_busy.async_try_acquire(asio::use_awaitable);
+    CHECK(g3.owns_lock());
+    CHECK((co_await in_busy.async_contenders(asio::use_awaitable)).size() == 1);
+    co_await g3.async_release(asio::use_awaitable);
+    CHECK(co_await children_of(s, "/busy-dir") == 2);  // the foreign children, untouched
+  }());
+}
+
+TEST_CASE("another tenant can neither join the queue nor delete a held node (digest, creator_all)",
+          "[integration][input][auth]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto alice_opts = options_for(srv.connect_string());
+  alice_opts.digest_auth = "alice:secret";
+  alice_opts.default_acl = acl_policy::creator_all;
+  auto bob_opts = options_for(srv.connect_string());
+  bob_opts.digest_auth = "bob:other";
+  session alice(ioc.get_executor(), alice_opts), bob(ioc.get_executor(), bob_opts);
+  session anonymous(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await alice.async_connect(asio::use_awaitable);
+    co_await bob.async_connect(asio::use_awaitable);
+    co_await anonymous.async_connect(asio::use_awaitable);
+    mutex am(alice, "/tenant/lock");
+    auto g = co_await am.async_acquire(asio::use_awaitable);  // creates /tenant and /tenant/lock as alice's
+    for (session* other : {&bob, &anonymous}) {
+      mutex om(*other, "/tenant/lock");
+      auto [ec, og] = co_await om.async_acquire_for(5s, tuple_awaitable);
+      CHECK(ec == zk_errc::no_auth);
+      auto [dec] = co_await other->async_delete(g.node_path(), -1, tuple_awaitable);
+      CHECK(dec == zk_errc::no_auth);
+    }
+    CHECK(g.owns_lock());
+    CHECK(co_await children_of(alice, "/tenant/lock") == 1);  // nothing of theirs left
+    co_await g.async_release(asio::use_awaitable);
+  }());
 }
