@@ -91,7 +91,11 @@ class condition_category_impl final : public boost::system::error_category {
   bool equivalent(const error_code& ec, int cond) const noexcept override {
     switch (static_cast<condition>(cond)) {
       case condition::connection_lost:
-        return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout;
+        // The C client fails every request in flight with runtime_inconsistency when it drops a
+        // connection over an out-of-order reply: as after a connection loss, each may or may not
+        // have been applied (seen under connection cuts, test "a cancellation storm").
+        return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout ||
+               ec == zk_errc::runtime_inconsistency;
       case condition::session_lost:
         return ec == zk_errc::session_expired || ec == zk_errc::closing || ec == zk_errc::invalid_state ||
                ec == errc::session_expired || ec == errc::session_closed || ec == errc::not_connected;

@@ -587,7 +587,7 @@ error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
 
 // Replies that say nothing about the server having heard from us recently.
 bool proves_contact(int rc) {
-  return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZCLOSING && rc != ZSESSIONEXPIRED &&
+  return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZRUNTIMEINCONSISTENCY && rc != ZCLOSING && rc != ZSESSIONEXPIRED &&
          rc != ZINVALIDSTATE;
 }
 

@@ -77,7 +77,7 @@ enum class errc : int {
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one
 /// thing: `if (ec == zklock::condition::session_lost)`.
 enum class condition : int {
-  connection_lost = 1,  ///< zk connection_loss, operation_timeout: the request may or may not have been applied
+  connection_lost = 1,  ///< zk connection_loss, operation_timeout, runtime_inconsistency (the C client drops the connection): the request may or may not have been applied
   session_lost,         ///< the session is over: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected
   lock_unavailable,     ///< errc lock_busy, lock_timeout: someone else held the lock
 };

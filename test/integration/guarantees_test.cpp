@@ -3,7 +3,10 @@
 // fault bugs, each against a real server.
 #include "common.hpp"
 
+#include <fstream>
+#include <map>
 #include <future>
+#include <random>
 #include <thread>
 
 using namespace zklock;
@@ -500,4 +503,118 @@ TEST_CASE("another tenant can neither join the queue nor delete a held node (dig
     CHECK(co_await children_of(alice, "/tenant/lock") == 1);  // nothing of theirs left
     co_await g.async_release(asio::use_awaitable);
   }());
+}
+
+// ---------------------------------------------------------------------------------------------
+// a cancellation storm
+
+namespace {
+long rss_kb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, no growth", "[integration][fault][cancel]") {
+  // 8 sessions behind proxies, a holder that never lets go, and 2,000 acquires (ZKLOCK_STORM_ACQUIRES) (seeded) that
+  // are cancelled (all three types), timed out or try-acquired at random points while the
+  // proxies cut every connection now and then. Afterwards: only the holder's node, no watch
+  // on the server, every handler called once, memory back near where it was.
+  zk_server srv;
+  asio::io_context ioc;
+  std::vector<std::unique_ptr<zklock::test::tcp_proxy>> proxies;
+  std::vector<std::unique_ptr<session>> sessions;
+  for (int i = 0; i < 8; ++i) {
+    proxies.push_back(std::make_unique<zklock::test::tcp_proxy>(ioc.get_executor(), srv.port()));
+    sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(proxies.back()->connect_string(), 8000ms)));
+  }
+  session holder_s(ioc.get_executor(), options_for(srv.connect_string()));
+  const std::uint32_t seed = std::random_device{}();
+  CAPTURE(seed);
+  std::mt19937 rng(seed);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await holder_s.async_connect(asio::use_awaitable);
+    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
+    mutex hm(holder_s, "/locks/storm");
+    auto held = co_await hm.async_acquire(asio::use_awaitable);
+    std::vector<std::unique_ptr<mutex>> ms;
+    for (auto& s : sessions) ms.push_back(std::make_unique<mutex>(*s, "/locks/storm"));
+
+    // every pending acquire (and its cleanup) holds a reference to its session's engine
+    auto engine_refs = [&] {
+      long n = 0;
+      for (auto& s : sessions) n += detail::access::impl(*s).use_count();
+      return n;
+    };
+    const long refs_before = engine_refs();
+    long rss_before = 0;
+    int started = 0, completed = 0, unexpected = 0;
+    std::map<std::string, int> outcomes;  // "kind: result" -> count, printed on failure
+    std::map<int, int> open_by_kind;
+    // 2,000 in CI; ZKLOCK_STORM_ACQUIRES=10000 for the long pass the reliability issue asks for
+    const int total = std::getenv("ZKLOCK_STORM_ACQUIRES") ? std::atoi(std::getenv("ZKLOCK_STORM_ACQUIRES")) : 2000;
+    for (int round = 0; round < 2; ++round) {
+      if (round == 1) rss_before = rss_kb();  // after a first warm-up half
+      // a signal must outlive its operation's use of the slot: emitted ones wait in `spent`
+      std::vector<std::unique_ptr<asio::cancellation_signal>> signals, spent;
+      for (int i = 0; i < total / 2; ++i) {
+        auto& m = *ms[rng() % ms.size()];
+        ++started;
+        const int kind = static_cast<int>(rng() % 4);
+        ++open_by_kind[kind];
+        auto done = [&, kind](error_code ec, lock_guard g) {
+          ++completed;
+          --open_by_kind[kind];
+          ++outcomes[std::to_string(kind) + ": " + ec.message()];
+          // the lock is held throughout: nobody may get it
+          if (!ec || g.owns_lock() || !(ec == asio::error::operation_aborted || ec == condition::lock_unavailable))
+            ++unexpected;
+        };
+        switch (kind) {
+          case 0:
+            m.async_acquire_for(std::chrono::milliseconds(rng() % 50), done);
+            break;
+          case 1:
+            m.async_try_acquire(done);
+            break;
+          default: {
+            signals.push_back(std::make_unique<asio::cancellation_signal>());
+            m.async_acquire(asio::bind_cancellation_slot(signals.back()->slot(), done));
+            break;
+          }
+        }
+        if (rng() % 200 == 0) proxies[rng() % proxies.size()]->drop_all();  // a connection cut
+        if (rng() % 8 == 0) co_await sleep_for(std::chrono::milliseconds(rng() % 5));
+        if (!signals.empty() && rng() % 2 == 0) {
+          static constexpr asio::cancellation_type types[] = {
+              asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total};
+          auto idx = rng() % signals.size();
+          signals[idx]->emit(types[rng() % 3]);
+          spent.push_back(std::move(signals[idx]));
+          signals.erase(signals.begin() + static_cast<std::ptrdiff_t>(idx));
+        }
+      }
+      for (auto& sig : signals) sig->emit(asio::cancellation_type::terminal);
+      auto deadline = std::chrono::steady_clock::now() + 60s;
+      while (completed < started && std::chrono::steady_clock::now() < deadline) co_await sleep_for(20ms);
+    }
+    for (auto& [k, n] : outcomes) WARN(k << " x" << n);
+    for (auto& [k, n] : open_by_kind) WARN("kind " << k << " still open: " << n);
+    CHECK(completed == started);
+    CHECK(unexpected == 0);
+    for (auto& s : sessions)
+      for (int i = 0; i < 600 && !is_connected(s->state()); ++i) co_await sleep_for(50ms);
+    co_await await_children(holder_s, "/locks/storm", 1, 30s);  // the holder's node only
+    for (int i = 0; i < 200 && server_watches(srv) != 0; ++i) co_await sleep_for(50ms);
+    CHECK(server_watches(srv) == 0);
+    for (int i = 0; i < 100 && engine_refs() != refs_before; ++i) co_await sleep_for(50ms);
+    CHECK(engine_refs() == refs_before);  // no acquire or cleanup left alive
+    long rss_after = rss_kb();
+    WARN("cancellation storm: " << started << " acquires, RSS " << rss_before << " kB -> " << rss_after << " kB");
+    CHECK(rss_after < rss_before + 4 * 1024);
+    co_await held.async_release(asio::use_awaitable);
+  }(), 180s);
 }

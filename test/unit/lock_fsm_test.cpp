@@ -563,6 +563,7 @@ TEST_CASE("a recovered node of another session is never adopted", "[unit][lock][
 TEST_CASE("error conditions group the codes", "[unit][error]") {
   CHECK(error_code(zk_errc::connection_loss) == condition::connection_lost);
   CHECK(error_code(zk_errc::operation_timeout) == condition::connection_lost);
+  CHECK(error_code(zk_errc::runtime_inconsistency) == condition::connection_lost);  // the C client dropped the connection
   CHECK(error_code(zk_errc::session_expired) == condition::session_lost);
   CHECK(error_code(errc::session_expired) == condition::session_lost);
   CHECK(error_code(errc::session_closed) == condition::session_lost);
