@@ -71,6 +71,8 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::lock_timeout: return "timed out waiting for the lock";
       case errc::lock_lost: return "the lock was lost (session expired or lock node deleted)";
       case errc::already_released: return "the lock was already released";
+      case errc::not_downgradable: return "only the write side of a shared_mutex can be downgraded";
+      case errc::upgrade_refused: return "upgrade refused: the owner holds the read side, and a write request would wait behind its own read (release the read side first)";
       case errc::release_pending: return "released while the connection is down: the lock node is deleted once it is back, or goes with the session if it expires";
     }
     return "unknown zklock error " + std::to_string(ev);

@@ -3,42 +3,70 @@
 
 #include <algorithm>
 
+namespace zklock {
+const char* to_string(lock_kind k) noexcept {
+  switch (k) {
+    case lock_kind::exclusive: return "exclusive";
+    case lock_kind::read: return "read";
+    case lock_kind::write: return "write";
+  }
+  return "?";
+}
+}  // namespace zklock
+
 namespace zklock::detail {
 
-std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
-  // "<anything>(-lock-|__lock__)(-?<10 digits>)": the pattern kazoo uses with
-  // extra_lock_patterns=["-lock-"], plus Curator's unprotected "lock-<seq>"; the sign covers
-  // the server's sequence overflow.
+std::optional<parsed_name> parse_contender(std::string_view name) noexcept {
+  // "<anything><marker>(-?<10 digits>)": the patterns of kazoo's locks (with
+  // extra_lock_patterns naming Curator's markers), plus Curator's unprotected "lock-<seq>".
   if (name.size() < 10) return std::nullopt;
   std::string_view digits = name.substr(name.size() - 10);
   for (char c : digits)
     if (c < '0' || c > '9') return std::nullopt;
   std::string_view head = name.substr(0, name.size() - 10);
-  bool negative = false;
-  auto ends_with_marker = [](std::string_view h) {
-    return h == "lock-" || h.ends_with("-lock-") || h.ends_with("__lock__");
+  auto marker_kind = [](std::string_view h) -> std::optional<lock_kind> {
+    if (h == "lock-" || h.ends_with("-lock-") || h.ends_with("__lock__")) return lock_kind::exclusive;
+    if (h.ends_with("__READ__") || h.ends_with("__rlock__")) return lock_kind::read;
+    if (h.ends_with("__WRIT__")) return lock_kind::write;
+    return std::nullopt;
   };
-  if (!ends_with_marker(head)) {
-    if (head.ends_with("-") && ends_with_marker(head.substr(0, head.size() - 1))) {
-      negative = true;
-    } else {
-      return std::nullopt;
-    }
+  bool negative = false;
+  auto kind = marker_kind(head);
+  if (!kind && head.ends_with("-")) {
+    kind = marker_kind(head.substr(0, head.size() - 1));
+    negative = true;
   }
+  if (!kind) return std::nullopt;
   std::int64_t v = 0;
   for (char c : digits) v = v * 10 + (c - '0');
-  return negative ? -v : v;
+  return parsed_name{negative ? -v : v, *kind};
+}
+
+std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
+  if (auto p = parse_contender(name)) return p->sequence;
+  return std::nullopt;
 }
 
 std::vector<contender> queue_order(const std::vector<std::string>& children) {
   std::vector<contender> q;
   q.reserve(children.size());
   for (const auto& c : children)
-    if (auto seq = lock_sequence(c)) q.push_back({c, *seq});
+    if (auto p = parse_contender(c)) q.push_back({c, p->sequence, p->kind});
   std::sort(q.begin(), q.end(), [](const contender& a, const contender& b) {
     return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
   });
   return q;
+}
+
+std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind) noexcept {
+  if (kind != lock_kind::read) {
+    if (mine == 0) return std::nullopt;
+    return blockers{mine - 1, mine};
+  }
+  std::optional<blockers> b;
+  for (std::size_t i = 0; i < mine && i < q.size(); ++i)
+    if (q[i].kind != lock_kind::read) b = blockers{i, b ? b->count + 1 : 1};
+  return b;
 }
 
 namespace {
@@ -60,11 +88,34 @@ lock_fsm::actions lock_fsm::list_dir() {
   return {{create_outcome_unknown_ ? lock_action::sync_and_list : lock_action::list, dir_}};
 }
 
-lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode)
-    : dir_(std::move(dir)), prefix_("_c_" + client_id + "-lock-"), create_path_(join_path(dir_, prefix_)), mode_(mode) {}
+namespace {
+const char* marker_of(lock_kind k) {
+  switch (k) {
+    case lock_kind::read: return "-__READ__";
+    case lock_kind::write: return "-__WRIT__";
+    default: return "-lock-";
+  }
+}
+}  // namespace
+
+lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind)
+    : dir_(std::move(dir)),
+      prefix_("_c_" + client_id + marker_of(kind)),
+      create_path_(join_path(dir_, prefix_)),
+      mode_(mode),
+      kind_(kind) {}
+
+std::string_view lock_fsm::node_data() const noexcept {
+  return kind_ == lock_kind::exclusive ? contender_marker : shared_marker;
+}
 
 lock_fsm::actions lock_fsm::start() {
   phase_ = phase::acquiring;
+  if (mode_ == lock_mode::try_once) {
+    // Look before writing: when a blocker is already there, give up on this read alone.
+    probing_ = pending_list_ = true;
+    return {{lock_action::list, dir_}};
+  }
   return create_and_list();
 }
 
@@ -123,6 +174,22 @@ lock_fsm::actions lock_fsm::on_parents(error_code ec) {
 lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
   if (!pending_list_ || phase_ == phase::done) return {};
   pending_list_ = false;
+  if (probing_) {
+    if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+    if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+    if (ec && ec != zk_errc::no_node) return fail(failure(ec));
+    probing_ = false;
+    if (!ec) {
+      auto q = queue_order(children);
+      q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
+      if (find_blockers(q, q.size() - 1, kind_)) {
+        phase_ = phase::done;
+        result_ = {errc::lock_busy, {}, 0};
+        return {{lock_action::complete, {}}};
+      }
+    }
+    return create_and_list();  // looks free (or no dir yet): the create-and-list decides
+  }
   if (!ec) return evaluate(children);
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
   if (ec == zk_errc::no_node) {
@@ -161,10 +228,15 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   }
   if (idx < 0) return create_and_list();  // never created, or our node vanished: queue again
   contenders_behind_ = static_cast<std::size_t>(idx) + 1 < q.size();
-  if (idx == 0) return acquired();
+  // Writers seen downgraded count as readers (they stay in place, so writers still wait).
+  for (auto& c : q)
+    if (c.kind != lock_kind::read && std::find(downgraded_.begin(), downgraded_.end(), c.name) != downgraded_.end())
+      c.kind = lock_kind::read;
+  auto b = find_blockers(q, static_cast<std::size_t>(idx), kind_);
+  if (!b) return acquired();
   if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
-  predecessor_ = join_path(dir_, q[static_cast<std::size_t>(idx) - 1].name);
-  predecessor_was_head_ = idx == 1;
+  predecessor_ = join_path(dir_, q[b->nearest].name);
+  last_blocker_ = b->count == 1;
   predecessor_is_zklock_ = false;
   pending_watch_ = true;
   return {{lock_action::watch_predecessor, predecessor_}};
@@ -176,7 +248,8 @@ lock_fsm::actions lock_fsm::acquired() {
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::done;
-  result_ = {{}, node_, czxid_, !predecessor_.empty() || contenders_behind_};
+  // Shared lock nodes release with a plain delete: nobody takes the lock from their marker.
+  result_ = {{}, node_, czxid_, kind_ == lock_kind::exclusive && (!predecessor_.empty() || contenders_behind_)};
   return {{lock_action::complete, {}}};
 }
 
@@ -212,11 +285,18 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   if (!ec) {
     watch_active_ = true;
     predecessor_is_zklock_ = data == predecessor_data::zklock_contender;
+    if (data == predecessor_data::downgraded && kind_ == lock_kind::read) {
+      // A writer that now holds the read side: not our blocker any more. Remove the watch
+      // (nothing left behind), then look again.
+      downgraded_.push_back(std::string(node_name(predecessor_)));
+      pending_remove_ = true;
+      return {{lock_action::remove_watch, predecessor_}};
+    }
     return {};
   }
   if (ec == zk_errc::no_node) {
     // gone before we could watch it (getData sets no watch on a missing node)
-    if (predecessor_was_head_) return acquired();
+    if (last_blocker_) return acquired();
     pending_list_ = true;
     return {{lock_action::list, dir_}};
   }
@@ -224,19 +304,22 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_event(bool deleted) {
+lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
   if (!watch_active_ || phase_ == phase::done) return {};
   watch_active_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-  if (!deleted) {
-    // Data changed. A zklock predecessor changes its data only in the transaction that
-    // releases the lock (and deletes the node): it was the holder, so nobody is ahead of us.
+  if (pending_remove_) return {};  // a downgraded writer's watch, being removed: not a blocker
+  if (what == watch_change::data_changed) {
+    // A zklock mutex node changes its data only in the transaction that releases the lock
+    // (and deletes the node): it was the holder, and a mutex node holds alone, so nobody is
+    // ahead of us.
     if (predecessor_is_zklock_) return acquired();
-    // Someone wrote to a Curator or kazoo node: proves nothing. Keep watching it.
+    // Someone wrote to a Curator or kazoo node, or a shared lock's writer downgraded: read it
+    // again (and watch it again).
     pending_watch_ = true;
     return {{lock_action::watch_predecessor, predecessor_}};
   }
-  if (predecessor_was_head_) return acquired();  // the head released: nobody is ahead of us
+  if (last_blocker_) return acquired();  // our last blocker went: nobody blocks us
   pending_list_ = true;
   return {{lock_action::list, dir_}};
 }
@@ -249,6 +332,11 @@ lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
   // session gone) it is gone.
   if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
   watch_active_ = false;
+  if (phase_ == phase::acquiring) {
+    // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
+    pending_list_ = true;
+    return {{lock_action::list, dir_}};
+  }
   return finish_cleaning_if_idle();
 }
 
@@ -308,7 +396,7 @@ lock_fsm::actions lock_fsm::cancel(error_code reason) {
   phase_ = phase::cleaning;
   reason_ = reason;
   actions out;
-  if (watch_active_) {
+  if (watch_active_ && !pending_remove_) {
     pending_remove_ = true;
     out.push_back({lock_action::remove_watch, predecessor_});
   }

@@ -1,18 +1,23 @@
-// The exclusive-lock recipe as a sans-I/O state machine: inputs are replies, watch events and
+// The lock recipes as one sans-I/O state machine: inputs are replies, watch events and
 // session changes; outputs are the requests to send next. No Asio, no ZooKeeper calls: the
-// mutex's async operation carries the actions out, and unit tests walk every interleaving.
+// recipes' async operations carry the actions out, and unit tests walk every interleaving.
 //
-// Recipe (ZooKeeper "Locks" recipe, Curator-compatible node names):
-//  1. create "<lock>/_c_<id>-lock-" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list <lock>;
-//  2. if our node has the lowest sequence among the contenders, we hold the lock;
-//  3. else set a data watch (getData) on the next-lower node only, and wait for it to go;
-//     if it was the head of the queue when we began to watch it, or it is a zklock node whose
-//     data changed (a zklock holder releases with one transaction that writes release_marker
-//     into its node and deletes it), we hold the lock; after any other deletion list again
-//     (it may have given up rather than released).
+// Recipe (ZooKeeper "Locks" and "Shared Locks" recipes, Curator-compatible node names):
+//  1. create "<lock>/_c_<id>-<marker>" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list
+//     <lock>; the marker says the kind: "lock-" (mutex), "__READ__" / "__WRIT__" (shared lock);
+//  2. the grant rule (grant_rule below) says which contenders ahead of us block us: all of them
+//     for a mutex or a writer, the writers for a reader. None: we hold the lock;
+//  3. else set a data watch (getData) on the nearest blocker only, and wait for it to go; if it
+//     was our last blocker, or it is a zklock mutex node whose data changed (a zklock holder
+//     releases with one transaction that writes release_marker into its node and deletes it),
+//     we hold the lock; after any other deletion list again (it may have given up rather than
+//     released, or others may still block us).
+// A try-lock lists first and gives up on that read alone when a blocker is there: a busy lock
+// costs no write.
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/types.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -22,16 +27,32 @@
 
 namespace zklock::detail {
 
-/// Sequence number of a lock contender's node name: names ending in "-lock-<10 digits>"
-/// (Curator, zklock) or "__lock__<10 digits>" (kazoo); nullopt for anything else (ignored).
+/// A lock contender's node name: "<anything><marker><10 digits>" with a marker above; the
+/// sign covers the server's sequence overflow. nullopt for anything else (ignored).
+struct parsed_name {
+  std::int64_t sequence;
+  lock_kind kind;
+};
+std::optional<parsed_name> parse_contender(std::string_view name) noexcept;
+/// Just the sequence number (parse_contender(name)->sequence).
 std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept;
 
 struct contender {
   std::string name;
   std::int64_t sequence;
+  lock_kind kind = lock_kind::exclusive;
 };
 /// The contenders among `children`, in queue order (sequence, then name).
 std::vector<contender> queue_order(const std::vector<std::string>& children);
+
+/// The grant rule: which contenders ahead of q[mine] block it (all of them for exclusive and
+/// write; the exclusive and write ones for read). Returns the index of the nearest blocker
+/// (the one to watch) and how many block it; nullopt when none does (q[mine] holds the lock).
+struct blockers {
+  std::size_t nearest;
+  std::size_t count;
+};
+std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind) noexcept;
 
 enum class lock_mode { wait, try_once };
 
@@ -45,12 +66,25 @@ enum class lock_mode { wait, try_once };
 /// release costs no extra write (the transaction is one log entry).
 inline constexpr std::string_view contender_marker = "zklock/2";
 inline constexpr std::string_view release_marker = "zklock/2:released";
+/// Data of a shared lock's nodes. Not contender_marker: a shared lock's holders are not alone
+/// (a released reader says nothing of the other readers) and a writer's data changes when it
+/// downgrades, so the release-marker shortcut stays with mutex nodes, where it is sound.
+inline constexpr std::string_view shared_marker = "zklock/2:rw";
+/// What a downgraded writer writes into its node: it holds the read side now. zklock readers
+/// stop counting it as a writer; writers still wait for it (it stays where it is in the queue,
+/// so no writer gets in between). Curator and kazoo readers keep waiting until it is deleted.
+inline constexpr std::string_view downgraded_marker = "zklock/2:downgraded";
 
 /// What the predecessor's data says about it.
-enum class predecessor_data { other, zklock_contender };
+enum class predecessor_data { other, zklock_contender, downgraded };
 inline predecessor_data classify_predecessor(std::string_view data) noexcept {
-  return data == contender_marker ? predecessor_data::zklock_contender : predecessor_data::other;
+  if (data == contender_marker) return predecessor_data::zklock_contender;
+  if (data == downgraded_marker) return predecessor_data::downgraded;
+  return predecessor_data::other;
 }
+
+/// What a predecessor's watch says happened to it.
+enum class watch_change { deleted, data_changed };
 
 struct lock_action {
   enum kind {
@@ -84,7 +118,7 @@ class lock_fsm {
  public:
   using actions = std::vector<lock_action>;
 
-  lock_fsm(std::string dir, std::string client_id, lock_mode mode);
+  lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive);
 
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
@@ -92,7 +126,7 @@ class lock_fsm {
   actions on_parents(error_code ec);
   /// Reply to watch_predecessor, with what the predecessor's data says.
   actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
-  actions on_watch_event(bool deleted);         ///< the predecessor's watch fired: deleted or data changed
+  actions on_watch_event(watch_change what);    ///< the predecessor's watch fired
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
@@ -107,8 +141,12 @@ class lock_fsm {
   bool done() const noexcept { return phase_ == phase::done; }
   const lock_result& result() const noexcept { return result_; }
   const std::string& node_prefix() const noexcept { return prefix_; }
+  /// What our node is created with (contender_marker, or shared_marker for a shared lock).
+  std::string_view node_data() const noexcept;
+  lock_kind kind() const noexcept { return kind_; }
   const std::string& predecessor() const noexcept { return predecessor_; }
-  bool predecessor_was_head() const noexcept { return predecessor_was_head_; }
+  /// The watched node is the last one that blocks us: its deletion is our grant.
+  bool watching_last_blocker() const noexcept { return last_blocker_; }
 
  private:
   enum class phase { idle, acquiring, cleaning, done };
@@ -124,7 +162,9 @@ class lock_fsm {
 
   std::string dir_, prefix_, create_path_;
   lock_mode mode_;
+  lock_kind kind_;
   phase phase_ = phase::idle;
+  bool probing_ = false;        // try-lock: the listing before any create
   error_code reason_;           // completion error while cleaning
 
   std::string node_;            // our node's path once known
@@ -137,8 +177,9 @@ class lock_fsm {
   retry retry_ = retry::none;
   int parent_attempts_ = 0;
   std::string predecessor_;
-  bool predecessor_was_head_ = false;
+  bool last_blocker_ = false;
   bool predecessor_is_zklock_ = false;
+  std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
   bool contenders_behind_ = false;  // our last listing showed nodes after ours
   lock_result result_;
 };

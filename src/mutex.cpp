@@ -71,6 +71,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::int64_t token = 0;
   std::int64_t session_id = 0;  // the ZooKeeper session our node belongs to
   bool mark_release = true;
+  lock_kind kind = lock_kind::exclusive;
   hold_fsm fsm;
   int count = 1;
   std::uint64_t listener = 0;
@@ -205,8 +206,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
  public:
   using ptr = boost::intrusive_ptr<acquire_op>;
 
-  acquire_op(std::shared_ptr<mutex_state> m, lock_mode mode, std::optional<owner_id> owner)
-      : m_(std::move(m)), s_(m_->s), fsm_(m_->path, new_client_id(), mode), owner_(owner), timer_(s_->executor()) {}
+  acquire_op(std::shared_ptr<mutex_state> m, lock_mode mode, std::optional<owner_id> owner, lock_kind kind)
+      : m_(std::move(m)), s_(m_->s), fsm_(m_->path, new_client_id(), mode, kind), owner_(owner), timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
   }
@@ -265,7 +266,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       switch (a.type) {
         case lock_action::create_and_list: {
           session_impl::send_batch together(s_.get());  // one segment for both requests
-          s_->create(a.path, std::string(contender_marker), create_mode::ephemeral_sequential,
+          s_->create(a.path, std::string(fsm_.node_data()), create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
                        self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
                      }));
@@ -324,7 +325,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       if (ec == errc::session_expired) return self->run(self->fsm_.on_expired(errc::session_expired));
       if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
       if (ec || ev.type == watch_event_type::not_watching) return;
-      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted));
+      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted ? watch_change::deleted : watch_change::data_changed));
     }));
   }
 
@@ -355,6 +356,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->node = r.node;
     h->token = r.fencing_token;
     h->mark_release = r.mark_release;
+    h->kind = fsm_.kind();
     h->start();
     if (owner_) {
       m_->owned = h;
@@ -403,6 +405,22 @@ void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec)
     asio::post(ex, asio::append(std::move(h), ec));
   else  // a default-constructed guard has no executor of its own
     asio::post(asio::system_executor(), asio::append(std::move(h), ec));
+}
+
+void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
+  auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+  switch (h->fsm.status()) {
+    case lock_status::released: return op->complete(errc::already_released);
+    case lock_status::lost: return op->complete(errc::lock_lost);
+    default: break;
+  }
+  if (h->kind != lock_kind::write) return op->complete(errc::not_downgradable);
+  h->s->set_data(h->node, std::string(downgraded_marker), -1,
+                 stat_handler([h, op](error_code ec, node_stat) {
+                   if (!ec && h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
+                   if (ec == zk_errc::no_node) ec = errc::lock_lost;  // deleted under us
+                   op->complete(ec);
+                 }));
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
@@ -455,6 +473,8 @@ std::int64_t lock_guard::fencing_token() const noexcept { return hold_ ? hold_->
 
 int lock_guard::hold_count() const noexcept { return hold_ ? hold_->count : 0; }
 
+lock_kind lock_guard::kind() const noexcept { return hold_ ? hold_->kind : lock_kind::exclusive; }
+
 std::chrono::steady_clock::time_point lock_guard::valid_until() const noexcept {
   if (!owns_lock()) return std::chrono::steady_clock::time_point::min();
   return hold_->s->valid_until();
@@ -504,10 +524,12 @@ void list_contenders(const std::shared_ptr<mutex_state>& state, contenders_handl
     for (std::size_t i = 0; i < queue.size(); ++i) {
       (*result)[i].node = queue[i].name;
       (*result)[i].sequence = queue[i].sequence;
+      (*result)[i].kind = queue[i].kind;
       s->get_data(join_path(dir, queue[i].name), nullptr,
                   detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                     if (!ec) {
                       (*found)[i] = true;
+                      if (d.data == downgraded_marker) (*result)[i].kind = lock_kind::read;
                       (*result)[i].stat = d.stat;
                       (*result)[i].data = std::move(d.data);
                     } else if (ec != zk_errc::no_node && !*first_error) {
@@ -520,13 +542,16 @@ void list_contenders(const std::shared_ptr<mutex_state>& state, contenders_handl
 }
 
 void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h, acquire_kind m,
-                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner) {
+                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner, lock_kind kind) {
   auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
   if (state->path_error) return op->complete(state->path_error, lock_guard{});
   if (owner) {
     if (auto held = state->owned.lock();
         held && state->owner == *owner &&
         (held->fsm.status() == lock_status::held || held->fsm.status() == lock_status::maybe_lost)) {
+      // A read hold cannot become a write hold by queueing: the write would wait behind our
+      // own read. A write hold covers reading (as Curator's reentrant read-under-write).
+      if (held->kind == lock_kind::read && kind != lock_kind::read) return op->complete(errc::upgrade_refused, lock_guard{});
       ++held->count;
       return op->complete({}, detail::access::make_guard(std::move(held)));
     }
@@ -537,7 +562,7 @@ void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h,
                                                                       : error_code(errc::not_connected),
                         lock_guard{});
   boost::intrusive_ptr<detail::acquire_op> a(
-      new detail::acquire_op(state, m == acquire_kind::wait ? lock_mode::wait : lock_mode::try_once, owner));
+      new detail::acquire_op(state, m == acquire_kind::wait ? lock_mode::wait : lock_mode::try_once, owner, kind));
   a->start(std::move(op), timeout);
 }
 

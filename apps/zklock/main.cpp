@@ -10,6 +10,7 @@
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
@@ -80,6 +81,7 @@ struct resolved_command {
 struct exec_options {
   std::string path;
   bool try_once = false;
+  bool shared = false;  // the read side of a shared lock
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
   std::vector<std::string> command;
@@ -418,7 +420,6 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   // Acquire, racing with the termination signals and --timeout. When zklock gives up it closes
   // the session, which removes our node: no separate delete to wait for (and none that could
   // hang while ZooKeeper is unreachable: the node then goes with the session's expiry).
-  zklock::mutex m(s, o.path);
   struct acquire_state {
     explicit acquire_state(asio::any_io_executor ex) : done(ex) {}
     std::optional<std::tuple<error_code, zklock::lock_guard>> result;
@@ -429,10 +430,20 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     st->result.emplace(ec, std::move(g));
     st->done.cancel();
   };
-  if (o.try_once)
-    m.async_try_acquire(std::move(on_acquired));
-  else
-    m.async_acquire(std::move(on_acquired));
+  // (the lock objects may go: a pending acquire keeps what it needs)
+  if (o.shared) {
+    zklock::shared_mutex m(s, o.path);
+    if (o.try_once)
+      m.async_try_acquire_shared(std::move(on_acquired));
+    else
+      m.async_acquire_shared(std::move(on_acquired));
+  } else {
+    zklock::mutex m(s, o.path);
+    if (o.try_once)
+      m.async_try_acquire(std::move(on_acquired));
+    else
+      m.async_acquire(std::move(on_acquired));
+  }
 
   // --try waits for one answer, for at most a session timeout.
   const auto give_up = o.try_once ? steady::now() + s.negotiated_timeout() : deadline;
@@ -608,8 +619,8 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
   int position = 0;
   for (const auto& c : queue) {
     double age = std::max<double>(0, static_cast<double>(now_ms - c.stat.ctime) / 1000.0);
-    std::printf("%d %s 0x%" PRIx64 " %.1f\n", position++, c.node.c_str(),
-                static_cast<std::uint64_t>(c.stat.ephemeral_owner), age);
+    std::printf("%d %s 0x%" PRIx64 " %.1f %s\n", position++, c.node.c_str(),
+                static_cast<std::uint64_t>(c.stat.ephemeral_owner), age, zklock::to_string(c.kind));
   }
   std::fflush(stdout);
   co_await s.async_close(use_tuple);
@@ -702,6 +713,9 @@ int main(int argc, char** argv) {
       "exec", "Run COMMAND while holding the lock PATH: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...]");
   add_common(exec, common, texts);
   auto* try_opt = exec->add_flag("--try", eo.try_once, "fail at once (status 75) if the lock is held");
+  exec->add_flag("--shared", eo.shared,
+                 "take the read side of a shared (read/write) lock on PATH: commands run with --shared "
+                 "run together; plain ones (and Curator/kazoo write locks) run alone");
   exec->add_option("--timeout", texts.timeout,
                    "give up if the command has not started SECONDS after zklock did (connecting and "
                    "waiting for the lock): status 75 (1 if ZooKeeper was not reached); > 0, use --try "

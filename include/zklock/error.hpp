@@ -72,6 +72,8 @@ enum class errc : int {
   lock_lost,                      ///< the lock was held but its session expired (or its node vanished)
   already_released,               ///< the guard's lock was released already
   release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
+  not_downgradable,               ///< async_downgrade on a guard that does not hold a shared_mutex's write side
+  upgrade_refused,                ///< a reentrant owner holding the read side asked for the write side (it would wait for itself)
 };
 
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one

@@ -23,6 +23,9 @@ namespace detail {
 struct mutex_state;
 }  // namespace detail
 
+template <class Executor>
+class basic_shared_mutex;
+
 /// What a guard knows of its lock.
 enum class lock_status {
   held,        ///< our node is the head of the queue and our session is connected
@@ -59,6 +62,7 @@ class release_ticket {
 /// never inline.
 void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
 }  // namespace detail
 
 /// Owns one hold of a lock, like std::unique_lock. Move-only.
@@ -100,6 +104,9 @@ class lock_guard {
   std::int64_t fencing_token() const noexcept;
   /// How many reentrant holds share this lock (1 when not reentrant).
   int hold_count() const noexcept;
+  /// What this guard holds: lock_kind::exclusive (a mutex), write or read (a shared_mutex; a
+  /// downgraded write guard says read). exclusive for an empty guard.
+  lock_kind kind() const noexcept;
   /// Until when the lock is certainly ours: the send time of our session's most recent request
   /// that the server answered, plus the negotiated session timeout, minus a safety margin
   /// (session_options::validity_margin). The server cannot expire our session, and so cannot
@@ -128,6 +135,24 @@ class lock_guard {
     return asio::async_initiate<Token, void(error_code)>(
         [](auto h, detail::release_ticket t) { t.launch(detail::void_handler(std::move(h))); }, token,
         take_release_ticket());
+  }
+
+  /// Turns a shared_mutex write hold into a read hold without letting any writer in between:
+  /// our node keeps its place in the queue (writers behind it keep waiting) and says it is a
+  /// reader now (one setData), so zklock readers behind it are granted. Curator and kazoo
+  /// readers do not read that mark: they wait until the node is deleted (still correct).
+  /// Handler: void(error_code). Errors: errc::not_downgradable (not a write hold: a mutex's
+  /// guard, or already read), errc::already_released, errc::lock_lost, and ZooKeeper errors
+  /// (connection_loss: the outcome is unknown, kind() still says write; downgrading again is
+  /// safe). Not cancellable (one short write). Captures the hold, not the guard.
+  template <class Token = asio::deferred_t>
+  auto async_downgrade(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::downgrade(hold, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
   }
 
   /// Completes with errc::lock_lost when the lock is lost (session expired or closed while
@@ -159,6 +184,7 @@ class lock_guard {
 struct contender {
   std::string node;           ///< the node's name (a child of the lock dir)
   std::int64_t sequence = 0;  ///< its sequence number: the queue order
+  lock_kind kind = lock_kind::exclusive;  ///< from the name (a downgraded zklock writer: data "zklock/2:downgraded")
   node_stat stat;             ///< stat.ephemeral_owner: the contender's session id; stat.ctime: when it queued
   std::string data;           ///< the node's data ("zklock/2" for a zklock contender)
 };
@@ -170,7 +196,8 @@ using contenders_handler = asio::any_completion_handler<void(error_code, std::ve
 std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path);
 const std::string& mutex_path(const mutex_state& m) noexcept;
 void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h, acquire_kind k,
-                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner);
+                   std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner,
+                   lock_kind kind = lock_kind::exclusive);
 void list_contenders(const std::shared_ptr<mutex_state>& state, contenders_handler h);
 }  // namespace detail
 
@@ -260,14 +287,18 @@ class basic_mutex {
  private:
   template <class>
   friend class basic_mutex;
+  template <class>
+  friend class basic_shared_mutex;
 
   template <class Token>
-  auto initiate(Token& token, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner) {
+  auto initiate(Token& token, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner,
+                lock_kind kind = lock_kind::exclusive) {
     return asio::async_initiate<Token, void(error_code, lock_guard)>(
-        [state = state_](auto h, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner) {
-          detail::start_acquire(state, detail::acquire_handler(std::move(h)), k, timeout, owner);
+        [state = state_](auto h, detail::acquire_kind k, clock::duration timeout, std::optional<owner_id> owner,
+                         lock_kind kind) {
+          detail::start_acquire(state, detail::acquire_handler(std::move(h)), k, timeout, owner, kind);
         },
-        token, k, timeout, owner);
+        token, k, timeout, owner, kind);
   }
 
   std::shared_ptr<detail::mutex_state> state_;

@@ -114,4 +114,14 @@ struct multi_result {
   node_stat stat;    ///< for set_data
 };
 
+/// What a lock contender's node asks for, from the marker in its name (see
+/// mutex::async_contenders). The grant rule: a read waits for the nearest exclusive or write
+/// node ahead of it; the others wait for the nearest node ahead of any kind.
+enum class lock_kind {
+  exclusive,  ///< "-lock-": zklock::mutex, Curator InterProcessMutex; "__lock__": kazoo Lock, WriteLock
+  read,       ///< "__READ__": zklock::shared_mutex shared side, Curator read lock; "__rlock__": kazoo ReadLock
+  write,      ///< "__WRIT__": zklock::shared_mutex exclusive side, Curator write lock
+};
+const char* to_string(lock_kind k) noexcept;
+
 }  // namespace zklock

@@ -274,7 +274,8 @@ def case_holders(c):
     lines = wait_for(two, 20, "two contenders")
     log(f"holders: {lines}")
     for i, l in enumerate(lines):
-        check(len(l) == 4 and l[0] == str(i), f"line {i}: {l}")
+        check(len(l) == 5 and l[0] == str(i), f"line {i}: {l}")
+        check(l[4] == "exclusive", f"kind {l[4]}")
         check(re.fullmatch(r"_c_[0-9a-f-]+-lock-\d{10}", l[1]), f"node name {l[1]}")
         check(re.fullmatch(r"0x[0-9a-f]+", l[2]), f"owner {l[2]}")
         check(re.fullmatch(r"\d+\.\d", l[3]), f"age {l[3]}")
@@ -305,6 +306,32 @@ def case_holders(c):
     rc, *_ = c.wait(waiter)
     check(rc == 0 and os.path.exists(c.path("waiter-ran")), f"waiter -> {rc}")
     check(holders(c, "/apps/holders") == [], "nodes left after both ran")
+
+
+def case_shared(c):
+    # two --shared commands run together; a plain one waits for both, and a --shared one
+    # queued behind it waits for it (FIFO: writers are not starved)
+    r1 = c.start("exec", "--shared", "/apps/rw", "--", *holder_command(c, "r1", 20))
+    r2 = c.start("exec", "--shared", "/apps/rw", "--", *holder_command(c, "r2", 20))
+    wait_for(lambda: os.path.exists(c.path("r1")) and os.path.exists(c.path("r2")), 20, "both readers to run")
+    w = c.start("exec", "/apps/rw", "--", "touch", c.path("writer-ran"))
+    wait_for(lambda: len(holders(c, "/apps/rw")) == 3, 20, "the writer to queue")
+    r3 = c.start("exec", "--shared", "/apps/rw", "--", "touch", c.path("r3-ran"))
+    lines = wait_for(lambda: (lambda h: h if len(h) == 4 else None)(holders(c, "/apps/rw")), 20, "four contenders")
+    check([l[4] for l in lines] == ["read", "read", "exclusive", "read"], f"kinds: {lines}")
+    check(re.fullmatch(r"_c_[0-9a-f-]+-__READ__\d{10}", lines[0][1]), f"reader node name {lines[0][1]}")
+    rc, *_ = c.run("exec", "--shared", "--try", "/apps/rw", "--", "true")
+    check(rc == 75, f"--shared --try behind a waiting writer -> {rc}")
+    time.sleep(0.5)
+    check(not os.path.exists(c.path("writer-ran")), "the writer ran beside readers")
+    check(not os.path.exists(c.path("r3-ran")), "a reader overtook the waiting writer")
+    for r in (r1, r2):
+        r.send_signal(signal.SIGTERM)
+        c.wait(r)
+    for p in (w, r3):
+        check(c.wait(p)[0] == 0, "writer / last reader failed")
+    check(os.path.exists(c.path("writer-ran")) and os.path.exists(c.path("r3-ran")), "did not run")
+    check(holders(c, "/apps/rw") == [], "nodes left behind")
 
 
 def case_lock_lost(c):

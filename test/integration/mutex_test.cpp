@@ -85,11 +85,14 @@ TEST_CASE("try-acquire: lock_busy when held, no node left, succeeds when free", 
     mutex a(*f.sessions[0], "/locks/try"), b(*f.sessions[1], "/locks/try");
     auto g = co_await a.async_try_acquire(asio::use_awaitable);
     CHECK(g.owns_lock());
+    auto sent_before = f.sessions[1]->stats().requests_sent;
     auto [ec, g2] = co_await b.async_try_acquire(tuple_awaitable);
     CHECK(ec == errc::lock_busy);
     CHECK_FALSE(g2.owns_lock());
+    CHECK(f.sessions[1]->stats().requests_sent - sent_before == 1);  // one listing: no create, no delete
     auto ch = co_await f.sessions[0]->async_get_children("/locks/try", asio::use_awaitable);
     CHECK(ch.children.size() == 1);
+    CHECK(ch.stat.cversion == 1);  // the dir's children changed once: only the holder's create
     co_await g.async_release(asio::use_awaitable);
     auto g3 = co_await b.async_try_acquire(asio::use_awaitable);
     CHECK(g3.owns_lock());

@@ -49,12 +49,12 @@ struct sim {
   void release_zklock(const std::string& name) {
     children.erase(name);
     auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::data_changed); });
   }
   // someone changes a node's data (not the holder marker)
   void change_data(const std::string& name) {
     auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(false); });
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::data_changed); });
   }
   // Queues us third, behind a head and a second (a zklock node or not); returns their names.
   std::pair<std::string, std::string> queue_third(bool second_is_zklock) {
@@ -68,7 +68,7 @@ struct sim {
   void delete_foreign(const std::string& name) {
     children.erase(name);
     auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(true); });
+    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::deleted); });
   }
   std::vector<std::string> listing() const {
     std::vector<std::string> v;
@@ -183,7 +183,11 @@ TEST_CASE("lock_sequence recognises Curator, zklock and kazoo names only", "[uni
   CHECK(lock_sequence("lock-0000000007") == 7);
   CHECK(lock_sequence("5f2b0c7e9d__lock__0000000003") == 3);
   CHECK(lock_sequence("x-lock--0000000003") == -3);
-  CHECK_FALSE(lock_sequence("5f2b0c7e9d__rlock__0000000003"));
+  CHECK(parse_contender("5f2b0c7e9d__rlock__0000000003")->kind == lock_kind::read);  // kazoo ReadLock
+  CHECK(parse_contender("_c_x-__READ__0000000004")->kind == lock_kind::read);         // Curator read lock
+  CHECK(parse_contender("_c_x-__WRIT__0000000005")->kind == lock_kind::write);        // Curator write lock
+  CHECK(parse_contender("5f2b0c7e9d__lock__0000000003")->kind == lock_kind::exclusive);
+  CHECK_FALSE(lock_sequence("x__READ_0000000003"));
   CHECK_FALSE(lock_sequence("leader-0000000001"));
   CHECK_FALSE(lock_sequence("lock-000000001"));
   CHECK_FALSE(lock_sequence("config"));
@@ -217,7 +221,7 @@ TEST_CASE("waiter watches only its predecessor, head's release grants without li
   s.drain();
   CHECK_FALSE(s.completed);
   CHECK(s.watches == std::set<std::string>{join_path(s.dir, second)});
-  CHECK_FALSE(s.fsm.predecessor_was_head());
+  CHECK_FALSE(s.fsm.watching_last_blocker());
   // the head releases: nobody watches it but the second, so we stay put
   s.delete_foreign(head);
   s.drain();
@@ -236,7 +240,7 @@ TEST_CASE("predecessor that was head: its deletion grants at once", "[unit][lock
   auto head = s.add_foreign();
   s.apply(s.fsm.start());
   s.drain();
-  CHECK(s.fsm.predecessor_was_head());
+  CHECK(s.fsm.watching_last_blocker());
   int lists = s.lists;
   s.delete_foreign(head);
   s.drain();
@@ -284,15 +288,50 @@ TEST_CASE("missing lock dir: parents are created, then the create is retried", "
   CHECK(s.ours() == 1);
 }
 
-TEST_CASE("try-acquire on a held lock fails with lock_busy and leaves no node", "[unit][lock]") {
+TEST_CASE("try-acquire on a held lock fails with lock_busy on one read: no write", "[unit][lock]") {
   sim s(lock_mode::try_once);
   s.add_foreign();
   s.apply(s.fsm.start());
   s.drain();
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.requests == 1);  // the listing only: no create, no delete
+  CHECK(s.next_seq == 1);  // nothing was created
   CHECK(s.ours() == 0);
   CHECK(s.watches.empty());
+}
+
+TEST_CASE("try-acquire on a free lock creates; a contender that came between look and create wins", "[unit][lock]") {
+  {
+    sim s(lock_mode::try_once);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.ours() == 1);
+  }
+  {
+    sim s(lock_mode::try_once);
+    s.apply(s.fsm.start());
+    s.add_foreign();  // queues between our look (empty) and our create
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.ours() == 0);  // created, found behind, deleted
+  }
+  {
+    sim s(lock_mode::try_once);  // the look loses the connection: looked at again after the reconnect
+    s.apply(s.fsm.start());
+    s.replies.clear();
+    s.apply(s.fsm.on_children(zk_errc::connection_loss, {}));
+    REQUIRE(s.waiting_reconnect);
+    s.add_foreign();
+    s.apply(s.fsm.on_reconnected());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.next_seq == 1);
+  }
 }
 
 TEST_CASE("cancellation at every step leaves no node and no watch", "[unit][lock][cancel]") {
@@ -410,16 +449,17 @@ TEST_CASE("session expiry while waiting completes with session_expired", "[unit]
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::session_expired);
   // late replies are ignored
-  s.apply(s.fsm.on_watch_event(true));
+  s.apply(s.fsm.on_watch_event(watch_change::deleted));
   s.apply(s.fsm.on_children({}, {}));
 }
 
 TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[unit][lock][fault][cancel]") {
   sim s(lock_mode::try_once);
-  s.add_foreign();
   s.apply(s.fsm.start());
+  s.add_foreign();  // between the try-lock's look and its create
+  s.step();         // the look: free -> create and list
   s.step();
-  s.step();  // listing: busy -> delete requested
+  s.step();         // listing: busy -> delete requested
   REQUIRE(s.replies.size() == 1);
   s.replies.clear();
   s.apply(s.fsm.on_deleted(zk_errc::connection_loss));
@@ -436,7 +476,7 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
 TEST_CASE("a zklock predecessor's release (data change) hands over without a listing", "[unit][lock]") {
   sim s;
   auto [head, second] = s.queue_third(true);
-  CHECK_FALSE(s.fsm.predecessor_was_head());
+  CHECK_FALSE(s.fsm.watching_last_blocker());
   s.delete_foreign(head);  // not watched by us: no event
   int lists = s.lists;
   s.release_zklock(second);  // the second got the lock and released it
@@ -573,4 +613,175 @@ TEST_CASE("error conditions group the codes", "[unit][error]") {
   CHECK(error_code(errc::lock_lost) != condition::lock_unavailable);
   CHECK(error_code(zk_errc::no_node) != condition::session_lost);
   CHECK(error_code(zk_errc::no_node) != condition::connection_lost);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The grant rule of the shared lock
+
+namespace {
+const std::string reader_prefix = "_c_ffffffff-0000-0000-0000-00000000000r-__READ__";
+const std::string writer_prefix = "_c_ffffffff-0000-0000-0000-00000000000w-__WRIT__";
+std::vector<contender> q_of(std::initializer_list<lock_kind> kinds) {
+  std::vector<contender> q;
+  std::int64_t i = 0;
+  for (auto k : kinds) q.push_back({"n" + std::to_string(i), i, k}), ++i;
+  return q;
+}
+}  // namespace
+
+TEST_CASE("grant rule: readers wait for the nearest writer ahead, writers for anyone ahead", "[unit][lock][shared]") {
+  using K = lock_kind;
+  auto q = q_of({K::read, K::read, K::write, K::read, K::read, K::write});
+  CHECK_FALSE(find_blockers(q, 0, K::read));
+  CHECK_FALSE(find_blockers(q, 1, K::read));  // readers hold together
+  CHECK(find_blockers(q, 2, K::write)->nearest == 1);
+  CHECK(find_blockers(q, 2, K::write)->count == 2);
+  CHECK(find_blockers(q, 3, K::read)->nearest == 2);  // behind a writer: waits for it only
+  CHECK(find_blockers(q, 3, K::read)->count == 1);
+  CHECK(find_blockers(q, 4, K::read)->nearest == 2);  // not on reader 3: no herd, one wake-up
+  CHECK(find_blockers(q, 5, K::write)->nearest == 4);
+  auto q2 = q_of({K::write, K::read, K::exclusive, K::read});
+  CHECK(find_blockers(q2, 3, K::read)->nearest == 2);  // kazoo's "__lock__" writers count as writers
+  CHECK(find_blockers(q2, 3, K::read)->count == 2);
+  CHECK_FALSE(find_blockers(q2, 0, K::exclusive));
+  CHECK(find_blockers(q2, 1, K::exclusive)->nearest == 0);  // a mutex waits for anyone ahead
+}
+
+TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later readers behind it", "[unit][lock][shared]") {
+  // reader, reader, (writer: us) -> we watch the second reader; the first reader's release
+  // does not wake us; the second's does not either until we relist and see no one ahead
+  {
+    sim s;
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
+    auto r1 = s.add_foreign(reader_prefix);
+    auto r2 = s.add_foreign(reader_prefix);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE_FALSE(s.completed);
+    CHECK(s.fsm.predecessor() == join_path(s.dir, r2));
+    CHECK_FALSE(s.fsm.watching_last_blocker());
+    // zklock readers are created with shared_marker: their release is no grant (r1 still reads)
+    CHECK(classify_predecessor(shared_marker) == predecessor_data::other);
+    s.release_zklock(r2);
+    s.drain();
+    CHECK_FALSE(s.completed);
+    CHECK(s.fsm.predecessor() == join_path(s.dir, r1));
+    CHECK(s.fsm.watching_last_blocker());
+    s.delete_foreign(r1);
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK_FALSE(s.fsm.result().mark_release);  // shared lock nodes release with a plain delete
+  }
+  // writer, reader, (reader: us) -> we watch the writer, not the reader between us
+  {
+    sim s;
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
+    auto w = s.add_foreign(writer_prefix);
+    s.add_foreign(reader_prefix);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE_FALSE(s.completed);
+    CHECK(s.fsm.predecessor() == join_path(s.dir, w));
+    CHECK(s.fsm.watching_last_blocker());
+    s.delete_foreign(w);
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.ours() == 1);
+  }
+  // reader held, writer waiting, (reader: us): we wait for the writer (no starvation)
+  {
+    sim s(lock_mode::try_once);
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
+    s.add_foreign(reader_prefix);
+    s.add_foreign(writer_prefix);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.requests == 1);  // decided on the look: no write
+  }
+  // a try-read beside readers only: granted
+  {
+    sim s;
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
+    s.add_foreign(reader_prefix);
+    s.add_foreign(reader_prefix);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+  }
+}
+
+TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a writer", "[unit][lock][shared]") {
+  // (writer W holding), (reader: us). W writes downgraded_marker: its watch fires (data
+  // changed), we read it again, see it downgraded, remove our watch and relist: granted.
+  sim s;
+  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
+  auto w = s.add_foreign(writer_prefix);
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE_FALSE(s.completed);
+  // the downgrade: the sim answers the re-read with the downgraded data
+  s.watches.erase(join_path(s.dir, w));
+  s.apply(s.fsm.on_watch_event(watch_change::data_changed));
+  REQUIRE(s.replies.size() == 1);  // the re-read (getData + watch)
+  s.replies.clear();
+  s.watches.insert(join_path(s.dir, w));
+  s.apply(s.fsm.on_watch_set({}, predecessor_data::downgraded));
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.watches.empty());  // the downgraded writer's watch was removed
+
+  // A writer behind the same downgraded node keeps waiting for it.
+  sim t;
+  t.fsm = lock_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
+  auto w2 = t.add_foreign(writer_prefix);
+  t.apply(t.fsm.start());
+  t.drain();
+  t.watches.erase(join_path(t.dir, w2));
+  t.apply(t.fsm.on_watch_event(watch_change::data_changed));
+  t.replies.clear();
+  t.watches.insert(join_path(t.dir, w2));
+  t.apply(t.fsm.on_watch_set({}, predecessor_data::downgraded));
+  t.drain();
+  CHECK_FALSE(t.completed);
+  CHECK(t.fsm.predecessor() == join_path(t.dir, w2));
+}
+
+TEST_CASE("shared lock: cancellation at every step leaves no node and no watch", "[unit][lock][shared][cancel]") {
+  for (auto kind : {lock_kind::read, lock_kind::write}) {
+    for (int cancel_at = 0; cancel_at < 10; ++cancel_at) {
+      CAPTURE(static_cast<int>(kind), cancel_at);
+      sim s;
+      s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, kind);
+      auto w = s.add_foreign(writer_prefix);
+      auto r = s.add_foreign(reader_prefix);
+      std::deque<std::function<void()>> script = {[&] { s.delete_foreign(r); }, [&] { s.delete_foreign(w); }};
+      s.apply(s.fsm.start());
+      int steps = 0;
+      bool cancelled = false;
+      while (!s.completed) {
+        if (steps == cancel_at && !cancelled) {
+          cancelled = true;
+          s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+        }
+        if (!s.step()) {
+          if (script.empty()) break;
+          script.front()();
+          script.pop_front();
+        }
+        ++steps;
+      }
+      REQUIRE(s.completed);
+      if (cancelled) {
+        CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+        CHECK(s.ours() == 0);
+      }
+      CHECK(s.watches.empty());
+    }
+  }
 }
