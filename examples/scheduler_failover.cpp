@@ -100,12 +100,10 @@ asio::awaitable<void> lead(const config& c, zklock::session& zk, zklock::lock_gu
     }
     long k = parse_job(data.data) + 1;
     // Record job k only if we still hold the lock (our node exists) and nobody recorded one since.
-    std::vector<zklock::multi_op> ops;
-    ops.push_back(zklock::multi_op::check(guard.node_path(), -1));
-    ops.push_back(zklock::multi_op::set_data(c.job_path, std::to_string(k), data.stat.version));
+    auto ops = guard.guarded({zklock::multi_op::set_data(c.job_path, std::to_string(k), data.stat.version)});
     auto [mec, res] = co_await zk.async_multi(std::move(ops), use_tuple);
     if (stopping) co_return;
-    if (mec == zklock::zk_errc::no_node) {
+    if (mec && !res.empty() && res[0].ec == zklock::zk_errc::no_node) {
       say(c, "our lock node is gone: not leader any more");
       co_await guard.async_release(use_tuple);
       co_return;

@@ -102,15 +102,12 @@ struct server {
     // The write commits only if (1) our lock node still exists, i.e. our session did not expire
     // and nobody else can hold the lock, and (2) nobody wrote the count since we read it.
     // Either check failing would mean the lock was not exclusive: never sell then.
-    std::vector<zklock::multi_op> ops{
-        zklock::multi_op::check(guard.node_path(), -1),
-        zklock::multi_op::set_data(item_path(item), std::to_string(*count - 1), data.stat.version),
-    };
+    auto ops = guard.guarded({zklock::multi_op::set_data(item_path(item), std::to_string(*count - 1), data.stat.version)});
     auto [mec, results] = co_await zk.async_multi(std::move(ops), use_tuple);
     if (mec) {
       ++errors;
+      if (!results.empty() && results[0].ec == zklock::zk_errc::no_node) co_return "error lock lost before the write";
       if (mec == zklock::zk_errc::bad_version) co_return "error conflict: the count changed under our lock";
-      if (mec == zklock::zk_errc::no_node) co_return "error lock lost before the write";
       co_return "error write: " + mec.message();
     }
     ++sold;

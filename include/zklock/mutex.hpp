@@ -102,6 +102,19 @@ class lock_guard {
   /// sequence numbers. Pass it with every write to the protected resource and have the
   /// resource reject tokens lower than the highest it has seen.
   std::int64_t fencing_token() const noexcept;
+  /// A ZooKeeper `check` of our lock node, to put first in a transaction (session::async_multi):
+  /// the transaction then applies only while our node exists, that is while nobody else can
+  /// hold the lock — a write guarded by the lock, ZooKeeper's counterpart of etcd's
+  /// Mutex.IsOwner(). If the lock is gone (session expired, node deleted), the multi fails as a
+  /// whole, nothing is written, and results[0].ec is zk_errc::no_node. (While a hold reported
+  /// lost still has its node, e.g. its session survived a partition, nobody else can hold the
+  /// lock either: the check passes, and rightly.) Needs a guard with a node (node_path()).
+  multi_op check_op() const { return multi_op::check(node_path(), -1); }
+  /// `ops` behind check_op(): `co_await s.async_multi(guard.guarded(std::move(ops)), ...)`.
+  std::vector<multi_op> guarded(std::vector<multi_op> ops) const {
+    ops.insert(ops.begin(), check_op());
+    return ops;
+  }
   /// How many reentrant holds share this lock (1 when not reentrant).
   int hold_count() const noexcept;
   /// What this guard holds: lock_kind::exclusive (a mutex), write or read (a shared_mutex; a

@@ -348,7 +348,8 @@ class basic_session {
   }
 
   /// Atomic transaction. Handler: void(error_code, std::vector<multi_result>); on failure the
-  /// error is the first failing op's, and each result's rc tells which failed.
+  /// error is the first failing op's, and each result's ec tells which failed (ops after it get
+  /// zk_errc::runtime_inconsistency: not tried). lock_guard::check_op() guards a transaction by a lock.
   /// Cancellation: terminal and partial: operation_aborted at once; the transaction may still
   /// commit. Total cancellation is not honoured (the request is on the wire).
   template <class Token = detail::default_token_t<Executor>>

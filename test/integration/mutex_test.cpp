@@ -427,3 +427,33 @@ TEST_CASE("cut off from every server: lost after a session timeout, cancel and r
     co_await other_guard.async_release(asio::use_awaitable);
   }(), 120s);
 }
+
+TEST_CASE("check_op: a transaction guarded by the lock applies while held, never once the node is gone",
+          "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  fleet f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    auto& s = *f.sessions[0];
+    co_await s.async_create("/guarded", "0", create_mode::persistent, asio::use_awaitable);
+    mutex m(s, "/locks/guarded");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    CHECK(g.check_op().type == multi_op::kind::check);
+    CHECK(g.check_op().path == g.node_path());
+    // (the ops are built before the co_await: GCC 12 miscompiles a braced list inside one)
+    auto ops1 = g.guarded({multi_op::set_data("/guarded", "1")});
+    auto r = co_await s.async_multi(std::move(ops1), asio::use_awaitable);
+    CHECK(r.size() == 2);
+    // the lock node deleted by someone else (an operator, a bug): the write must not apply
+    co_await f.sessions[1]->async_delete(g.node_path(), -1, asio::use_awaitable);
+    auto ops2 = g.guarded({multi_op::set_data("/guarded", "2")});
+    auto [ec, res] = co_await s.async_multi(std::move(ops2), tuple_awaitable);
+    CHECK(ec == zk_errc::no_node);
+    REQUIRE(res.size() == 2);
+    CHECK(res[0].ec == zk_errc::no_node);  // the check failed: the lock is gone
+    auto d = co_await s.async_get_data("/guarded", asio::use_awaitable);
+    CHECK(d.data == "1");
+    co_await g.async_release(tuple_awaitable);
+  }());
+}
