@@ -73,6 +73,7 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::already_released: return "the lock was already released";
       case errc::not_downgradable: return "only the write side of a shared_mutex can be downgraded";
       case errc::upgrade_refused: return "upgrade refused: the owner holds the read side, and a write request would wait behind its own read (release the read side first)";
+      case errc::invalid_max_leases: return "a semaphore needs max_leases >= 1";
       case errc::release_pending: return "released while the connection is down: the lock node is deleted once it is back, or goes with the session if it expires";
     }
     return "unknown zklock error " + std::to_string(ev);

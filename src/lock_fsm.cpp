@@ -9,6 +9,7 @@ const char* to_string(lock_kind k) noexcept {
     case lock_kind::exclusive: return "exclusive";
     case lock_kind::read: return "read";
     case lock_kind::write: return "write";
+    case lock_kind::lease: return "lease";
   }
   return "?";
 }
@@ -28,6 +29,7 @@ std::optional<parsed_name> parse_contender(std::string_view name) noexcept {
     if (h == "lock-" || h.ends_with("-lock-") || h.ends_with("__lock__")) return lock_kind::exclusive;
     if (h.ends_with("__READ__") || h.ends_with("__rlock__")) return lock_kind::read;
     if (h.ends_with("__WRIT__")) return lock_kind::write;
+    if (h == "lease-" || h.ends_with("-lease-")) return lock_kind::lease;
     return std::nullopt;
   };
   bool negative = false;
@@ -58,7 +60,12 @@ std::vector<contender> queue_order(const std::vector<std::string>& children) {
   return q;
 }
 
-std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind) noexcept {
+std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind,
+                                      int max_leases) noexcept {
+  if (kind == lock_kind::lease) {
+    if (mine < static_cast<std::size_t>(std::max(max_leases, 1))) return std::nullopt;
+    return blockers{mine - 1, mine};
+  }
   if (kind != lock_kind::read) {
     if (mine == 0) return std::nullopt;
     return blockers{mine - 1, mine};
@@ -93,17 +100,19 @@ const char* marker_of(lock_kind k) {
   switch (k) {
     case lock_kind::read: return "-__READ__";
     case lock_kind::write: return "-__WRIT__";
+    case lock_kind::lease: return "-lease-";
     default: return "-lock-";
   }
 }
 }  // namespace
 
-lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind)
+lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind, int max_leases)
     : dir_(std::move(dir)),
       prefix_("_c_" + client_id + marker_of(kind)),
       create_path_(join_path(dir_, prefix_)),
       mode_(mode),
-      kind_(kind) {}
+      kind_(kind),
+      max_leases_(max_leases) {}
 
 std::string_view lock_fsm::node_data() const noexcept {
   return kind_ == lock_kind::exclusive ? contender_marker : shared_marker;
@@ -182,7 +191,7 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (!ec) {
       auto q = queue_order(children);
       q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
-      if (find_blockers(q, q.size() - 1, kind_)) {
+      if (find_blockers(q, q.size() - 1, kind_, max_leases_)) {
         phase_ = phase::done;
         result_ = {errc::lock_busy, {}, 0};
         return {{lock_action::complete, {}}};
@@ -232,9 +241,24 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   for (auto& c : q)
     if (c.kind != lock_kind::read && std::find(downgraded_.begin(), downgraded_.end(), c.name) != downgraded_.end())
       c.kind = lock_kind::read;
-  auto b = find_blockers(q, static_cast<std::size_t>(idx), kind_);
-  if (!b) return acquired();
+  auto b = find_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
+  if (!b) {
+    if (watch_active_) {
+      // granted by a listing that set a watch (watch_dir): remove it, then complete
+      grant_after_remove_ = pending_remove_ = true;
+      return {{lock_action::remove_watch, dir_}};
+    }
+    return acquired();
+  }
   if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
+  if (kind_ == lock_kind::lease) {
+    // Any holder's release frees a lease: watch the dir (one waiter at a time does, behind
+    // the semaphore's internal mutex, so no herd). A watch already set stays.
+    if (watch_active_) return {};
+    predecessor_ = dir_;  // what we watch (and remove the watch of)
+    pending_watch_ = true;
+    return {{lock_action::watch_dir, dir_}};
+  }
   predecessor_ = join_path(dir_, q[b->nearest].name);
   last_blocker_ = b->count == 1;
   predecessor_is_zklock_ = false;
@@ -268,6 +292,23 @@ lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours
   }
   if (ec == zk_errc::no_node) return create_and_list();
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  return fail(failure(ec));
+}
+
+lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<std::string>& children) {
+  if (!pending_watch_ || phase_ == phase::done) return {};
+  pending_watch_ = false;
+  if (!ec) watch_active_ = true;
+  if (phase_ == phase::cleaning) {
+    if (!ec) {
+      pending_remove_ = true;
+      return {{lock_action::remove_watch, dir_}};
+    }
+    return finish_cleaning_if_idle();
+  }
+  if (!ec) return evaluate(children);
+  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (ec == zk_errc::no_node) return create_and_list();  // the dir went, and our node with it
   return fail(failure(ec));
 }
 
@@ -309,6 +350,10 @@ lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
   watch_active_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (pending_remove_) return {};  // a downgraded writer's watch, being removed: not a blocker
+  if (what == watch_change::children_changed || kind_ == lock_kind::lease) {
+    pending_watch_ = true;  // a lease came or went: look again (and watch again)
+    return {{lock_action::watch_dir, dir_}};
+  }
   if (what == watch_change::data_changed) {
     // A zklock mutex node changes its data only in the transaction that releases the lock
     // (and deletes the node): it was the holder, and a mutex node holds alone, so nobody is
@@ -332,12 +377,18 @@ lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
   // session gone) it is gone.
   if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
   watch_active_ = false;
-  if (phase_ == phase::acquiring) {
-    // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
-    pending_list_ = true;
-    return {{lock_action::list, dir_}};
+  return after_watch_removed();
+}
+
+lock_fsm::actions lock_fsm::after_watch_removed() {
+  if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
+  if (grant_after_remove_) {
+    grant_after_remove_ = false;
+    return acquired();
   }
-  return finish_cleaning_if_idle();
+  // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
+  pending_list_ = true;
+  return {{lock_action::list, dir_}};
 }
 
 lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
@@ -362,7 +413,7 @@ lock_fsm::actions lock_fsm::on_reconnected() {
       if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return finish_cleaning_if_idle();
       return list_dir();
     case retry::remove_watch:
-      if (!watch_active_) return finish_cleaning_if_idle();
+      if (!watch_active_) return after_watch_removed();
       pending_remove_ = true;
       return {{lock_action::remove_watch, predecessor_}};
     case retry::delete_node:

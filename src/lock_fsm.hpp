@@ -46,13 +46,15 @@ struct contender {
 std::vector<contender> queue_order(const std::vector<std::string>& children);
 
 /// The grant rule: which contenders ahead of q[mine] block it (all of them for exclusive and
-/// write; the exclusive and write ones for read). Returns the index of the nearest blocker
-/// (the one to watch) and how many block it; nullopt when none does (q[mine] holds the lock).
+/// write; the exclusive and write ones for read; for a lease, all of them once `max_leases`
+/// are ahead). Returns the index of the nearest blocker (the one to watch) and how many block
+/// it; nullopt when none does (q[mine] holds the lock, or a lease).
 struct blockers {
   std::size_t nearest;
   std::size_t count;
 };
-std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind) noexcept;
+std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind,
+                                      int max_leases = 1) noexcept;
 
 enum class lock_mode { wait, try_once };
 
@@ -84,7 +86,7 @@ inline predecessor_data classify_predecessor(std::string_view data) noexcept {
 }
 
 /// What a predecessor's watch says happened to it.
-enum class watch_change { deleted, data_changed };
+enum class watch_change { deleted, data_changed, children_changed };
 
 struct lock_action {
   enum kind {
@@ -93,6 +95,7 @@ struct lock_action {
     sync_and_list,      ///< sync `dir`, then list it (pipelined): the listing sees every write of ours
     ensure_parents,     ///< create `dir` and its missing ancestors as containers
     watch_predecessor,  ///< getData with watch on `path`
+    watch_dir,          ///< getChildren with watch on `dir` (a lease: any holder's release matters)
     remove_watch,       ///< remove our data watch on `path`
     delete_node,        ///< delete `path`
     stat_node,          ///< exists `path` (to learn its czxid after recovery)
@@ -118,12 +121,16 @@ class lock_fsm {
  public:
   using actions = std::vector<lock_action>;
 
-  lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive);
+  /// `max_leases`: for lock_kind::lease, how many may hold at once.
+  lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
+           int max_leases = 1);
 
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
   actions on_children(error_code ec, const std::vector<std::string>& children);
   actions on_parents(error_code ec);
+  /// Reply to watch_dir: the listing, with the watch set when ec is empty.
+  actions on_dir_watch_set(error_code ec, const std::vector<std::string>& children);
   /// Reply to watch_predecessor, with what the predecessor's data says.
   actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
   actions on_watch_event(watch_change what);    ///< the predecessor's watch fired
@@ -156,6 +163,7 @@ class lock_fsm {
   actions acquired();
   actions fail(error_code ec);          // clean up, then complete with ec
   actions finish_cleaning_if_idle();
+  actions after_watch_removed();  // our watch is gone: grant, look again, or go on cleaning
   actions create_and_list();
   actions after_connection_loss(retry what);
   actions list_dir();  // after a lost create, behind a sync (protected-create recovery)
@@ -163,7 +171,9 @@ class lock_fsm {
   std::string dir_, prefix_, create_path_;
   lock_mode mode_;
   lock_kind kind_;
+  int max_leases_;
   phase phase_ = phase::idle;
+  bool grant_after_remove_ = false;  // granted by a listing that set a watch: remove it first
   bool probing_ = false;        // try-lock: the listing before any create
   error_code reason_;           // completion error while cleaning
 

@@ -3,7 +3,9 @@
 #include "lock_fsm.hpp"
 
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/uuid/random_generator.hpp>
@@ -61,6 +63,7 @@ struct mutex_state {
   // reentrancy: the hold currently owned through this mutex object by a named owner
   std::weak_ptr<hold> owned;
   owner_id owner;
+  int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
 };
 
 // One held lock (shared by the guards of a reentrant owner): carries out hold_fsm's actions,
@@ -207,7 +210,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   using ptr = boost::intrusive_ptr<acquire_op>;
 
   acquire_op(std::shared_ptr<mutex_state> m, lock_mode mode, std::optional<owner_id> owner, lock_kind kind)
-      : m_(std::move(m)), s_(m_->s), fsm_(m_->path, new_client_id(), mode, kind), owner_(owner), timer_(s_->executor()) {}
+      : m_(std::move(m)),
+        s_(m_->s),
+        fsm_(m_->path, new_client_id(), mode, kind, m_->max_leases),
+        owner_(owner),
+        timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
   }
@@ -294,6 +301,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                        }));
           break;
         }
+        case lock_action::watch_dir: {
+          s_->get_children(a.path, &watch_, children_handler([self](error_code ec, children_result r) {
+                             auto w = self->watch_;
+                             self->run(self->fsm_.on_dir_watch_set(ec, r.children));
+                             if (!ec && w) self->wait(std::move(w));
+                           }));
+          break;
+        }
         case lock_action::remove_watch:
           s_->remove_watch(watch_, void_handler([self](error_code ec) { self->run(self->fsm_.on_watch_removed(ec)); }));
           break;
@@ -325,7 +340,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       if (ec == errc::session_expired) return self->run(self->fsm_.on_expired(errc::session_expired));
       if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
       if (ec || ev.type == watch_event_type::not_watching) return;
-      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted ? watch_change::deleted : watch_change::data_changed));
+      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted ? watch_change::deleted
+                                          : ev.type == watch_event_type::child ? watch_change::children_changed
+                                                                                : watch_change::data_changed));
     }));
   }
 
@@ -488,8 +505,9 @@ asio::cancellation_slot lock_guard::lost_slot() const noexcept {
 
 namespace detail {
 
-std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path) {
+std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path, int max_leases) {
   auto m = std::make_shared<mutex_state>();
+  m->max_leases = max_leases;
   m->s = std::move(s);
   m->path_error = validate_path(path);
   if (path == "/") m->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
@@ -564,6 +582,116 @@ void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h,
   boost::intrusive_ptr<detail::acquire_op> a(
       new detail::acquire_op(state, m == acquire_kind::wait ? lock_mode::wait : lock_mode::try_once, owner, kind));
   a->start(std::move(op), timeout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The semaphore: Curator's InterProcessSemaphoreV2 layout. Behind an internal mutex on
+// <path>/locks, create our lease node in <path>/leases and wait until at most max_leases lease
+// nodes are there (one waiter at a time watches the leases dir: no herd); then give the
+// internal mutex back. Both steps are the lock recipe's (lock_fsm): cancellation, timeouts and
+// connection loss clean up as for a mutex, and a lease create lost with the connection is found
+// again by its id instead of being orphaned.
+
+struct semaphore_state {
+  std::shared_ptr<mutex_state> locks, leases;
+  int max_leases;
+};
+
+std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
+                                                      int max_leases) {
+  auto st = std::make_shared<semaphore_state>();
+  st->max_leases = max_leases;
+  st->locks = make_mutex_state(s, join_path(path, "locks"));
+  st->leases = make_mutex_state(s, join_path(path, "leases"), max_leases);
+  if (auto ec = validate_path(path); ec || path == "/") {
+    st->locks->path_error = st->leases->path_error = ec ? ec : error_code(errc::path_not_absolute);
+  }
+  return st;
+}
+
+const std::string& semaphore_leases_path(const semaphore_state& s) noexcept { return s.leases->path; }
+int semaphore_max_leases(const semaphore_state& s) noexcept { return s.max_leases; }
+std::shared_ptr<mutex_state> semaphore_leases(const std::shared_ptr<semaphore_state>& s) { return s->leases; }
+
+namespace {
+class lease_op : public std::enable_shared_from_this<lease_op> {
+ public:
+  lease_op(std::shared_ptr<semaphore_state> st, pending<void(error_code, lock_guard)>::ptr op, acquire_kind k,
+           std::chrono::steady_clock::duration timeout)
+      : st_(std::move(st)), op_(std::move(op)), kind_(k) {
+    if (timeout != std::chrono::steady_clock::duration::max()) deadline_ = std::chrono::steady_clock::now() + timeout;
+  }
+  ~lease_op() { op_->on_cancel = nullptr; }
+
+  void start() {
+    // Cancelling us cancels the step under way; its own cleanup runs, then we complete.
+    op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
+      if (auto self = weak.lock()) {
+        self->cancelled_ = true;
+        self->inner_.emit(t);
+      }
+    };
+    if (kind_ == acquire_kind::try_once) {
+      // All leases taken: say so on this one read, without queueing (no write).
+      auto self = shared_from_this();
+      st_->leases->s->get_children(st_->leases->path, nullptr, children_handler([self](error_code ec, children_result r) {
+        if (self->cancelled_) return self->op_->complete(asio::error::operation_aborted, lock_guard{});
+        if (!ec && static_cast<int>(queue_order(r.children).size()) >= self->st_->max_leases)
+          return self->op_->complete(errc::lock_busy, lock_guard{});
+        self->take_internal();  // looks free (or no dir yet): the recipe decides
+      }));
+      return;
+    }
+    take_internal();
+  }
+
+ private:
+  void take_internal() {
+    auto self = shared_from_this();
+    start_acquire(st_->locks,
+                  asio::bind_cancellation_slot(inner_.slot(),
+                                               [self](error_code ec, lock_guard g) { self->on_internal(ec, std::move(g)); }),
+                  kind_, remaining(), std::nullopt, lock_kind::exclusive);
+  }
+
+  std::chrono::steady_clock::duration remaining() const {
+    if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::chrono::steady_clock::duration::max();
+    return std::max(deadline_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+  }
+
+  void on_internal(error_code ec, lock_guard g) {
+    if (ec) return op_->complete(ec, lock_guard{});
+    if (cancelled_) return op_->complete(asio::error::operation_aborted, lock_guard{});  // g releases
+    internal_ = std::move(g);
+    auto self = shared_from_this();
+    start_acquire(st_->leases,
+                  asio::bind_cancellation_slot(inner_.slot(),
+                                               [self](error_code ec, lock_guard g) { self->on_lease(ec, std::move(g)); }),
+                  kind_, remaining(), std::nullopt, lock_kind::lease);
+  }
+
+  void on_lease(error_code ec, lock_guard g) {
+    // Give the internal mutex back (in the background: the next acquirer may go on at once).
+    internal_ = lock_guard{};
+    op_->complete(ec, std::move(g));
+  }
+
+  std::shared_ptr<semaphore_state> st_;
+  pending<void(error_code, lock_guard)>::ptr op_;
+  acquire_kind kind_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  asio::cancellation_signal inner_;
+  bool cancelled_ = false;
+  lock_guard internal_;
+};
+}  // namespace
+
+void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_kind k,
+                 std::chrono::steady_clock::duration timeout) {
+  auto op = pending<void(error_code, lock_guard)>::make(std::move(h), st->leases->s->executor());
+  if (st->leases->path_error) return op->complete(st->leases->path_error, lock_guard{});
+  if (st->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});
+  std::make_shared<lease_op>(st, std::move(op), k, timeout)->start();
 }
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 // Exit statuses: see apps/zklock/README.md.
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 
@@ -82,6 +83,7 @@ struct exec_options {
   std::string path;
   bool try_once = false;
   bool shared = false;  // the read side of a shared lock
+  int semaphore = 0;    // > 0: one of this many leases of PATH
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
   std::vector<std::string> command;
@@ -431,7 +433,13 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     st->done.cancel();
   };
   // (the lock objects may go: a pending acquire keeps what it needs)
-  if (o.shared) {
+  if (o.semaphore > 0) {
+    zklock::semaphore m(s, o.path, o.semaphore);
+    if (o.try_once)
+      m.async_try_acquire(std::move(on_acquired));
+    else
+      m.async_acquire(std::move(on_acquired));
+  } else if (o.shared) {
     zklock::shared_mutex m(s, o.path);
     if (o.try_once)
       m.async_try_acquire_shared(std::move(on_acquired));
@@ -637,6 +645,7 @@ std::string default_connect() {
 struct option_texts {
   std::string session_timeout = "10", connect_timeout = "10", timeout, kill_grace = "5";
   std::string digest_file;
+  std::string semaphore;
 };
 
 // Digest credentials from --digest-file (first line) or $ZKLOCK_DIGEST, which is then removed
@@ -716,6 +725,11 @@ int main(int argc, char** argv) {
   exec->add_flag("--shared", eo.shared,
                  "take the read side of a shared (read/write) lock on PATH: commands run with --shared "
                  "run together; plain ones (and Curator/kazoo write locks) run alone");
+  exec->add_option("--semaphore", texts.semaphore,
+                   "take one of N leases of PATH (zklock::semaphore, Curator's InterProcessSemaphoreV2 "
+                   "layout: PATH/locks, PATH/leases): at most N commands run at once")
+      ->type_name("N")
+      ->excludes("--shared");
   exec->add_option("--timeout", texts.timeout,
                    "give up if the command has not started SECONDS after zklock did (connecting and "
                    "waiting for the lock): status 75 (1 if ZooKeeper was not reached); > 0, use --try "
@@ -759,6 +773,14 @@ int main(int argc, char** argv) {
     if (name == std::string_view("--timeout") && !exec->get_option("--timeout")->count()) continue;
     if (auto problem = parse_seconds(name, *text, zero_ok, *out)) {
       say(*problem);
+      return exit_usage;
+    }
+  }
+  if (exec->get_option("--semaphore")->count()) {
+    const auto& t = texts.semaphore;
+    auto [end, err] = std::from_chars(t.data(), t.data() + t.size(), eo.semaphore);
+    if (err != std::errc() || end != t.data() + t.size() || eo.semaphore < 1) {
+      say("--semaphore: expected a whole number of leases >= 1, got '" + t + "'");
       return exit_usage;
     }
   }

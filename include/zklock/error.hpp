@@ -74,6 +74,7 @@ enum class errc : int {
   release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
   not_downgradable,               ///< async_downgrade on a guard that does not hold a shared_mutex's write side
   upgrade_refused,                ///< a reentrant owner holding the read side asked for the write side (it would wait for itself)
+  invalid_max_leases,             ///< a semaphore needs max_leases >= 1
 };
 
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one

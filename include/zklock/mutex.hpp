@@ -206,7 +206,7 @@ namespace detail {
 enum class acquire_kind { wait, try_once };
 using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
 using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
-std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path);
+std::shared_ptr<mutex_state> make_mutex_state(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
 const std::string& mutex_path(const mutex_state& m) noexcept;
 void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h, acquire_kind k,
                    std::chrono::steady_clock::duration timeout, std::optional<owner_id> owner,

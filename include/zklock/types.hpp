@@ -121,6 +121,7 @@ enum class lock_kind {
   exclusive,  ///< "-lock-": zklock::mutex, Curator InterProcessMutex; "__lock__": kazoo Lock, WriteLock
   read,       ///< "__READ__": zklock::shared_mutex shared side, Curator read lock; "__rlock__": kazoo ReadLock
   write,      ///< "__WRIT__": zklock::shared_mutex exclusive side, Curator write lock
+  lease,      ///< "-lease-": a zklock::semaphore or Curator InterProcessSemaphoreV2 lease
 };
 const char* to_string(lock_kind k) noexcept;
 

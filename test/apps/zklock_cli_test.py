@@ -334,6 +334,27 @@ def case_shared(c):
     check(holders(c, "/apps/rw") == [], "nodes left behind")
 
 
+def case_semaphore(c):
+    # --semaphore 2: two commands at once, a third waits; bad counts are usage errors
+    for bad in ("0", "abc", "1.5"):
+        rc, _, err, _ = c.run("exec", "--semaphore", bad, "/apps/sem", "--", "true")
+        check(rc == 2 and "--semaphore: expected a whole number of leases >= 1" in err, f"--semaphore {bad} -> {rc}: {err}")
+    a = c.start("exec", "--semaphore", "2", "/apps/sem", "--", *holder_command(c, "s1", 20))
+    b = c.start("exec", "--semaphore", "2", "/apps/sem", "--", *holder_command(c, "s2", 20))
+    wait_for(lambda: os.path.exists(c.path("s1")) and os.path.exists(c.path("s2")), 20, "two lease holders")
+    rc, *_ = c.run("exec", "--semaphore", "2", "--try", "/apps/sem", "--", "true")
+    check(rc == 75, f"--try on a full semaphore -> {rc}")
+    third = c.start("exec", "--semaphore", "2", "/apps/sem", "--", "touch", c.path("s3"))
+    time.sleep(1.0)
+    check(not os.path.exists(c.path("s3")), "a third command ran beside two lease holders")
+    a.send_signal(signal.SIGTERM)
+    c.wait(a)
+    check(c.wait(third)[0] == 0 and os.path.exists(c.path("s3")), "the third did not run after a lease came back")
+    b.send_signal(signal.SIGTERM)
+    c.wait(b)
+    check(holders(c, "/apps/sem/leases") == [] and holders(c, "/apps/sem/locks") == [], "nodes left behind")
+
+
 def case_lock_lost(c):
     pidfile = c.path("child.pid")
     p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')

@@ -30,13 +30,13 @@ TEST_CASE("every ZooKeeper return code has its own message", "[unit][error]") {
 
 TEST_CASE("zklock's own conditions have their own category and messages", "[unit][error]") {
   std::set<std::string> messages;
-  for (int v = static_cast<int>(errc::empty_connect_string); v <= static_cast<int>(errc::upgrade_refused); ++v) {
+  for (int v = static_cast<int>(errc::empty_connect_string); v <= static_cast<int>(errc::invalid_max_leases); ++v) {
     error_code ec = static_cast<errc>(v);
     CHECK(ec.category() == zklock_category());
     CHECK(ec.message().find("unknown") == std::string::npos);
     messages.insert(ec.message());
   }
-  CHECK(messages.size() == static_cast<std::size_t>(errc::upgrade_refused) - static_cast<std::size_t>(errc::empty_connect_string) + 1);
+  CHECK(messages.size() == static_cast<std::size_t>(errc::invalid_max_leases) - static_cast<std::size_t>(errc::empty_connect_string) + 1);
   CHECK(error_code(errc::lock_lost) != error_code(zk_errc::session_expired));
 }
 

@@ -69,6 +69,7 @@ struct sim {
     children.erase(name);
     auto path = join_path(dir, name);
     if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::deleted); });
+    if (watches.erase(dir)) replies.push_back([this] { return fsm.on_watch_event(watch_change::children_changed); });
   }
   std::vector<std::string> listing() const {
     std::vector<std::string> v;
@@ -129,6 +130,13 @@ struct sim {
           replies.push_back([this, exists, data] {
             return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
           });
+          break;
+        }
+        case lock_action::watch_dir: {
+          watches.insert(a.path);
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back([this, snapshot] { return fsm.on_dir_watch_set({}, snapshot); });
           break;
         }
         case lock_action::remove_watch: {
@@ -783,5 +791,64 @@ TEST_CASE("shared lock: cancellation at every step leaves no node and no watch",
       }
       CHECK(s.watches.empty());
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leases (the semaphore's second step, behind its internal mutex)
+
+TEST_CASE("lease rule: granted while fewer than max_leases are ahead", "[unit][lock][semaphore]") {
+  using K = lock_kind;
+  auto q = q_of({K::lease, K::lease, K::lease});
+  CHECK_FALSE(find_blockers(q, 0, K::lease, 2));
+  CHECK_FALSE(find_blockers(q, 1, K::lease, 2));
+  CHECK(find_blockers(q, 2, K::lease, 2));
+  CHECK_FALSE(find_blockers(q, 2, K::lease, 3));
+  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lease-0000000003")->kind == K::lease);
+}
+
+TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and removes its watch",
+          "[unit][lock][semaphore]") {
+  const std::string lease_prefix = "_c_ffffffff-0000-0000-0000-00000000000l-lease-";
+  sim s;
+  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 2);
+  auto a = s.add_foreign(lease_prefix);
+  auto b = s.add_foreign(lease_prefix);
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE_FALSE(s.completed);
+  CHECK(s.watches.count(s.dir) == 1);  // one children watch, no data watch
+  s.delete_foreign(b);  // any holder's release frees a lease (not only the one "ahead")
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.watches.empty());  // granted by a watched listing: the watch was removed
+  CHECK_FALSE(s.fsm.result().mark_release);
+  (void)a;
+
+  // cancellation at every step leaves no node and no watch
+  for (int cancel_at = 0; cancel_at < 8; ++cancel_at) {
+    CAPTURE(cancel_at);
+    sim t;
+    t.fsm = lock_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 1);
+    auto h = t.add_foreign(lease_prefix);
+    t.apply(t.fsm.start());
+    int steps = 0;
+    bool cancelled = false, released = false;
+    while (!t.completed && steps < 50) {
+      if (steps == cancel_at && !cancelled) {
+        cancelled = true;
+        t.apply(t.fsm.cancel(boost::asio::error::operation_aborted));
+      }
+      if (!t.step()) {
+        if (released) break;
+        released = true;
+        t.delete_foreign(h);
+      }
+      ++steps;
+    }
+    REQUIRE(t.completed);
+    if (t.fsm.result().ec) CHECK(t.ours() == 0);
+    CHECK(t.watches.empty());
   }
 }

@@ -1,0 +1,111 @@
+// zklock::semaphore: a counting semaphore of leases on ZooKeeper (Curator's
+// InterProcessSemaphoreV2 layout) as Asio async operations.
+#pragma once
+
+#include <zklock/mutex.hpp>
+
+namespace zklock {
+
+namespace detail {
+struct semaphore_state;
+std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
+                                                      int max_leases);
+const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
+int semaphore_max_leases(const semaphore_state& s) noexcept;
+std::shared_ptr<mutex_state> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
+void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_kind k,
+                 std::chrono::steady_clock::duration timeout);
+}  // namespace detail
+
+/// At most `max_leases` holders at once of the leases of `path`. A lease is a lock_guard on an
+/// ephemeral node "<path>/leases/_c_<id>-lease-<seq>": it is given back by release (or the
+/// guard's destruction), and comes back by itself when its session expires. Lost-tracking,
+/// the validity deadline, check_op() and lost_slot() work as for a mutex's guard.
+///
+/// Algorithm (Curator's InterProcessSemaphoreV2, wire-compatible on the same path): behind an
+/// internal mutex on "<path>/locks", create our lease node, and wait while more than
+/// max_leases lease nodes exist, watching "<path>/leases"; then give the internal mutex back.
+/// Only the internal mutex's holder watches the leases: a release wakes one waiter, no herd;
+/// grants are FIFO (the internal mutex's queue). A create lost with the connection is found
+/// again by its id after the reconnect (no orphaned lease: Curator's bug); cancellation and
+/// timeouts at any step delete our lease node and our internal-mutex node and remove our
+/// watches.
+///
+/// The maximum is per client, as Curator's (without its SharedCount option): each acquirer
+/// applies its own when it is the one waiting, so two clients that disagree see the larger
+/// limit reached when the one with the larger maximum acquires. Give every client the same.
+///
+/// Handlers, errors, cancellation and lifetimes: as basic_mutex's operations of the same name.
+template <class Executor = asio::any_io_executor>
+class basic_semaphore {
+ public:
+  using executor_type = Executor;
+  using clock = std::chrono::steady_clock;
+  template <class OtherExecutor>
+  struct rebind_executor {
+    using other = basic_semaphore<OtherExecutor>;
+  };
+
+  /// max_leases < 1: every acquire fails with errc::invalid_max_leases.
+  template <class SessionExecutor>
+  explicit basic_semaphore(basic_session<SessionExecutor>& s, std::string path, int max_leases)
+      : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases)),
+        ex_(executor_type(s.get_executor())) {}
+  template <class OtherExecutor>
+    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  basic_semaphore(basic_semaphore<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  basic_semaphore(basic_semaphore&&) noexcept = default;
+  basic_semaphore& operator=(basic_semaphore&&) noexcept = default;
+
+  int max_leases() const noexcept { return detail::semaphore_max_leases(*state_); }
+  /// "<path>/leases": where the lease nodes are.
+  const std::string& leases_path() const noexcept { return detail::semaphore_leases_path(*state_); }
+  executor_type get_executor() const noexcept { return ex_; }
+
+  /// Waits for a lease. Handler: void(error_code, lock_guard); guard.kind() is lock_kind::lease.
+  template <class Token = detail::default_token_t<Executor>>
+  auto async_acquire(Token&& token = {}) {
+    return initiate(token, detail::acquire_kind::wait, clock::duration::max());
+  }
+  /// errc::lock_timeout after `timeout` (both steps count), cleaned up.
+  template <class Token = detail::default_token_t<Executor>>
+  auto async_acquire_for(clock::duration timeout, Token&& token = {}) {
+    return initiate(token, detail::acquire_kind::wait, timeout);
+  }
+  /// errc::lock_busy when all leases are taken (decided on one read of the leases dir: no
+  /// write), or when another acquirer holds the internal mutex (it is waiting for a lease).
+  template <class Token = detail::default_token_t<Executor>>
+  auto async_try_acquire(Token&& token = {}) {
+    return initiate(token, detail::acquire_kind::try_once, clock::duration::max());
+  }
+
+  /// The leases held now, oldest first (contender::kind is lock_kind::lease).
+  template <class Token = detail::default_token_t<Executor>>
+  auto async_leases(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, std::vector<contender>)>(
+        [state = state_](auto h) {
+          detail::list_contenders(detail::semaphore_leases(state), detail::contenders_handler(std::move(h)));
+        },
+        token);
+  }
+
+ private:
+  template <class>
+  friend class basic_semaphore;
+
+  template <class Token>
+  auto initiate(Token& token, detail::acquire_kind k, clock::duration timeout) {
+    return asio::async_initiate<Token, void(error_code, lock_guard)>(
+        [state = state_](auto h, detail::acquire_kind k, clock::duration timeout) {
+          detail::start_lease(state, detail::acquire_handler(std::move(h)), k, timeout);
+        },
+        token, k, timeout);
+  }
+
+  std::shared_ptr<detail::semaphore_state> state_;
+  executor_type ex_;
+};
+
+using semaphore = basic_semaphore<>;
+
+}  // namespace zklock
