@@ -2,6 +2,7 @@
 #include "hold_fsm.hpp"
 #include "lock_fsm.hpp"
 
+#include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/semaphore.hpp>
 
@@ -614,23 +615,56 @@ int semaphore_max_leases(const semaphore_state& s) noexcept { return s.max_lease
 std::shared_ptr<mutex_state> semaphore_leases(const std::shared_ptr<semaphore_state>& s) { return s->leases; }
 
 namespace {
-class lease_op : public std::enable_shared_from_this<lease_op> {
+// What the recipes made of several acquires share (the semaphore's two steps, a multi_lock's
+// locks): one deadline across the steps, and cancellation forwarded to the step under way,
+// whose own cleanup runs before it completes.
+template <class Derived, class Result>
+class chained_acquire : public std::enable_shared_from_this<Derived> {
  public:
-  lease_op(std::shared_ptr<semaphore_state> st, pending<void(error_code, lock_guard)>::ptr op, acquire_kind k,
-           std::chrono::steady_clock::duration timeout)
-      : st_(std::move(st)), op_(std::move(op)), kind_(k) {
+  chained_acquire(typename pending<void(error_code, Result)>::ptr op, std::chrono::steady_clock::duration timeout)
+      : op_(std::move(op)) {
     if (timeout != std::chrono::steady_clock::duration::max()) deadline_ = std::chrono::steady_clock::now() + timeout;
   }
-  ~lease_op() { op_->on_cancel = nullptr; }
+  ~chained_acquire() { op_->on_cancel = nullptr; }
 
-  void start() {
-    // Cancelling us cancels the step under way; its own cleanup runs, then we complete.
-    op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
+ protected:
+  void forward_cancellation() {
+    op_->on_cancel = [weak = this->weak_from_this()](asio::cancellation_type t) {
       if (auto self = weak.lock()) {
         self->cancelled_ = true;
         self->inner_.emit(t);
       }
     };
+  }
+  std::chrono::steady_clock::duration remaining() const {
+    if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::chrono::steady_clock::duration::max();
+    return std::max(deadline_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
+  }
+  // The next step: acquire `state` with `kind`, bound to our inner cancellation signal.
+  template <class F>
+  void step(const std::shared_ptr<mutex_state>& state, acquire_kind k, lock_kind kind, F on_done) {
+    start_acquire(state,
+                  asio::bind_cancellation_slot(inner_.slot(),
+                                               [self = this->shared_from_this(), on_done](error_code ec, lock_guard g) {
+                                                 (static_cast<Derived&>(*self).*on_done)(ec, std::move(g));
+                                               }),
+                  k, remaining(), std::nullopt, kind);
+  }
+
+  typename pending<void(error_code, Result)>::ptr op_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  asio::cancellation_signal inner_;
+  bool cancelled_ = false;
+};
+
+class lease_op : public chained_acquire<lease_op, lock_guard> {
+ public:
+  lease_op(std::shared_ptr<semaphore_state> st, pending<void(error_code, lock_guard)>::ptr op, acquire_kind k,
+           std::chrono::steady_clock::duration timeout)
+      : chained_acquire(std::move(op), timeout), st_(std::move(st)), kind_(k) {}
+
+  void start() {
+    forward_cancellation();
     if (kind_ == acquire_kind::try_once) {
       // All leases taken: say so on this one read, without queueing (no write).
       auto self = shared_from_this();
@@ -646,28 +680,13 @@ class lease_op : public std::enable_shared_from_this<lease_op> {
   }
 
  private:
-  void take_internal() {
-    auto self = shared_from_this();
-    start_acquire(st_->locks,
-                  asio::bind_cancellation_slot(inner_.slot(),
-                                               [self](error_code ec, lock_guard g) { self->on_internal(ec, std::move(g)); }),
-                  kind_, remaining(), std::nullopt, lock_kind::exclusive);
-  }
-
-  std::chrono::steady_clock::duration remaining() const {
-    if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::chrono::steady_clock::duration::max();
-    return std::max(deadline_ - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero());
-  }
+  void take_internal() { step(st_->locks, kind_, lock_kind::exclusive, &lease_op::on_internal); }
 
   void on_internal(error_code ec, lock_guard g) {
     if (ec) return op_->complete(ec, lock_guard{});
     if (cancelled_) return op_->complete(asio::error::operation_aborted, lock_guard{});  // g releases
     internal_ = std::move(g);
-    auto self = shared_from_this();
-    start_acquire(st_->leases,
-                  asio::bind_cancellation_slot(inner_.slot(),
-                                               [self](error_code ec, lock_guard g) { self->on_lease(ec, std::move(g)); }),
-                  kind_, remaining(), std::nullopt, lock_kind::lease);
+    step(st_->leases, kind_, lock_kind::lease, &lease_op::on_lease);
   }
 
   void on_lease(error_code ec, lock_guard g) {
@@ -677,11 +696,7 @@ class lease_op : public std::enable_shared_from_this<lease_op> {
   }
 
   std::shared_ptr<semaphore_state> st_;
-  pending<void(error_code, lock_guard)>::ptr op_;
   acquire_kind kind_;
-  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  asio::cancellation_signal inner_;
-  bool cancelled_ = false;
   lock_guard internal_;
 };
 }  // namespace
@@ -692,6 +707,76 @@ void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, 
   if (st->leases->path_error) return op->complete(st->leases->path_error, lock_guard{});
   if (st->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});
   std::make_shared<lease_op>(st, std::move(op), k, timeout)->start();
+}
+
+// ---------------------------------------------------------------------------------------------
+// multi_lock: one acquire after another, in the order given (sorted by path); all or nothing.
+
+void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h) {
+  if (tickets.empty()) return post_result(ex, std::move(h), errc::already_released);
+  struct state {
+    void_handler h;
+    asio::any_io_executor ex;
+    std::size_t left;
+    error_code ec;
+  };
+  auto st = std::make_shared<state>(state{std::move(h), ex, tickets.size(), {}});
+  for (auto& t : tickets) {
+    t.launch(void_handler([st](error_code ec) {
+      auto rank = [](const error_code& e) {
+        return !e ? 0 : e == errc::lock_lost ? 3 : e == errc::release_pending ? 2 : 1;
+      };
+      if (rank(ec) > rank(st->ec)) st->ec = ec;
+      if (--st->left == 0) post_result(st->ex, std::move(st->h), st->ec);
+    }));
+  }
+}
+
+namespace {
+class multi_op_state : public chained_acquire<multi_op_state, multi_guard> {
+ public:
+  multi_op_state(std::vector<multi_lock_item> items, pending<void(error_code, multi_guard)>::ptr op,
+                 std::chrono::steady_clock::duration timeout)
+      : chained_acquire(std::move(op), timeout), items_(std::move(items)) {}
+
+  void start() {
+    forward_cancellation();
+    next();
+  }
+
+ private:
+  void next() {
+    if (taken_.size() == items_.size()) return op_->complete({}, multi_guard(std::move(taken_)));
+    const auto& item = items_[taken_.size()];
+    step(item.state, acquire_kind::wait, item.kind, &multi_op_state::on_one);
+  }
+
+  void on_one(error_code ec, lock_guard g) {
+    if (!ec && cancelled_) ec = asio::error::operation_aborted;
+    if (ec) {
+      // All or nothing: give back what we took (in the background) before completing.
+      g = lock_guard{};
+      taken_.clear();
+      return op_->complete(ec, multi_guard{});
+    }
+    taken_.push_back(std::move(g));
+    next();
+  }
+
+  std::vector<multi_lock_item> items_;
+  std::vector<lock_guard> taken_;
+};
+}  // namespace
+
+void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout) {
+  if (items.empty()) {
+    // nothing to take: an empty guard, at once (never inline)
+    return asio::post(asio::system_executor(), asio::append(std::move(h), error_code(errc::path_empty), multi_guard{}));
+  }
+  auto op = pending<void(error_code, multi_guard)>::make(std::move(h), items.front().state->s->executor());
+  for (auto& i : items)
+    if (i.state->path_error) return op->complete(i.state->path_error, multi_guard{});
+  std::make_shared<multi_op_state>(std::move(items), std::move(op), timeout)->start();
 }
 
 }  // namespace detail

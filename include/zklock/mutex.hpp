@@ -25,6 +25,7 @@ struct mutex_state;
 
 template <class Executor>
 class basic_shared_mutex;
+class multi_guard;
 
 /// What a guard knows of its lock.
 enum class lock_status {
@@ -63,6 +64,9 @@ class release_ticket {
 void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
+/// Launches every ticket; completes `h` once all are done, with the most telling error
+/// (lock_lost, then release_pending, then any other).
+void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
 }  // namespace detail
 
 /// Owns one hold of a lock, like std::unique_lock. Move-only.
@@ -185,6 +189,7 @@ class lock_guard {
 
  private:
   friend struct detail::access;
+  friend class multi_guard;
   lock_guard(std::shared_ptr<detail::hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
   detail::release_ticket take_release_ticket() noexcept;
 
