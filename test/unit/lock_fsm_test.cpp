@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 
 using namespace zklock;
@@ -35,6 +36,7 @@ struct sim {
   std::deque<std::function<lock_fsm::actions()>> replies;
   lock_fsm fsm;
   bool completed = false, waiting_reconnect = false;
+  int completions = 0;
   int requests = 0, lists = 0, syncs = 0;
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
 
@@ -166,6 +168,7 @@ struct sim {
           break;
         case lock_action::complete:
           completed = true;
+          ++completions;
           --requests;
           break;
       }
@@ -850,5 +853,114 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
     REQUIRE(t.completed);
     if (t.fsm.result().ec) CHECK(t.ours() == 0);
     CHECK(t.watches.empty());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A property test: random kinds, modes, queues, releases, arrivals, cancellations and expiries
+// in random order (seeded; the seed is printed on failure). Invariants: one completion; a
+// grant is what the grant rule says of the dir at that moment; a failure leaves no node of
+// ours and no watch (unless the session expired, which takes both); never two nodes of ours.
+
+TEST_CASE("lock_fsm property: random interleavings keep the invariants", "[unit][lock][property]") {
+  const std::uint32_t seed = std::random_device{}();
+  const std::string prefixes[] = {"_c_ffffffff-0000-0000-0000-000000000000-lock-", reader_prefix, writer_prefix,
+                                  "_c_ffffffff-0000-0000-0000-00000000000l-lease-"};
+  for (int run = 0; run < 3000; ++run) {
+    std::mt19937 rng(seed + run);
+    CAPTURE(seed, run);
+    const lock_kind kinds[] = {lock_kind::exclusive, lock_kind::read, lock_kind::write, lock_kind::lease};
+    lock_kind kind = kinds[rng() % 4];
+    lock_mode mode = rng() % 4 == 0 ? lock_mode::try_once : lock_mode::wait;
+    int max_leases = 1 + static_cast<int>(rng() % 3);
+    sim s;
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", mode, kind, max_leases);
+    auto foreign_prefix = [&] {
+      // leases only meet leases (their own dir); the others meet every lock kind
+      return kind == lock_kind::lease ? prefixes[3] : prefixes[rng() % 3];
+    };
+    std::vector<std::string> foreign;
+    for (int i = rng() % 4; i > 0; --i) foreign.push_back(s.add_foreign(foreign_prefix()));
+    s.apply(s.fsm.start());
+    bool cancelled = false, expired = false;
+    for (int steps = 0; steps < 200 && !s.completed; ++steps) {
+      switch (rng() % 9) {
+        case 0:
+          if (!foreign.empty()) {
+            auto i = rng() % foreign.size();
+            s.delete_foreign(foreign[i]);
+            foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+          break;
+        case 1:
+          if (rng() % 3 == 0) {
+            foreign.push_back(s.add_foreign(foreign_prefix()));
+            // some are zklock mutex nodes (created with contender_marker)
+            if (foreign.back().starts_with(prefixes[0]) && rng() % 2) s.zklock_nodes.insert(foreign.back());
+          }
+          break;
+        case 4:
+          if (!foreign.empty()) {
+            auto i = rng() % foreign.size();
+            if (s.zklock_nodes.count(foreign[i])) {
+              s.release_zklock(foreign[i]);  // a zklock holder's release: data changed, then gone
+              foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
+            } else {
+              s.change_data(foreign[i]);  // someone writes to a Curator/kazoo node: proves nothing
+            }
+          }
+          break;
+        case 2:
+          if (!cancelled && rng() % 6 == 0) {
+            cancelled = true;
+            s.apply(s.fsm.cancel(rng() % 2 ? error_code(boost::asio::error::operation_aborted) : error_code(errc::lock_timeout)));
+          }
+          break;
+        case 3:
+          if (!expired && rng() % 40 == 0) {
+            expired = true;
+            s.replies.clear();
+            s.watches.clear();
+            for (auto it = s.children.begin(); it != s.children.end();)
+              it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
+            s.apply(s.fsm.on_expired());
+          }
+          break;
+        default:
+          if (!s.step() && foreign.empty() && !cancelled) {
+            cancelled = true;  // nothing left to happen: give up, which must still clean up
+            s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+          }
+          break;
+      }
+      REQUIRE(s.ours() <= 1);
+      if (s.completed) {
+        // grant check at the moment of completion, against the dir as it is
+        if (!s.fsm.result().ec) {
+          REQUIRE(s.ours() == 1);
+          auto q = queue_order(s.listing());
+          std::size_t mine = 0;
+          for (std::size_t i = 0; i < q.size(); ++i)
+            if (q[i].name.starts_with(s.fsm.node_prefix())) mine = i;
+          // the grant rule, written out again (not find_blockers: an oracle of its own)
+          bool granted = true;
+          for (std::size_t i = 0; i < mine; ++i)
+            if (kind == lock_kind::exclusive || kind == lock_kind::write || (kind == lock_kind::read && q[i].kind != lock_kind::read))
+              granted = false;
+          if (kind == lock_kind::lease) granted = mine < static_cast<std::size_t>(max_leases);
+          REQUIRE(granted);
+        }
+      }
+    }
+    s.drain();  // late replies are ignored
+    REQUIRE(s.completions <= 1);
+    if (!s.completed) continue;  // still waiting after 200 steps: a legal state
+    if (s.fsm.result().ec) {
+      CHECK(s.ours() == 0);
+      CHECK(s.watches.empty());
+    } else {
+      CHECK(s.ours() == 1);
+      CHECK(s.watches.empty());  // a grant leaves no watch behind either
+    }
   }
 }
