@@ -493,11 +493,19 @@ def case_examples(c):
     # scheduler_failover leader says "stopping" and nothing after it.
     check(EXAMPLES, "run with --examples DIR")
     ex = lambda name: os.path.join(EXAMPLES, name)
-    for name in ("acquire_release", "contention_demo", "stock_server", "stock_client", "scheduler_failover"):
+    for name in ("acquire_release", "contention_demo", "stock_server", "stock_client", "scheduler_failover", "recipes_tour"):
         if not os.path.exists(ex(name)):
             raise Failure(f"{ex(name)} not built")
         p = subprocess.run([ex(name), "--help"], capture_output=True, text=True, timeout=10)
         check(p.returncode == 0 and "usage" in p.stdout.lower(), f"{name} --help -> {p.returncode}: {p.stdout[:200]!r} {p.stderr[:200]!r}")
+    # the recipes tour prints what examples/README.md shows
+    p = subprocess.run([ex("recipes_tour"), c.server.connect, "/apps/tour"], capture_output=True, text=True, timeout=60)
+    log(f"recipes_tour: {p.stdout!r}")
+    check(p.returncode == 0, f"recipes_tour -> {p.returncode}: {p.stderr[-300:]!r}")
+    check("readers at once: 3;" in p.stdout and "(readers inside when it got in: 0)" in p.stdout, "shared_mutex line")
+    check("reader in before the downgrade: no, after: yes" in p.stdout, "downgrade line")
+    check("leases held at once: 2 (max 2)" in p.stdout, "semaphore line")
+    check("a=80 b=120" in p.stdout, "multi_lock line")
     p = subprocess.run([ex("stock_client"), "--servers", "127.0.0.1:"], capture_output=True, text=True, timeout=10)
     check(p.returncode == 2 and "127.0.0.1:" in p.stderr and "port" in p.stderr, f"empty port -> {p.returncode}: {p.stderr!r}")
     # The spurious line needs the SIGTERM to land while a request is out: with the old code
