@@ -618,3 +618,33 @@ TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, n
     co_await held.async_release(asio::use_awaitable);
   }(), 180s);
 }
+
+TEST_CASE("a release made while disconnected deletes the node after the reconnect, guard gone or not",
+          "[integration][fault][promise]") {
+  // release_pending promises the node goes after the reconnect. Once the guard is gone only
+  // the hold itself can keep that promise (found by the fault harness: the node stayed for the
+  // life of the session, and every waiter queued behind it).
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 10000ms));
+  session observer(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await observer.async_connect(asio::use_awaitable);
+    {
+      mutex m(s, "/locks/owed");
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      proxy.set_accepting(false);
+      proxy.drop_all();
+      co_await await_state(s, session_state::suspended, 10s);
+      auto [ec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
+      CHECK(ec == errc::release_pending);
+    }  // guard and mutex gone
+    co_await sleep_for(200ms);
+    proxy.set_accepting(true);
+    co_await await_state(s, session_state::reconnected, 20s);
+    co_await await_children(observer, "/locks/owed", 0, 10s);  // deleted, with the session alive
+    CHECK(is_connected(s.state()));
+  }(), 60s);
+}
