@@ -375,6 +375,20 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
+    // A grant straight from a watch event sends no request: after a long wait the validity
+    // deadline (last answered request + session timeout - margin) is stale and the new hold
+    // would be lost on arrival. One exists on our node refreshes it first (waits longer than a
+    // third of the session timeout only: the keepalive's cadence).
+    if (!refreshed_ && s_->last_acknowledged() + s_->negotiated_timeout() / 3 <= std::chrono::steady_clock::now() &&
+        is_connected(s_->state())) {
+      refreshed_ = true;
+      ptr self(this);
+      s_->exists(r.node, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
+        if (ec == condition::session_lost) return self->op_->complete(errc::session_expired, lock_guard{});
+        self->complete();  // otherwise the hold's own checks take over (deadline, node gone)
+      }));
+      return;
+    }
 
     auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
     h->node = r.node;
@@ -397,6 +411,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;
   std::uint64_t listener_ = 0;
+  bool refreshed_ = false;  // the validity deadline was refreshed before the grant
 };
 
 }  // namespace detail

@@ -648,3 +648,30 @@ TEST_CASE("a release made while disconnected deletes the node after the reconnec
     CHECK(is_connected(s.state()));
   }(), 60s);
 }
+
+TEST_CASE("a lock granted after a wait longer than the session timeout is valid on arrival",
+          "[integration][fault][promise]") {
+  // A waiter sends nothing while it waits; a grant taken straight from the watch event used to
+  // hand out a guard whose validity deadline had passed (lost on arrival, zklock exec killed
+  // the command at once). Found by the shared-lock interop work.
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  session b(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/longwait"), mb(b, "/locks/longwait");
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+      co_await sleep_for(b.negotiated_timeout() + 1500ms);  // longer than b's session timeout
+      co_await g.async_release(asio::use_awaitable);
+    }, asio::detached);
+    auto g2 = co_await mb.async_acquire(asio::use_awaitable);
+    CHECK(g2.status() == lock_status::held);
+    CHECK(g2.valid_until() > std::chrono::steady_clock::now() + b.negotiated_timeout() / 2);
+    co_await sleep_for(200ms);
+    CHECK(g2.owns_lock());
+    co_await g2.async_release(asio::use_awaitable);
+  }(), 60s);
+}
