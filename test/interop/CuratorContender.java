@@ -1,31 +1,43 @@
-// Interop contender: Apache Curator 5 InterProcessMutex. Repeatedly acquires PATH, writes
-// "enter <who>" / "leave <who>" to the exclusion log (one O_APPEND write each), releases.
-//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO
+// Interop contender: Apache Curator 5 InterProcessMutex, or with "rw" InterProcessReadWriteLock.
+// Repeatedly acquires PATH, writes "enter <who>" / "leave <who>" to the exclusion log (one
+// O_APPEND write each), releases. With "rw", cycle i takes writeLock() when i % 3 == 0 and
+// readLock() otherwise, logging enter-write/leave-write or enter-read/leave-read (a read held
+// 5 ms, a write 1 ms, as zklock_contender --rw).
+//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO [rw]
 import java.io.FileOutputStream;
 import java.nio.charset.StandardCharsets;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorContender {
+  static byte[] line(String verb, String who) {
+    return (verb + " " + who + "\n").getBytes(StandardCharsets.UTF_8);
+  }
+
   public static void main(String[] args) throws Exception {
     String connect = args[0], path = args[1], log = args[3], who = args[4];
     int cycles = Integer.parseInt(args[2]);
+    boolean rw = args.length > 5 && args[5].equals("rw");
     try (FileOutputStream out = new FileOutputStream(log, true);
          CuratorFramework client = CuratorFrameworkFactory.newClient(connect, 10000, 10000,
              new ExponentialBackoffRetry(100, 5))) {
       client.start();
       client.blockUntilConnected();
-      InterProcessMutex mutex = new InterProcessMutex(client, path);
-      byte[] enter = ("enter " + who + "\n").getBytes(StandardCharsets.UTF_8);
-      byte[] leave = ("leave " + who + "\n").getBytes(StandardCharsets.UTF_8);
+      InterProcessReadWriteLock rwLock = rw ? new InterProcessReadWriteLock(client, path) : null;
+      InterProcessMutex mutex = rw ? null : new InterProcessMutex(client, path);
       for (int i = 0; i < cycles; i++) {
-        mutex.acquire();
-        out.write(enter);
-        Thread.sleep(1);
-        out.write(leave);
-        mutex.release();
+        boolean write = i % 3 == 0;
+        InterProcessLock lock = !rw ? mutex : write ? rwLock.writeLock() : rwLock.readLock();
+        String suffix = !rw ? "" : write ? "-write" : "-read";
+        lock.acquire();
+        out.write(line("enter" + suffix, who));
+        Thread.sleep(rw && !write ? 5 : 1);
+        out.write(line("leave" + suffix, who));
+        lock.release();
       }
     }
   }

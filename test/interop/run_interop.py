@@ -1,71 +1,157 @@
 #!/usr/bin/python3
 """Interop test: zklock processes contend on one lock path with Curator (Java) or kazoo (Python)
-processes; the exclusion log must show no overlap and every process must finish.
-    run_interop.py curator|kazoo ZKLOCK_CONTENDER SCRIPTS_DIR WORK_DIR"""
+processes; the exclusion log must show no overlap, every process must finish its cycles and the
+lock dir must be empty at the end.
+    run_interop.py MODE ZKLOCK_CONTENDER SCRIPTS_DIR WORK_DIR
+MODE: curator, kazoo (mutexes: InterProcessMutex, kazoo Lock), curator-rw (zklock shared_mutex
+and Curator InterProcessReadWriteLock), kazoo-rw (zklock shared_mutex and kazoo ReadLock/WriteLock
+with Curator's markers; kazoo 2.8.0 needs its ReadLock fix, see kazoo_contender.py). The rw modes
+also require that readers held together at least once. kazoo-rw-deadlock runs
+kazoo_rw_deadlock.py instead (why kazoo-rw needs the fix)."""
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
-peer, contender, scripts, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+from kazoo.client import KazooClient
+
+mode, contender, scripts, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+peer, rw = mode.split("-")[0], mode.endswith("-rw")
 here = os.path.dirname(os.path.abspath(__file__))
 CYCLES = 40
-os.makedirs(work, exist_ok=True)
-server_dir = tempfile.mkdtemp(prefix="zklock-test-interop-")
-connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
-                                  text=True).strip()
-procs = []
-try:
-    log = os.path.join(work, "exclusion-%s.log" % peer)
-    if os.path.exists(log):
-        os.remove(log)
-    path = "/interop/%s" % peer
-    if peer == "curator":
-        jars = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
+CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
                 "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
                 "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
                 "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
-        cp = ":".join("/usr/share/java/%s.jar" % j for j in jars if os.path.exists("/usr/share/java/%s.jar" % j))
+
+
+def check_mutex(lines):
+    """Replays enter/leave lines: an enter while someone is inside, or a leave by someone who is
+    not inside, is a violation. Returns (entries per who, violations, 0)."""
+    entries, violations, inside = {}, 0, None
+    for verb, who in lines:
+        if verb == "enter":
+            entries[who] = entries.get(who, 0) + 1
+            violations += inside is not None
+            inside = who
+        else:
+            violations += inside != who
+            inside = None
+    return entries, violations, [0, 0]
+
+
+def check_rw(lines):
+    """Replays enter-read/leave-read/enter-write/leave-write lines: a writer entering while anyone
+    is inside, a reader entering while a writer is inside, or a leave by someone not inside, is a
+    violation. Returns (entries per who, violations, reader overlaps: reader entries that found
+    another reader inside, and how many of those found one of the other implementation)."""
+    entries, violations, overlaps, readers, writer = {}, 0, [0, 0], [], None
+    for verb, who in lines:
+        if verb.startswith("enter"):
+            entries[who] = entries.get(who, 0) + 1
+        if verb == "enter-write":
+            violations += writer is not None or bool(readers)
+            writer = who
+        elif verb == "leave-write":
+            violations += writer != who
+            writer = None
+        elif verb == "enter-read":
+            violations += writer is not None
+            overlaps[0] += bool(readers)
+            overlaps[1] += any(r.split("-")[0] != who.split("-")[0] for r in readers)
+            readers.append(who)
+        elif verb == "leave-read":
+            if who in readers:
+                readers.remove(who)
+            else:
+                violations += 1
+        else:
+            violations += 1  # a line of the other protocol, or a torn line
+    return entries, violations, overlaps
+
+
+def peer_command(connect, path, log):
+    mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"]}.get(mode, [])
+    if peer == "curator":
+        cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
         classes = os.path.join(work, "classes")
         os.makedirs(classes, exist_ok=True)
         subprocess.check_call(["javac", "-cp", cp, "-d", classes, os.path.join(here, "CuratorContender.java")])
-        peer_cmd = lambda who: ["java", "-cp", cp + ":" + classes, "CuratorContender", connect, path,
-                                str(CYCLES), log, who]
-    else:
-        peer_cmd = lambda who: ["/usr/bin/python3", os.path.join(here, "kazoo_contender.py"), connect, path,
-                                str(CYCLES), log, who]
-    for i in range(2):
-        procs.append(subprocess.Popen([contender, connect, path, str(CYCLES), log, "zklock-%d" % i]))
-        procs.append(subprocess.Popen(peer_cmd("%s-%d" % (peer, i))))
-    failed = False
-    for p in procs:
-        try:
-            if p.wait(timeout=240) != 0:
-                print("contender %s exited %d" % (p.args[:3], p.returncode))
+        return lambda who: ["java", "-cp", cp + ":" + classes, "CuratorContender", connect, path,
+                            str(CYCLES), log, who] + mode_arg
+    return lambda who: ["/usr/bin/python3", os.path.join(here, "kazoo_contender.py"), connect, path,
+                        str(CYCLES), log, who] + mode_arg
+
+
+def lock_dir_children(connect, path, wait=False):
+    """The lock dir's children; with wait, polls (bounded) until there is one."""
+    zk = KazooClient(hosts=connect, timeout=10.0)
+    zk.start(timeout=30)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            children = zk.get_children(path) if zk.exists(path) else []
+            if children or not wait or time.monotonic() > deadline:
+                return children
+            time.sleep(0.02)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def main():
+    os.makedirs(work, exist_ok=True)
+    server_dir = tempfile.mkdtemp(prefix="zklock-test-interop-")
+    connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
+                                      text=True).strip()
+    procs = []
+    try:
+        log = os.path.join(work, "exclusion-%s.log" % mode)
+        if os.path.exists(log):
+            os.remove(log)
+        path = "/interop/%s" % mode
+        if mode == "kazoo-rw-deadlock":
+            sys.exit(subprocess.call(["/usr/bin/python3", os.path.join(here, "kazoo_rw_deadlock.py"), connect, path],
+                                     timeout=60))
+        peer_cmd = peer_command(connect, path, log)
+        zklock_cmd = [contender] + (["--rw"] if rw else [])
+        # The peers first (a JVM takes seconds to start); zklock once a peer has queued, so that
+        # all four contend for most of the run.
+        for i in range(2):
+            procs.append(subprocess.Popen(peer_cmd("%s-%d" % (peer, i))))
+        lock_dir_children(connect, path, wait=True)
+        for i in range(2):
+            procs.append(subprocess.Popen(zklock_cmd + [connect, path, str(CYCLES), log, "zklock-%d" % i]))
+        failed, deadline = False, time.monotonic() + 60  # a normal run takes 7-15 s
+        for p in procs:
+            try:
+                if p.wait(timeout=max(0.1, deadline - time.monotonic())) != 0:
+                    print("contender %s exited %d" % (p.args[:3], p.returncode))
+                    failed = True
+            except subprocess.TimeoutExpired:
+                print("contender %s still running after 60 s (deadlock?); lock dir: %s"
+                      % (p.args[:3], sorted(lock_dir_children(connect, path))))
                 failed = True
-        except subprocess.TimeoutExpired:
-            print("contender %s timed out" % (p.args[:3],))
-            failed = True
-    entries, violations, inside, who_entered = 0, 0, None, set()
-    with open(log) as f:
-        for line in f:
-            verb, who = line.split()
-            if verb == "enter":
-                entries += 1
-                who_entered.add(who)
-                if inside is not None:
-                    violations += 1
-                inside = who
-            else:
-                if inside != who:
-                    violations += 1
-                inside = None
-    print("peer=%s entries=%d violations=%d contenders=%s" % (peer, entries, violations, sorted(who_entered)))
-    if failed or violations or entries != 4 * CYCLES or len(who_entered) != 4:
-        sys.exit(1)
-finally:
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-    subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
+                p.kill()
+                p.wait()
+        with open(log) as f:
+            lines = [tuple(line.split()) for line in f]
+        entries, violations, overlaps = (check_rw if rw else check_mutex)(lines)
+        children = lock_dir_children(connect, path)
+        unfinished = sorted(w for w in entries if entries[w] != CYCLES)
+        print("mode=%s entries=%d violations=%d reader_overlaps=%d (with the other implementation: %d) "
+              "contenders=%s unfinished=%s lock_dir=%s" % (mode, sum(entries.values()), violations, overlaps[0],
+                                                             overlaps[1], sorted(entries), unfinished, children))
+        if (failed or violations or len(entries) != 4 or unfinished or children
+                or (rw and overlaps[0] == 0)):
+            sys.exit(1)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,19 +1,33 @@
-// Interop contender: zklock::mutex, same protocol as CuratorContender and kazoo_contender.py.
-//   zklock_contender CONNECT PATH CYCLES LOGFILE WHO
+// Interop contender: zklock::mutex, or with --rw zklock::shared_mutex, same protocol as
+// CuratorContender and kazoo_contender.py.
+//   zklock_contender [--rw] CONNECT PATH CYCLES LOGFILE WHO
+// With --rw, cycle i takes the write side when i % 3 == 0 and the read side otherwise; a read
+// is held longer (5 ms) than a write (1 ms) so that readers of different processes overlap.
 #include "exclusion_log.hpp"
 
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include <boost/asio.hpp>
 
 #include <iostream>
+#include <string_view>
 
 namespace asio = boost::asio;
 
+namespace {
+asio::awaitable<void> hold_for(std::chrono::milliseconds d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  const bool rw = argc > 1 && std::string_view(argv[1]) == "--rw";
+  if (rw) --argc, ++argv;
   if (argc != 6) {
-    std::cerr << "usage: zklock_contender CONNECT PATH CYCLES LOGFILE WHO\n";
+    std::cerr << "usage: zklock_contender [--rw] CONNECT PATH CYCLES LOGFILE WHO\n";
     return 2;
   }
   std::string connect = argv[1], path = argv[2], who = argv[5];
@@ -28,14 +42,29 @@ int main(int argc, char** argv) {
     opts.connect = connect;
     zklock::session s{ex, opts};
     co_await s.async_connect(asio::use_awaitable);
-    zklock::mutex m{s, path};
-    for (int i = 0; i < cycles; ++i) {
-      auto g = co_await m.async_acquire(asio::use_awaitable);
-      log.enter(who);
-      asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(1));
-      co_await t.async_wait(asio::use_awaitable);
-      log.leave(who);
-      co_await g.async_release(asio::use_awaitable);
+    if (rw) {
+      zklock::shared_mutex m{s, path};
+      for (int i = 0; i < cycles; ++i) {
+        const bool write = i % 3 == 0;
+        zklock::lock_guard g;
+        if (write)
+          g = co_await m.async_acquire(asio::use_awaitable);
+        else
+          g = co_await m.async_acquire_shared(asio::use_awaitable);
+        write ? log.enter_write(who) : log.enter_read(who);
+        co_await hold_for(std::chrono::milliseconds(write ? 1 : 5));
+        write ? log.leave_write(who) : log.leave_read(who);
+        co_await g.async_release(asio::use_awaitable);
+      }
+    } else {
+      zklock::mutex m{s, path};
+      for (int i = 0; i < cycles; ++i) {
+        auto g = co_await m.async_acquire(asio::use_awaitable);
+        log.enter(who);
+        co_await hold_for(std::chrono::milliseconds(1));
+        log.leave(who);
+        co_await g.async_release(asio::use_awaitable);
+      }
     }
     co_await s.async_close(asio::use_awaitable);
     status = 0;

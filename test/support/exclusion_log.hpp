@@ -3,6 +3,9 @@
 // each line one O_APPEND write (atomic and totally ordered by the kernel). check() then replays
 // the file: an "enter" while someone is inside, or a "leave" by someone who is not inside, is
 // a violation. Java and Python peers write the same lines to the same file.
+// A shared (read/write) lock writes "enter-read/leave-read/enter-write/leave-write <who>"
+// instead; test/interop/run_interop.py replays those (a writer entering while anyone is inside,
+// a reader entering while a writer is inside).
 #pragma once
 
 #include <fcntl.h>
@@ -30,6 +33,10 @@ class exclusion_log {
 
   void enter(std::string_view who) { write_line("enter ", who); }
   void leave(std::string_view who) { write_line("leave ", who); }
+  void enter_read(std::string_view who) { write_line("enter-read ", who); }
+  void leave_read(std::string_view who) { write_line("leave-read ", who); }
+  void enter_write(std::string_view who) { write_line("enter-write ", who); }
+  void leave_write(std::string_view who) { write_line("leave-write ", who); }
   const std::string& path() const noexcept { return path_; }
 
   struct result {
