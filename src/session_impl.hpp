@@ -88,10 +88,6 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void log(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
-  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
-  /// refused call the op fails at once. Counts it, flushes it with the loop.
-  template <class Request, class Call>
-  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
   /// socket is corked meanwhile; see session_loop.cpp). Batches do not nest: an inner one is
   /// a no-op.
@@ -108,6 +104,15 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   };
 
  private:
+  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
+  /// refused call the op fails at once. Counts it, flushes it with the loop.
+  template <class Request, class Call>
+  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
+  /// The reads (exists, get_children, get_data): one shape, with or without a watch. `call(w,
+  /// data)` makes the C call, watched when `w` (the watch_state to register) is not null.
+  template <class Signature, class Call>
+  void read(asio::any_completion_handler<Signature> h, const std::string& path,
+            boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call);
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
   void open_handle();

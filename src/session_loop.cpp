@@ -130,25 +130,21 @@ void session_impl::update_descriptor(int fd) {
 void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) {
   update_descriptor(fd);
   auto gen = fd_generation_;
+  // One wait per direction the C client is interested in (ZOOKEEPER_READ, ZOOKEEPER_WRITE).
+  auto wait = [this, gen](int event, bool session_impl::*waiting) {
+    if (this->*waiting) return;
+    this->*waiting = true;
+    auto type = event == ZOOKEEPER_READ ? asio::posix::descriptor_base::wait_read : asio::posix::descriptor_base::wait_write;
+    sd_.async_wait(type, [self = shared_from_this(), gen, event, waiting](error_code ec) {
+      if (gen != self->fd_generation_) return;
+      (*self).*waiting = false;
+      if (ec) return;
+      self->process(event);
+    });
+  };
   if (registered_fd_ >= 0) {
-    if ((interest & ZOOKEEPER_READ) && !read_waiting_) {
-      read_waiting_ = true;
-      sd_.async_wait(asio::posix::descriptor_base::wait_read, [self = shared_from_this(), gen](error_code ec) {
-        if (gen != self->fd_generation_) return;
-        self->read_waiting_ = false;
-        if (ec) return;
-        self->process(ZOOKEEPER_READ);
-      });
-    }
-    if ((interest & ZOOKEEPER_WRITE) && !write_waiting_) {
-      write_waiting_ = true;
-      sd_.async_wait(asio::posix::descriptor_base::wait_write, [self = shared_from_this(), gen](error_code ec) {
-        if (gen != self->fd_generation_) return;
-        self->write_waiting_ = false;
-        if (ec) return;
-        self->process(ZOOKEEPER_WRITE);
-      });
-    }
+    if (interest & ZOOKEEPER_READ) wait(ZOOKEEPER_READ, &session_impl::read_waiting_);
+    if (interest & ZOOKEEPER_WRITE) wait(ZOOKEEPER_WRITE, &session_impl::write_waiting_);
   }
   // Re-arm the timer only when the C client wants to wake up earlier than already planned:
   // an early wake-up is harmless (we ask zookeeper_interest again), cancelling a wait on every

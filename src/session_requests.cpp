@@ -79,12 +79,19 @@ void session_impl::remove(std::string path, int version, void_handler h) {
   submit(r, [&](void* d) { return zoo_adelete(zh_, path.c_str(), version, void_completion, d); });
 }
 
+template <class Signature, class Call>
+void session_impl::read(asio::any_completion_handler<Signature> h, const std::string& path,
+                        boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call) {
+  auto op = pending<Signature>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<Signature> r(new request<Signature>(op));
+  if (watch) r->watch = *watch = new_watch(path, child_watch);
+  submit(r, [&](void* d) { return call(r->watch.get(), d); });
+  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
+}
+
 void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
   using sig = void(error_code, std::optional<node_stat>);
-  auto op = pending<sig>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
-  request_ptr<sig> r(new request<sig>(op));
-  if (watch) r->watch = *watch = new_watch(path, false);
   auto done = [](int rc, const Stat* stat, const void* d) {
     auto r = adopt<request<sig>>(d);
     r->replied(rc, rc == ZOK || rc == ZNONODE);  // an exists watch is set on a missing node too
@@ -92,19 +99,13 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
     if (rc != ZOK) return r->op->complete(zk_error(rc), std::nullopt);
     r->op->complete({}, to_stat(stat));
   };
-  submit(r, [&](void* d) {
-    return watch ? zoo_awexists(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
-                 : zoo_aexists(zh_, path.c_str(), 0, done, d);
+  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+    return w ? zoo_awexists(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aexists(zh_, path.c_str(), 0, done, d);
   });
-  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
   using sig = void(error_code, children_result);
-  auto op = pending<sig>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
-  request_ptr<sig> r(new request<sig>(op));
-  if (watch) r->watch = *watch = new_watch(path, true);
   auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
     auto r = adopt<request<sig>>(d);
     r->replied(rc, rc == ZOK);
@@ -118,19 +119,14 @@ void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_sta
     }
     r->op->complete(zk_error(rc), std::move(res));
   };
-  submit(r, [&](void* d) {
-    return watch ? zoo_awget_children2(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
-                 : zoo_aget_children2(zh_, path.c_str(), 0, done, d);
+  read(std::move(h), path, watch, true, [&](watch_state* w, void* d) {
+    return w ? zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d)
+             : zoo_aget_children2(zh_, path.c_str(), 0, done, d);
   });
-  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
   using sig = void(error_code, data_result);
-  auto op = pending<sig>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
-  request_ptr<sig> r(new request<sig>(op));
-  if (watch) r->watch = *watch = new_watch(path, false);
   auto done = [](int rc, const char* value, int len, const Stat* stat, const void* d) {
     auto r = adopt<request<sig>>(d);
     r->replied(rc, rc == ZOK);
@@ -141,11 +137,9 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
     }
     r->op->complete(zk_error(rc), std::move(res));
   };
-  submit(r, [&](void* d) {
-    return watch ? zoo_awget(zh_, path.c_str(), node_watcher, r->watch.get(), done, d)
-                 : zoo_aget(zh_, path.c_str(), 0, done, d);
+  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+    return w ? zoo_awget(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aget(zh_, path.c_str(), 0, done, d);
   });
-  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
