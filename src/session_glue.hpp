@@ -1,6 +1,7 @@
 // Glue between the engine and the ZooKeeper C client: the callbacks handed to it, the
 // conversions of its types, and the request object (`request<Signature, Extra>`) that travels
-// through it as the `data` of one call. Private to src/.
+// through it as the `data` of one call. Private to src/. All inline: a translation unit of its
+// own would cost a parse of the engine's Asio headers for a few small functions.
 #pragma once
 
 #include "session_impl.hpp"
@@ -11,14 +12,16 @@
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace zklock::detail {
 
 // The session whose C call is on the stack; routes the C client's log lines (its log callback
 // has no context argument). Everything runs on the session's executor, one call at a time.
-extern constinit thread_local session_impl* current_session;
+inline constinit thread_local session_impl* current_session = nullptr;
 
 struct in_session {
   session_impl* prev;
@@ -35,15 +38,6 @@ struct request_scope {
   in_session guard;
   explicit request_scope(session_impl* s) : batch(s), guard(s) {}
 };
-
-// The C client's callbacks.
-void log_callback(const char* message);
-void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx);  // session events
-void node_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);  // ctx: a watch_state
-void void_completion(int rc, const void* data);  // data: a request<void(error_code)>
-
-node_stat to_stat(const Stat* s);
-int to_flags(create_mode m);
 
 // Adopts the reference handed to the C client as `data`.
 template <class Op>
@@ -89,5 +83,65 @@ struct multi_buffers {
   std::vector<std::vector<char>> path_buffers;
   std::vector<Stat> stats;
 };
+
+// The C client's callbacks and conversions.
+
+inline void log_callback(const char* message) {
+  std::string_view m(message);
+  log_level level = log_level::info;
+  if (m.find("ZOO_ERROR@") != std::string_view::npos) level = log_level::error;
+  else if (m.find("ZOO_WARN@") != std::string_view::npos) level = log_level::warn;
+  else if (m.find("ZOO_DEBUG@") != std::string_view::npos) level = log_level::debug;
+  if (current_session)
+    current_session->log(level, m);
+  else if (level <= log_level::warn)
+    std::fprintf(stderr, "%s\n", message);
+}
+
+inline node_stat to_stat(const Stat* s) {
+  node_stat r;
+  if (!s) return r;
+  r.czxid = s->czxid;
+  r.mzxid = s->mzxid;
+  r.ctime = s->ctime;
+  r.mtime = s->mtime;
+  r.version = s->version;
+  r.cversion = s->cversion;
+  r.aversion = s->aversion;
+  r.ephemeral_owner = s->ephemeralOwner;
+  r.data_length = s->dataLength;
+  r.num_children = s->numChildren;
+  r.pzxid = s->pzxid;
+  return r;
+}
+
+inline int to_flags(create_mode m) {
+  switch (m) {
+    case create_mode::persistent: return ZOO_PERSISTENT;
+    case create_mode::ephemeral: return ZOO_EPHEMERAL;
+    case create_mode::persistent_sequential: return ZOO_PERSISTENT_SEQUENTIAL;
+    case create_mode::ephemeral_sequential: return ZOO_EPHEMERAL_SEQUENTIAL;
+    case create_mode::container: return ZOO_CONTAINER;
+  }
+  return ZOO_PERSISTENT;
+}
+
+// Session events (ctx: the session).
+inline void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) static_cast<session_impl*>(ctx)->on_session_event(state);
+}
+
+// Watch events (ctx: the watch_state).
+inline void node_watcher(zhandle_t*, int type, int state, const char* path, void* ctx) {
+  auto* w = static_cast<watch_state*>(ctx);
+  if (auto owner = w->owner.lock()) owner->on_watch_fired(w, type, state, path);
+}
+
+// Replies that carry only a code (data: a request<void(error_code)>).
+inline void void_completion(int rc, const void* data) {
+  auto r = adopt<request<void(error_code)>>(data);
+  r->replied(rc);
+  r->op->complete(zk_error(rc));
+}
 
 }  // namespace zklock::detail

@@ -5,7 +5,7 @@
 //   session_loop.cpp       the event loop (descriptor, timer, pump) and send_batch
 //   session_requests.cpp   the requests, all through submit()
 //   session_watches.cpp    the watch registry
-//   session_glue.cpp       the C client's callbacks and type conversions (session_glue.hpp)
+//   session_glue.hpp       the C client's callbacks, type conversions, request<> (inline)
 #pragma once
 
 #include <zklock/detail/pending.hpp>
