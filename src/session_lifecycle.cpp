@@ -311,6 +311,8 @@ std::chrono::steady_clock::time_point session_impl::valid_until() const noexcept
 // ---------------------------------------------------------------------------------------------
 // the public header's entry points (detail/session_ops.hpp)
 
+namespace session_ops {
+
 std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts) {
   return std::make_shared<session_impl>(std::move(ex), std::move(opts));
 }
@@ -324,6 +326,8 @@ session_stats stats(const session_impl& s) noexcept { return s.stats(); }
 void connect(session_impl& s, void_handler h) { s.connect(std::move(h)); }
 void close(session_impl& s, void_handler h) { s.close(std::move(h)); }
 void wait_state(session_impl& s, session_state known, state_handler h) { s.wait_state(known, std::move(h)); }
+
+}  // namespace session_ops
 
 }  // namespace detail
 }  // namespace zklock

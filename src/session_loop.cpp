@@ -134,7 +134,8 @@ void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) 
   auto wait = [this, gen](int event, bool session_impl::*waiting) {
     if (this->*waiting) return;
     this->*waiting = true;
-    auto type = event == ZOOKEEPER_READ ? asio::posix::descriptor_base::wait_read : asio::posix::descriptor_base::wait_write;
+    using base = asio::posix::descriptor_base;
+    auto type = event == ZOOKEEPER_READ ? base::wait_read : base::wait_write;
     sd_.async_wait(type, [self = shared_from_this(), gen, event, waiting](error_code ec) {
       if (gen != self->fd_generation_) return;
       (*self).*waiting = false;

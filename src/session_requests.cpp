@@ -271,6 +271,8 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
 // ---------------------------------------------------------------------------------------------
 // the public header's entry points (detail/session_ops.hpp)
 
+namespace session_ops {
+
 void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h) {
   s.create(std::move(path), std::move(data), mode, std::move(h));
 }
@@ -293,5 +295,7 @@ void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h) { s.mult
 void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h) {
   s.remove_watch(std::move(w), std::move(h));
 }
+
+}  // namespace session_ops
 
 }  // namespace zklock::detail

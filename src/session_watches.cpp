@@ -86,6 +86,8 @@ void session_impl::wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler
   w->waiter = op;
 }
 
+namespace session_ops {
+
 void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
   auto owner = w->owner.lock();
   if (!owner) {
@@ -95,6 +97,8 @@ void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
   }
   owner->wait_watch(std::move(w), std::move(h));
 }
+
+}  // namespace session_ops
 
 }  // namespace detail
 }  // namespace zklock

@@ -38,6 +38,10 @@ using multi_handler = asio::any_completion_handler<void(error_code, std::vector<
 using state_handler = asio::any_completion_handler<void(error_code, session_state)>;
 using watch_handler = asio::any_completion_handler<void(error_code, watch_event)>;
 
+// In a namespace of their own: inside zklock::detail, a `close` or `connect` of ours would
+// hide the POSIX one from unqualified calls.
+namespace session_ops {
+
 // Lifecycle and state (src/session_lifecycle.cpp).
 std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
 /// Closes the handle now (the session object's destructor); pending operations complete with
@@ -69,4 +73,5 @@ void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_han
 /// session's executor (never inline).
 void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
 
+}  // namespace session_ops
 }  // namespace zklock::detail
