@@ -2,7 +2,8 @@
 // executor it is given. No thread is started.
 #pragma once
 
-#include <zklock/detail/session_impl.hpp>
+#include <zklock/detail/session_ops.hpp>
+#include <zklock/detail/watch_state.hpp>
 #include <zklock/error.hpp>
 #include <zklock/path.hpp>
 #include <zklock/types.hpp>
@@ -102,14 +103,7 @@ class watch {
   auto async_wait(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, watch_event)>(
         [](auto handler, boost::intrusive_ptr<detail::watch_state> st) {
-          auto owner = st->owner.lock();
-          detail::watch_handler h(std::move(handler));
-          if (!owner) {
-            // session object gone: complete through its executor, never inline
-            detail::post_completion(st->ex, std::move(h), error_code(errc::session_closed), watch_event{});
-            return;
-          }
-          owner->wait_watch(std::move(st), std::move(h));
+          detail::session_ops::wait_watch(std::move(st), detail::watch_handler(std::move(handler)));
         },
         token, state_);
   }
@@ -163,7 +157,7 @@ class basic_session {
   };
 
   explicit basic_session(const executor_type& ex, session_options opts = {})
-      : impl_(std::make_shared<detail::session_impl>(asio::any_io_executor(ex), std::move(opts))), ex_(ex) {}
+      : impl_(detail::session_ops::make_session(asio::any_io_executor(ex), std::move(opts))), ex_(ex) {}
   template <class ExecutionContext>
     requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
   explicit basic_session(ExecutionContext& context, session_options opts = {})
@@ -174,12 +168,12 @@ class basic_session {
   basic_session(basic_session<OtherExecutor>&& other) noexcept
       : impl_(std::move(other.impl_)), ex_(other.ex_) {}
   ~basic_session() {
-    if (impl_) impl_->shutdown();
+    if (impl_) detail::session_ops::shutdown(*impl_);
   }
   basic_session(basic_session&&) noexcept = default;
   basic_session& operator=(basic_session&& other) noexcept {
     if (this != &other) {
-      if (impl_) impl_->shutdown();
+      if (impl_) detail::session_ops::shutdown(*impl_);
       impl_ = std::move(other.impl_);
       ex_ = other.ex_;
     }
@@ -189,17 +183,19 @@ class basic_session {
   basic_session& operator=(const basic_session&) = delete;
 
   executor_type get_executor() const noexcept { return ex_; }
-  const session_options& options() const noexcept { return impl_->options(); }
-  session_state state() const noexcept { return impl_->state(); }
+  const session_options& options() const noexcept { return detail::session_ops::options(*impl_); }
+  session_state state() const noexcept { return detail::session_ops::state(*impl_); }
   /// The server-assigned session id (0 before the first connect).
-  std::int64_t session_id() const noexcept { return impl_->session_id(); }
+  std::int64_t session_id() const noexcept { return detail::session_ops::session_id(*impl_); }
   /// The session timeout the server granted (it clamps the requested one to [2, 20] ticks);
   /// the requested one before the first connect.
-  std::chrono::milliseconds negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
+  std::chrono::milliseconds negotiated_timeout() const noexcept {
+    return detail::session_ops::negotiated_timeout(*impl_);
+  }
   /// Id and password of the current session (id 0 when none).
-  session_credentials credentials() const { return impl_->credentials(); }
+  session_credentials credentials() const { return detail::session_ops::credentials(*impl_); }
   /// Requests sent and watch events received since construction (for benchmarks and tests).
-  session_stats stats() const noexcept { return impl_->stats(); }
+  session_stats stats() const noexcept { return detail::session_ops::stats(*impl_); }
 
   /// Opens a new ZooKeeper session and waits until it is established.
   /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,
@@ -214,7 +210,7 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_connect(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
-        [impl = impl_](auto h) { impl->connect(detail::void_handler(std::move(h))); }, token);
+        [impl = impl_](auto h) { detail::session_ops::connect(*impl, detail::void_handler(std::move(h))); }, token);
   }
 
   /// Closes the session gracefully: the server ends it at once, deleting its ephemeral nodes.
@@ -223,7 +219,7 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_close(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
-        [impl = impl_](auto h) { impl->close(detail::void_handler(std::move(h))); }, token);
+        [impl = impl_](auto h) { detail::session_ops::close(*impl, detail::void_handler(std::move(h))); }, token);
   }
 
   /// Completes as soon as the state differs from `known` (at once if it already does) with the
@@ -233,7 +229,7 @@ class basic_session {
   auto async_wait_state(session_state known, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, session_state)>(
         [impl = impl_](auto h, session_state known) {
-          impl->wait_state(known, detail::state_handler(std::move(h)));
+          detail::session_ops::wait_state(*impl, known, detail::state_handler(std::move(h)));
         },
         token, known);
   }
@@ -247,7 +243,8 @@ class basic_session {
   auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, create_result)>(
         [impl = impl_](auto h, std::string path, std::string data, create_mode mode) {
-          impl->create(std::move(path), std::move(data), mode, detail::create_handler(std::move(h)));
+          detail::session_ops::create(*impl, std::move(path), std::move(data), mode,
+                                      detail::create_handler(std::move(h)));
         },
         token, std::move(path), std::move(data), mode);
   }
@@ -259,7 +256,7 @@ class basic_session {
   auto async_delete(std::string path, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h, std::string path, int version) {
-          impl->remove(std::move(path), version, detail::void_handler(std::move(h)));
+          detail::session_ops::remove(*impl, std::move(path), version, detail::void_handler(std::move(h)));
         },
         token, std::move(path), version);
   }
@@ -271,7 +268,7 @@ class basic_session {
   auto async_exists(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
         [impl = impl_](auto h, std::string path) {
-          impl->exists(std::move(path), nullptr, detail::exists_handler(std::move(h)));
+          detail::session_ops::exists(*impl, std::move(path), nullptr, detail::exists_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -285,7 +282,7 @@ class basic_session {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
-          impl->exists(std::move(path), &st, detail::exists_handler(std::move(h)));
+          detail::session_ops::exists(*impl, std::move(path), &st, detail::exists_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -296,7 +293,7 @@ class basic_session {
   auto async_get_children(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, children_result)>(
         [impl = impl_](auto h, std::string path) {
-          impl->get_children(std::move(path), nullptr, detail::children_handler(std::move(h)));
+          detail::session_ops::get_children(*impl, std::move(path), nullptr, detail::children_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -307,7 +304,7 @@ class basic_session {
     return asio::async_initiate<Token, void(error_code, children_result)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
-          impl->get_children(std::move(path), &st, detail::children_handler(std::move(h)));
+          detail::session_ops::get_children(*impl, std::move(path), &st, detail::children_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -318,7 +315,7 @@ class basic_session {
   auto async_get_data(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, data_result)>(
         [impl = impl_](auto h, std::string path) {
-          impl->get_data(std::move(path), nullptr, detail::data_handler(std::move(h)));
+          detail::session_ops::get_data(*impl, std::move(path), nullptr, detail::data_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -329,7 +326,7 @@ class basic_session {
     return asio::async_initiate<Token, void(error_code, data_result)>(
         [impl = impl_, &w](auto h, std::string path) {
           boost::intrusive_ptr<detail::watch_state> st;
-          impl->get_data(std::move(path), &st, detail::data_handler(std::move(h)));
+          detail::session_ops::get_data(*impl, std::move(path), &st, detail::data_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -342,7 +339,8 @@ class basic_session {
   auto async_set_data(std::string path, std::string data, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, node_stat)>(
         [impl = impl_](auto h, std::string path, std::string data, int version) {
-          impl->set_data(std::move(path), std::move(data), version, detail::stat_handler(std::move(h)));
+          detail::session_ops::set_data(*impl, std::move(path), std::move(data), version,
+                                        detail::stat_handler(std::move(h)));
         },
         token, std::move(path), std::move(data), version);
   }
@@ -356,7 +354,7 @@ class basic_session {
   auto async_multi(std::vector<multi_op> ops, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
         [impl = impl_](auto h, std::vector<multi_op> ops) {
-          impl->multi(std::move(ops), detail::multi_handler(std::move(h)));
+          detail::session_ops::multi(*impl, std::move(ops), detail::multi_handler(std::move(h)));
         },
         token, std::move(ops));
   }
@@ -368,7 +366,7 @@ class basic_session {
   auto async_remove_watch(const watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [impl = impl_](auto h, boost::intrusive_ptr<detail::watch_state> st) {
-          impl->remove_watch(std::move(st), detail::void_handler(std::move(h)));
+          detail::session_ops::remove_watch(*impl, std::move(st), detail::void_handler(std::move(h)));
         },
         token, detail::access::state(w));
   }

@@ -1,9 +1,18 @@
 // The session's engine: owns the zhandle_t of the single-threaded C client and drives it from
-// the executor. Internal: users talk to zklock::session.
+// the executor. Private to the library (src/): users talk to zklock::session, whose header
+// reaches the engine only through detail/session_ops.hpp. Its definitions, by concern:
+//   session_lifecycle.cpp  connect, close, session state and its listeners
+//   session_loop.cpp       the event loop (descriptor, timer, pump) and send_batch
+//   session_requests.cpp   the requests, all through submit()
+//   session_watches.cpp    the watch registry
+//   session_glue.hpp       the C client's callbacks, type conversions, request<> (inline)
 #pragma once
 
 #include <zklock/detail/pending.hpp>
+#include <zklock/detail/session_ops.hpp>
+#include <zklock/detail/watch_state.hpp>
 #include <zklock/error.hpp>
+#include <zklock/session.hpp>
 #include <zklock/types.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -11,49 +20,18 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
 struct _zhandle;  // the C client's handle
 
-namespace zklock {
-struct session_options;
-struct session_credentials;
-struct session_stats;
-}
-
 namespace zklock::detail {
-
-class session_impl;
-
-/// One registered one-shot watch. Shared by the C client's watcher context (kept alive by the
-/// session's registry while the C client may call it) and the user's zklock::watch handle.
-struct watch_state : boost::intrusive_ref_counter<watch_state, boost::thread_unsafe_counter> {
-  std::weak_ptr<session_impl> owner;
-  asio::any_io_executor ex;                       // the session's: completes waits once it is gone
-  std::string path;
-  bool child_watch = false;
-  bool registered = false;                        // in the C client's watcher tables
-  std::optional<std::pair<error_code, watch_event>> fired;
-  pending<void(error_code, watch_event)>::ptr waiter;
-
-  void deliver(error_code ec, watch_event ev);    // store or hand to the waiter
-};
-
-using create_handler = asio::any_completion_handler<void(error_code, create_result)>;
-using void_handler = asio::any_completion_handler<void(error_code)>;
-using exists_handler = asio::any_completion_handler<void(error_code, std::optional<node_stat>)>;
-using children_handler = asio::any_completion_handler<void(error_code, children_result)>;
-using data_handler = asio::any_completion_handler<void(error_code, data_result)>;
-using stat_handler = asio::any_completion_handler<void(error_code, node_stat)>;
-using multi_handler = asio::any_completion_handler<void(error_code, std::vector<multi_result>)>;
-using state_handler = asio::any_completion_handler<void(error_code, session_state)>;
-using watch_handler = asio::any_completion_handler<void(error_code, watch_event)>;
 
 class session_impl : public std::enable_shared_from_this<session_impl> {
  public:
@@ -110,17 +88,13 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void log(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
-  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
-  /// refused call the op fails at once. Counts it, flushes it with the loop.
-  template <class Request, class Call>
-  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
-  /// Requests queued during its lifetime leave together, in one segment, when it ends.
+  /// Requests queued during its lifetime leave together, in one segment, when it ends (the
+  /// socket is corked meanwhile; see session_loop.cpp). Batches do not nest: an inner one is
+  /// a no-op.
   class send_batch {
    public:
-    explicit send_batch(session_impl* s) : s_(s), opened_(s->cork()) {}
-    ~send_batch() {
-      if (opened_) s_->uncork();
-    }
+    explicit send_batch(session_impl* s);
+    ~send_batch();
     send_batch(const send_batch&) = delete;
     send_batch& operator=(const send_batch&) = delete;
 
@@ -130,6 +104,15 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   };
 
  private:
+  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
+  /// refused call the op fails at once. Counts it, flushes it with the loop.
+  template <class Request, class Call>
+  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
+  /// The reads (exists, get_children, get_data): one shape, with or without a watch. `call(w,
+  /// data)` makes the C call, watched when `w` (the watch_state to register) is not null.
+  template <class Signature, class Call>
+  void read(asio::any_completion_handler<Signature> h, const std::string& path,
+            boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call);
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
   void open_handle();
@@ -141,8 +124,6 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void process(int events);
   void update_descriptor(int fd);
   void arm(int fd, int interest, std::chrono::microseconds timeout);
-  bool cork();
-  void uncork();
 
   asio::any_io_executor ex_;
   std::unique_ptr<session_options> opts_;
@@ -154,7 +135,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   asio::posix::stream_descriptor sd_;
   int registered_fd_ = -1;
   unsigned long registered_ino_ = 0;
-  int corked_fd_ = -1;  // the socket held back by a send_batch, -1 when none
+  int batch_fd_ = -1;  // the socket held back by an open send_batch, -1 when none
   std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;

@@ -1,0 +1,77 @@
+// What the public session header calls in the engine: non-template functions defined in src/,
+// on a session_impl it only forward-declares. The engine itself (src/session_impl.hpp, with
+// the C client, the socket and the timers) stays out of the public headers.
+#pragma once
+
+#include <zklock/detail/watch_state.hpp>
+#include <zklock/error.hpp>
+#include <zklock/types.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zklock {
+struct session_options;
+struct session_credentials;
+struct session_stats;
+}  // namespace zklock
+
+namespace zklock::detail {
+
+class session_impl;
+
+using create_handler = asio::any_completion_handler<void(error_code, create_result)>;
+using void_handler = asio::any_completion_handler<void(error_code)>;
+using exists_handler = asio::any_completion_handler<void(error_code, std::optional<node_stat>)>;
+using children_handler = asio::any_completion_handler<void(error_code, children_result)>;
+using data_handler = asio::any_completion_handler<void(error_code, data_result)>;
+using stat_handler = asio::any_completion_handler<void(error_code, node_stat)>;
+using multi_handler = asio::any_completion_handler<void(error_code, std::vector<multi_result>)>;
+using state_handler = asio::any_completion_handler<void(error_code, session_state)>;
+using watch_handler = asio::any_completion_handler<void(error_code, watch_event)>;
+
+// In a namespace of their own: inside zklock::detail, a `close` or `connect` of ours would
+// hide the POSIX one from unqualified calls.
+namespace session_ops {
+
+// Lifecycle and state (src/session_lifecycle.cpp).
+std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
+/// Closes the handle now (the session object's destructor); pending operations complete with
+/// session_closed.
+void shutdown(session_impl& s) noexcept;
+const session_options& options(const session_impl& s) noexcept;
+session_state state(const session_impl& s) noexcept;
+std::int64_t session_id(const session_impl& s) noexcept;
+std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept;
+session_credentials credentials(const session_impl& s);
+session_stats stats(const session_impl& s) noexcept;
+void connect(session_impl& s, void_handler h);
+void close(session_impl& s, void_handler h);
+void wait_state(session_impl& s, session_state known, state_handler h);
+
+// Requests (src/session_requests.cpp). `watch` out-parameters are filled before the request
+// is sent.
+void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h);
+void remove(session_impl& s, std::string path, int version, void_handler h);
+void exists(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
+void get_children(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
+void get_data(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
+void set_data(session_impl& s, std::string path, std::string data, int version, stat_handler h);
+void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h);
+void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h);
+
+// Watches (src/session_watches.cpp).
+/// Waits for `w` to fire; once its session is gone, completes with session_closed through the
+/// session's executor (never inline).
+void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
+
+}  // namespace session_ops
+}  // namespace zklock::detail

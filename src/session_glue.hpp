@@ -1,0 +1,147 @@
+// Glue between the engine and the ZooKeeper C client: the callbacks handed to it, the
+// conversions of its types, and the request object (`request<Signature, Extra>`) that travels
+// through it as the `data` of one call. Private to src/. All inline: a translation unit of its
+// own would cost a parse of the engine's Asio headers for a few small functions.
+#pragma once
+
+#include "session_impl.hpp"
+
+#include <zookeeper/zookeeper.h>
+
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+#include <boost/smart_ptr/intrusive_ref_counter.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace zklock::detail {
+
+// The session whose C call is on the stack; routes the C client's log lines (its log callback
+// has no context argument). Everything runs on the session's executor, one call at a time.
+inline constinit thread_local session_impl* current_session = nullptr;
+
+struct in_session {
+  session_impl* prev;
+  explicit in_session(session_impl* s) : prev(current_session) { current_session = s; }
+  ~in_session() { current_session = prev; }
+  in_session(const in_session&) = delete;
+  in_session& operator=(const in_session&) = delete;
+};
+
+// Around a request: the C client's log goes to this session, and what it sends leaves in one
+// segment (a send_batch).
+struct request_scope {
+  session_impl::send_batch batch;
+  in_session guard;
+  explicit request_scope(session_impl* s) : batch(s), guard(s) {}
+};
+
+// Adopts the reference handed to the C client as `data`.
+template <class Op>
+boost::intrusive_ptr<Op> adopt(const void* data) {
+  return boost::intrusive_ptr<Op>(static_cast<Op*>(const_cast<void*>(data)), false);
+}
+template <class Op>
+void* hand_over(const boost::intrusive_ptr<Op>& op) {
+  intrusive_ptr_add_ref(op.get());
+  return op.get();
+}
+
+// One request handed to the C client: the pending op, the session (to note the reply and
+// drop a watch that was not set), when it was queued, and the watch it sets, if any.
+struct no_extra {};
+template <class Signature, class Extra = no_extra>
+struct request : boost::intrusive_ref_counter<request<Signature, Extra>, boost::thread_unsafe_counter> {
+  typename pending<Signature>::ptr op;
+  std::weak_ptr<session_impl> owner;
+  std::chrono::steady_clock::time_point queued;
+  boost::intrusive_ptr<watch_state> watch;
+  Extra extra;
+
+  explicit request(typename pending<Signature>::ptr p) : op(std::move(p)) {}
+  /// Notes the reply with the session; drops a watch the server did not set (`set`: whether
+  /// this reply code sets it). Returns the session when it still exists.
+  std::shared_ptr<session_impl> replied(int rc, bool set = true) {
+    auto s = owner.lock();
+    if (!s) return s;
+    s->on_reply(rc, queued);
+    if (watch && !set) s->drop_watch(watch.get());
+    return s;
+  }
+};
+template <class Signature, class Extra = no_extra>
+using request_ptr = boost::intrusive_ptr<request<Signature, Extra>>;
+
+// A transaction's C-side buffers, alive until its completion.
+struct multi_buffers {
+  std::vector<multi_op> ops;
+  std::vector<zoo_op_t> zops;
+  std::vector<zoo_op_result_t> zresults;
+  std::vector<std::vector<char>> path_buffers;
+  std::vector<Stat> stats;
+};
+
+// The C client's callbacks and conversions.
+
+inline void log_callback(const char* message) {
+  std::string_view m(message);
+  log_level level = log_level::info;
+  if (m.find("ZOO_ERROR@") != std::string_view::npos) level = log_level::error;
+  else if (m.find("ZOO_WARN@") != std::string_view::npos) level = log_level::warn;
+  else if (m.find("ZOO_DEBUG@") != std::string_view::npos) level = log_level::debug;
+  if (current_session)
+    current_session->log(level, m);
+  else if (level <= log_level::warn)
+    std::fprintf(stderr, "%s\n", message);
+}
+
+inline node_stat to_stat(const Stat* s) {
+  node_stat r;
+  if (!s) return r;
+  r.czxid = s->czxid;
+  r.mzxid = s->mzxid;
+  r.ctime = s->ctime;
+  r.mtime = s->mtime;
+  r.version = s->version;
+  r.cversion = s->cversion;
+  r.aversion = s->aversion;
+  r.ephemeral_owner = s->ephemeralOwner;
+  r.data_length = s->dataLength;
+  r.num_children = s->numChildren;
+  r.pzxid = s->pzxid;
+  return r;
+}
+
+inline int to_flags(create_mode m) {
+  switch (m) {
+    case create_mode::persistent: return ZOO_PERSISTENT;
+    case create_mode::ephemeral: return ZOO_EPHEMERAL;
+    case create_mode::persistent_sequential: return ZOO_PERSISTENT_SEQUENTIAL;
+    case create_mode::ephemeral_sequential: return ZOO_EPHEMERAL_SEQUENTIAL;
+    case create_mode::container: return ZOO_CONTAINER;
+  }
+  return ZOO_PERSISTENT;
+}
+
+// Session events (ctx: the session).
+inline void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+  if (type == ZOO_SESSION_EVENT) static_cast<session_impl*>(ctx)->on_session_event(state);
+}
+
+// Watch events (ctx: the watch_state).
+inline void node_watcher(zhandle_t*, int type, int state, const char* path, void* ctx) {
+  auto* w = static_cast<watch_state*>(ctx);
+  if (auto owner = w->owner.lock()) owner->on_watch_fired(w, type, state, path);
+}
+
+// Replies that carry only a code (data: a request<void(error_code)>).
+inline void void_completion(int rc, const void* data) {
+  auto r = adopt<request<void(error_code)>>(data);
+  r->replied(rc);
+  r->op->complete(zk_error(rc));
+}
+
+}  // namespace zklock::detail

@@ -1,0 +1,333 @@
+// The session's lifecycle: connect, close, the session events of the C client, the state and
+// its listeners, and what the server has seen of us (the validity deadline of held locks).
+#include "session_glue.hpp"
+#include "session_impl.hpp"
+
+#include <zklock/path.hpp>
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <utility>
+
+namespace zklock {
+
+const char* to_string(session_state s) noexcept {
+  switch (s) {
+    case session_state::disconnected: return "disconnected";
+    case session_state::connecting: return "connecting";
+    case session_state::connected: return "connected";
+    case session_state::suspended: return "suspended";
+    case session_state::reconnected: return "reconnected";
+    case session_state::expired: return "expired";
+    case session_state::closed: return "closed";
+  }
+  return "?";
+}
+
+namespace detail {
+
+session_impl::session_impl(asio::any_io_executor ex, session_options opts)
+    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {}
+
+session_impl::~session_impl() { shutdown(); }
+
+std::int64_t session_impl::session_id() const noexcept {
+  if (!zh_) return 0;
+  const clientid_t* id = zoo_client_id(zh_);
+  return id ? id->client_id : 0;
+}
+
+session_stats session_impl::stats() const noexcept {
+  session_stats st;
+  st.requests_sent = requests_sent_;
+  st.watch_events = watch_events_;
+  std::copy(std::begin(watch_events_by_type_), std::end(watch_events_by_type_), std::begin(st.watch_events_by_type));
+  return st;
+}
+
+session_credentials session_impl::credentials() const {
+  session_credentials c;
+  if (!zh_) return c;
+  if (const clientid_t* id = zoo_client_id(zh_)) {
+    c.id = id->client_id;
+    c.password.assign(id->passwd, sizeof id->passwd);
+  }
+  return c;
+}
+
+void session_impl::log(log_level level, std::string_view message) {
+  if (level > opts_->log_threshold) return;
+  if (opts_->log)
+    opts_->log(level, message);
+  else
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+}
+
+void session_impl::on_abandoned_create(const std::string& path) {
+  if (opts_->on_abandoned_create)
+    opts_->on_abandoned_create(path);
+  else
+    log(log_level::warn, "zklock: a cancelled create created " + path + " anyway");
+}
+
+std::uint64_t session_impl::subscribe(std::function<void(session_state)> fn) {
+  auto id = next_listener_++;
+  listeners_.emplace(id, std::move(fn));
+  return id;
+}
+
+void session_impl::unsubscribe(std::uint64_t id) noexcept { listeners_.erase(id); }
+
+void session_impl::set_state(session_state s) {
+  if (s == state_) return;
+  state_ = s;
+  auto waiters = std::move(state_waiters_);
+  state_waiters_.clear();
+  for (auto& w : waiters) w->complete({}, s);
+  // listeners may unsubscribe themselves while we iterate: walk a copy of the ids
+  std::vector<std::uint64_t> ids;
+  ids.reserve(listeners_.size());
+  for (auto& [id, fn] : listeners_) ids.push_back(id);
+  for (auto id : ids) {
+    auto it = listeners_.find(id);
+    if (it != listeners_.end()) it->second(s);
+  }
+}
+
+void session_impl::wait_state(session_state known, state_handler h) {
+  auto op = pending<void(error_code, session_state)>::make(std::move(h), ex_);
+  if (state_ != known) {
+    op->complete({}, state_);
+    return;
+  }
+  state_waiters_.push_back(op);
+}
+
+// ---------------------------------------------------------------------------------------------
+// connect / close
+
+void session_impl::connect(void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (auto ec = validate_connect_string(opts_->connect)) {
+    op->complete(ec);
+    return;
+  }
+  if (connect_op_) {
+    op->complete(errc::already_connecting);
+    return;
+  }
+  if (zh_ && is_connected(state_)) {
+    op->complete({});
+    return;
+  }
+  if (zh_ && state_ == session_state::suspended) {
+    // The session may still live on the server, with our ephemeral nodes: replacing it here
+    // would leave its locks to expire later, under guards that believe they hold them.
+    op->complete(errc::session_suspended);
+    return;
+  }
+  if (zh_) close_handle(errc::session_closed);  // the expired handle
+  open_handle();
+  if (!zh_) {
+    op->complete(error_code(errno ? errno : EINVAL, boost::system::system_category()));
+    set_state(session_state::disconnected);
+    return;
+  }
+  connect_op_ = op;
+  std::weak_ptr<session_impl> weak = weak_from_this();
+  op->on_cancel = [weak](asio::cancellation_type) {
+    if (auto self = weak.lock()) {
+      auto c = std::move(self->connect_op_);
+      self->connect_timer_.cancel();
+      self->close_handle(asio::error::operation_aborted);
+      self->set_state(session_state::disconnected);
+      c->abort();
+    }
+  };
+  connect_timer_.expires_after(opts_->connect_timeout);
+  connect_timer_.async_wait([weak](error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->connect_op_) return;
+    auto c = std::move(self->connect_op_);
+    self->close_handle(errc::connect_timeout);
+    self->set_state(session_state::disconnected);
+    c->complete(errc::connect_timeout);
+  });
+  set_state(session_state::connecting);
+  pump();
+}
+
+void session_impl::open_handle() {
+  in_session guard(this);
+  ever_connected_ = false;
+  errno = 0;
+  clientid_t resume{};
+  if (opts_->resume) {
+    resume.client_id = opts_->resume->id;
+    std::memcpy(resume.passwd, opts_->resume->password.data(), std::min(sizeof resume.passwd, opts_->resume->password.size()));
+  }
+  last_ack_ = std::chrono::steady_clock::now();  // the connect request goes after this
+  zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
+                        opts_->resume ? &resume : nullptr, this, 0, log_callback);
+  if (!zh_) return;
+  // By default the C client resolves the connect string's hosts again on every
+  // zookeeper_interest call (a socket, a netlink dump and file reads each time): resolve on
+  // connection loss only.
+  zoo_set_servers_resolution_delay(zh_, -1);
+  if (!opts_->digest_auth.empty()) {
+    int rc = zoo_add_auth(zh_, "digest", opts_->digest_auth.data(),
+                          static_cast<int>(opts_->digest_auth.size()), nullptr, nullptr);
+    if (rc != ZOK) log(log_level::error, std::string("zklock: zoo_add_auth failed: ") + zerror(rc));
+  }
+}
+
+void session_impl::close_handle(error_code reason) noexcept {
+  if (!zh_) return;
+  // Stop watching the fd before the C client closes it; never close it ourselves.
+  if (sd_.is_open()) {
+    error_code ignored;
+    sd_.cancel(ignored);
+    (void)sd_.release();
+  }
+  registered_fd_ = -1;
+  registered_ino_ = 0;
+  ++fd_generation_;
+  read_waiting_ = write_waiting_ = false;
+  ++timer_generation_;
+  timer_waiting_ = false;
+  connected_at_last_check_ = false;
+  timer_.cancel();
+  {
+    in_session guard(this);
+    zhandle_t* zh = zh_;
+    zh_ = nullptr;
+    // Flushes the close request (server deletes our ephemerals at once) and fails pending
+    // completions with ZCLOSING; those only post their handlers.
+    zookeeper_close(zh);
+  }
+  // The C client no longer calls any watcher of this handle: end them all.
+  auto watches = std::move(watches_);
+  watches_.clear();
+  for (watch_state* w : watches) {
+    w->registered = false;
+    w->deliver(reason == errc::session_expired ? reason : error_code(errc::session_closed), {});
+    intrusive_ptr_release(w);
+  }
+}
+
+// Completes a pending async_connect, if any.
+void session_impl::finish_connect(error_code ec) {
+  if (!connect_op_) return;
+  connect_timer_.cancel();
+  auto c = std::move(connect_op_);
+  c->complete(ec);
+}
+
+void session_impl::close(void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  finish_connect(errc::session_closed);
+  close_handle(errc::session_closed);
+  set_state(session_state::closed);
+  op->complete({});
+}
+
+void session_impl::shutdown() noexcept {
+  finish_connect(errc::session_closed);
+  connect_timer_.cancel();
+  // Guards and acquires learn that the session is over (their listeners only post), as from
+  // async_close; state waiters complete with session_closed.
+  auto waiters = std::move(state_waiters_);
+  state_waiters_.clear();
+  if (zh_) {
+    close_handle(errc::session_closed);
+    set_state(session_state::closed);
+  }
+  for (auto& w : waiters) w->complete(errc::session_closed, state_);
+  listeners_.clear();
+}
+
+void session_impl::on_session_event(int zstate) {
+  if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
+    bool first = !ever_connected_;
+    ever_connected_ = true;
+    if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
+    finish_connect(error_code{});
+    set_state(first ? session_state::connected : session_state::reconnected);
+  } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
+    // Any reconnect request is sent after this: a reconnect touches the session no earlier.
+    if (ever_connected_ && state_ != session_state::suspended) suspended_at_ = std::chrono::steady_clock::now();
+    if (ever_connected_) set_state(session_state::suspended);
+  } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
+    error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
+    for (watch_state* w : watches_) w->deliver(ec, {});
+    finish_connect(ec);
+    // The handle is dead; close it outside the C client's call stack.
+    std::weak_ptr<session_impl> weak = weak_from_this();
+    asio::post(ex_, [weak, ec] {
+      if (auto self = weak.lock(); self && self->zh_ &&
+          (zoo_state(self->zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(self->zh_) == ZOO_AUTH_FAILED_STATE))
+        self->close_handle(ec);
+    });
+    set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::disconnected : session_state::expired);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// what the server has seen of us
+
+namespace {
+// Replies that say nothing about the server having heard from us recently.
+bool proves_contact(int rc) {
+  return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZRUNTIMEINCONSISTENCY && rc != ZCLOSING && rc != ZSESSIONEXPIRED &&
+         rc != ZINVALIDSTATE;
+}
+}  // namespace
+
+void session_impl::on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept {
+  if (proves_contact(rc) && queued > last_ack_) last_ack_ = queued;
+}
+
+std::chrono::milliseconds session_impl::negotiated_timeout() const noexcept {
+  if (zh_ && ever_connected_) {
+    int t = zoo_recv_timeout(zh_);
+    if (t > 0) return std::chrono::milliseconds(t);
+  }
+  return opts_->session_timeout;
+}
+
+std::chrono::steady_clock::time_point session_impl::valid_until() const noexcept {
+  auto timeout = negotiated_timeout();
+  auto margin = opts_->validity_margin.count() > 0
+                    ? opts_->validity_margin
+                    : std::max<std::chrono::milliseconds>(timeout / 10, std::chrono::milliseconds(200));
+  return last_ack_ + timeout - margin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the public header's entry points (detail/session_ops.hpp)
+
+namespace session_ops {
+
+std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts) {
+  return std::make_shared<session_impl>(std::move(ex), std::move(opts));
+}
+void shutdown(session_impl& s) noexcept { s.shutdown(); }
+const session_options& options(const session_impl& s) noexcept { return s.options(); }
+session_state state(const session_impl& s) noexcept { return s.state(); }
+std::int64_t session_id(const session_impl& s) noexcept { return s.session_id(); }
+std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept { return s.negotiated_timeout(); }
+session_credentials credentials(const session_impl& s) { return s.credentials(); }
+session_stats stats(const session_impl& s) noexcept { return s.stats(); }
+void connect(session_impl& s, void_handler h) { s.connect(std::move(h)); }
+void close(session_impl& s, void_handler h) { s.close(std::move(h)); }
+void wait_state(session_impl& s, session_state known, state_handler h) { s.wait_state(known, std::move(h)); }
+
+}  // namespace session_ops
+
+}  // namespace detail
+}  // namespace zklock

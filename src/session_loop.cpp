@@ -1,0 +1,166 @@
+// The session's event loop: drives the single-threaded ZooKeeper C client from an Asio
+// executor, and batches the requests it sends (send_batch).
+//
+// The loop: zookeeper_interest() tells which fd to watch, for what, and until when; we wait on
+// that fd with a non-owning stream_descriptor and on a steady_timer, then call
+// zookeeper_process() (process) and ask again (pump). The C client closes and reopens its socket
+// inside those calls (often under the same fd number, which epoll has forgotten), so the
+// descriptor is re-registered whenever the fd number or the socket's inode changes.
+#include "session_glue.hpp"
+#include "session_impl.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace zklock::detail {
+
+// ---------------------------------------------------------------------------------------------
+// send_batch
+
+// The C client sends each request as soon as it is queued, in two send() calls (length, then
+// body), on a TCP_NODELAY socket: two segments per request, and two wake-ups of the server for
+// each. A send_batch corks the socket (TCP_CORK) while its requests are queued, so they leave
+// in one segment when it ends: a request, or a pipelined create and listing. (The kernel
+// flushes a forgotten cork at 200 ms.)
+session_impl::send_batch::send_batch(session_impl* s) : s_(s), opened_(false) {
+  if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->zh_ || zoo_state(s->zh_) != ZOO_CONNECTED_STATE) return;
+  int on = 1;
+  if (::setsockopt(s->registered_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return;
+  s->batch_fd_ = s->registered_fd_;
+  opened_ = true;
+}
+
+session_impl::send_batch::~send_batch() {
+  if (!opened_) return;
+  int fd = std::exchange(s_->batch_fd_, -1);
+  // The C client may have dropped the socket while sending (then there is nothing to flush).
+  if (fd < 0 || fd != s_->registered_fd_ || !s_->zh_) return;
+  int off = 0;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the loop
+
+void session_impl::schedule_pump() {
+  if (pump_scheduled_ || !zh_) return;
+  pump_scheduled_ = true;
+  asio::post(ex_, [self = shared_from_this()] {
+    self->pump_scheduled_ = false;
+    self->pump();
+  });
+}
+
+void session_impl::process(int events) {
+  if (!zh_) return;
+  {
+    in_session guard(this);
+    zookeeper_process(zh_, events);
+  }
+  pump();
+}
+
+void session_impl::pump() {
+  if (!zh_) return;
+  int fd = -1, interest = 0;
+  timeval tv{};
+  int rc;
+  {
+    in_session guard(this);
+    rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+  }
+  if (!zh_) return;  // a callback closed it
+  if (rc == ZINVALIDSTATE) {
+    // expired or auth failed: the watcher was told; nothing more to drive
+    update_descriptor(-1);
+    return;
+  }
+  std::chrono::microseconds timeout = std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
+  if (rc != ZOK) {
+    // The C client just dropped the connection: the fd it reports may be the closed one. Watch
+    // nothing and come back soon to let it reconnect.
+    fd = -1;
+    timeout = std::min(timeout, std::chrono::microseconds(std::chrono::milliseconds(50)));
+  }
+  arm(fd, interest, timeout);
+}
+
+void session_impl::update_descriptor(int fd) {
+  // While the client stays connected on the same fd number it is the same socket: reopening
+  // one passes through the connecting state, seen by at least one turn of the loop. Otherwise
+  // compare the socket's inode, since a new socket often gets the old number.
+  bool connected = zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE;
+  bool same_socket_certain = connected && connected_at_last_check_ && fd == registered_fd_;
+  connected_at_last_check_ = connected;
+  if (same_socket_certain) return;
+  unsigned long ino = 0;
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) ino = st.st_ino;
+  }
+  if (fd == registered_fd_ && ino == registered_ino_) return;
+  // The socket changed (a reconnect), possibly under the same number: epoll dropped the old one
+  // when it was closed, so register the new one afresh.
+  if (sd_.is_open()) {
+    error_code ignored;
+    sd_.cancel(ignored);
+    (void)sd_.release();
+  }
+  ++fd_generation_;
+  read_waiting_ = write_waiting_ = false;
+  registered_fd_ = fd;
+  registered_ino_ = ino;
+  if (fd >= 0) {
+    error_code ec;
+    sd_.assign(fd, ec);
+    if (ec) {
+      log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
+      registered_fd_ = -1;
+    }
+  }
+}
+
+void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) {
+  update_descriptor(fd);
+  auto gen = fd_generation_;
+  // One wait per direction the C client is interested in (ZOOKEEPER_READ, ZOOKEEPER_WRITE).
+  auto wait = [this, gen](int event, bool session_impl::*waiting) {
+    if (this->*waiting) return;
+    this->*waiting = true;
+    using base = asio::posix::descriptor_base;
+    auto type = event == ZOOKEEPER_READ ? base::wait_read : base::wait_write;
+    sd_.async_wait(type, [self = shared_from_this(), gen, event, waiting](error_code ec) {
+      if (gen != self->fd_generation_) return;
+      (*self).*waiting = false;
+      if (ec) return;
+      self->process(event);
+    });
+  };
+  if (registered_fd_ >= 0) {
+    if (interest & ZOOKEEPER_READ) wait(ZOOKEEPER_READ, &session_impl::read_waiting_);
+    if (interest & ZOOKEEPER_WRITE) wait(ZOOKEEPER_WRITE, &session_impl::write_waiting_);
+  }
+  // Re-arm the timer only when the C client wants to wake up earlier than already planned:
+  // an early wake-up is harmless (we ask zookeeper_interest again), cancelling a wait on every
+  // turn of the loop is not free.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (timer_waiting_ && deadline >= timer_.expiry()) return;
+  auto tgen = ++timer_generation_;
+  timer_waiting_ = true;
+  timer_.expires_at(deadline);
+  timer_.async_wait([self = shared_from_this(), tgen](error_code ec) {
+    if (tgen != self->timer_generation_) return;
+    self->timer_waiting_ = false;
+    if (ec) return;
+    self->process(0);
+  });
+}
+
+}  // namespace zklock::detail

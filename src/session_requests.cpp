@@ -1,0 +1,301 @@
+// The session's requests. Each one makes its pending operation, checks that it can be sent
+// (precheck), and goes through submit(): one path that hands a request<> to the C client
+// inside a request scope, releases it when the C call refuses it, counts it and schedules the
+// loop. The reply comes back through the callback given to the C call (session_glue.hpp).
+#include "session_glue.hpp"
+#include "session_impl.hpp"
+
+#include <zklock/path.hpp>
+
+#include <utility>
+
+namespace zklock::detail {
+
+namespace {
+// Returns an error for a request that cannot be sent now, or {} when it can.
+error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
+  if (auto ec = validate_path(path)) return ec;
+  if (!zh) {
+    if (st == session_state::expired) return errc::session_expired;
+    if (st == session_state::closed) return errc::session_closed;
+    return errc::not_connected;
+  }
+  return {};
+}
+
+// Requests already on the wire may still take effect: they honour only the cancellation types
+// that allow side effects (Asio's rule); total cancellation is refused.
+constexpr auto write_cancellation = asio::cancellation_type::terminal | asio::cancellation_type::partial;
+
+const ACL_vector* acl_for(const session_options& o) {
+  return o.default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
+}  // namespace
+
+template <class Request, class Call>
+void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
+  r->owner = weak_from_this();
+  r->queued = std::chrono::steady_clock::now();
+  request_scope scope(this);
+  int rc = call(hand_over(r));
+  if (rc != ZOK) {
+    intrusive_ptr_release(r.get());  // the C client did not take it
+    if (r->watch) drop_watch(r->watch.get());
+    return r->op->fail(zk_error(rc));
+  }
+  ++requests_sent_;
+  schedule_pump();
+}
+
+void session_impl::create(std::string path, std::string data, create_mode mode, create_handler h) {
+  auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code, create_result)> r(new request<void(error_code, create_result)>(op));
+  submit(r, [&](void* d) {
+    return zoo_acreate2(
+        zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl_for(*opts_), to_flags(mode),
+        [](int rc, const char* value, const Stat* stat, const void* d) {
+          auto r = adopt<request<void(error_code, create_result)>>(d);
+          auto owner = r->replied(rc);
+          if (r->op->active()) {
+            create_result res;
+            if (rc == ZOK) {
+              res.path = value ? value : "";
+              res.stat = to_stat(stat);
+            }
+            r->op->complete(zk_error(rc), std::move(res));
+          } else if (rc == ZOK && value && owner) {
+            owner->on_abandoned_create(value);
+          }
+        },
+        d);
+  });
+}
+
+void session_impl::remove(std::string path, int version, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code)> r(new request<void(error_code)>(op));
+  submit(r, [&](void* d) { return zoo_adelete(zh_, path.c_str(), version, void_completion, d); });
+}
+
+template <class Signature, class Call>
+void session_impl::read(asio::any_completion_handler<Signature> h, const std::string& path,
+                        boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call) {
+  auto op = pending<Signature>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<Signature> r(new request<Signature>(op));
+  if (watch) r->watch = *watch = new_watch(path, child_watch);
+  submit(r, [&](void* d) { return call(r->watch.get(), d); });
+  if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
+}
+
+void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
+  using sig = void(error_code, std::optional<node_stat>);
+  auto done = [](int rc, const Stat* stat, const void* d) {
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK || rc == ZNONODE);  // an exists watch is set on a missing node too
+    if (rc == ZNONODE) return r->op->complete({}, std::nullopt);
+    if (rc != ZOK) return r->op->complete(zk_error(rc), std::nullopt);
+    r->op->complete({}, to_stat(stat));
+  };
+  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+    return w ? zoo_awexists(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aexists(zh_, path.c_str(), 0, done, d);
+  });
+}
+
+void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
+  using sig = void(error_code, children_result);
+  auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK);
+    children_result res;
+    if (rc == ZOK) {
+      if (strings) {
+        res.children.reserve(strings->count);
+        for (int i = 0; i < strings->count; ++i) res.children.emplace_back(strings->data[i]);
+      }
+      res.stat = to_stat(stat);
+    }
+    r->op->complete(zk_error(rc), std::move(res));
+  };
+  read(std::move(h), path, watch, true, [&](watch_state* w, void* d) {
+    return w ? zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d)
+             : zoo_aget_children2(zh_, path.c_str(), 0, done, d);
+  });
+}
+
+void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
+  using sig = void(error_code, data_result);
+  auto done = [](int rc, const char* value, int len, const Stat* stat, const void* d) {
+    auto r = adopt<request<sig>>(d);
+    r->replied(rc, rc == ZOK);
+    data_result res;
+    if (rc == ZOK) {
+      if (value && len > 0) res.data.assign(value, static_cast<std::size_t>(len));
+      res.stat = to_stat(stat);
+    }
+    r->op->complete(zk_error(rc), std::move(res));
+  };
+  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+    return w ? zoo_awget(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aget(zh_, path.c_str(), 0, done, d);
+  });
+}
+
+void session_impl::set_data(std::string path, std::string data, int version, stat_handler h) {
+  using sig = void(error_code, node_stat);
+  auto op = pending<sig>::make(std::move(h), ex_, write_cancellation);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<sig> r(new request<sig>(op));
+  submit(r, [&](void* d) {
+    return zoo_aset(
+        zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+        [](int rc, const Stat* stat, const void* d) {
+          auto r = adopt<request<sig>>(d);
+          r->replied(rc);
+          r->op->complete(zk_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
+        },
+        d);
+  });
+}
+
+void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
+  using sig = void(error_code, std::vector<multi_result>);
+  auto op = pending<sig>::make(std::move(h), ex_, write_cancellation);
+  for (auto& o : ops)
+    if (auto ec = precheck(zh_, state_, o.path)) return op->fail(ec);
+  if (ops.empty()) return op->complete(zh_ ? error_code{} : error_code(errc::not_connected), {});
+  request_ptr<sig, multi_buffers> r(new request<sig, multi_buffers>(op));
+  auto& m = r->extra;
+  m.ops = std::move(ops);
+  const std::size_t n = m.ops.size();
+  m.zops.resize(n);
+  m.zresults.resize(n);
+  m.path_buffers.resize(n);
+  m.stats.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& o = m.ops[i];
+    switch (o.type) {
+      case multi_op::kind::create:
+        m.path_buffers[i].resize(o.path.size() + 32);
+        zoo_create_op_init(&m.zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
+                           acl_for(*opts_), to_flags(o.mode), m.path_buffers[i].data(),
+                           static_cast<int>(m.path_buffers[i].size()));
+        break;
+      case multi_op::kind::remove:
+        zoo_delete_op_init(&m.zops[i], o.path.c_str(), o.version);
+        break;
+      case multi_op::kind::set_data:
+        zoo_set_op_init(&m.zops[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version,
+                        &m.stats[i]);
+        break;
+      case multi_op::kind::check:
+        zoo_check_op_init(&m.zops[i], o.path.c_str(), o.version);
+        break;
+    }
+  }
+  submit(r, [&](void* d) {
+    return zoo_amulti(
+        zh_, static_cast<int>(n), m.zops.data(), m.zresults.data(),
+        [](int rc, const void* d) {
+          auto r = adopt<request<sig, multi_buffers>>(d);
+          r->replied(rc);
+          auto& m = r->extra;
+          std::vector<multi_result> results(m.ops.size());
+          error_code first;
+          for (std::size_t i = 0; i < m.ops.size(); ++i) {
+            results[i].ec = zk_error(m.zresults[i].err);
+            if (results[i].ec && !first) first = results[i].ec;
+            if (m.ops[i].type == multi_op::kind::create && m.zresults[i].err == ZOK)
+              results[i].path = m.path_buffers[i].data();
+            if (m.ops[i].type == multi_op::kind::set_data && m.zresults[i].err == ZOK)
+              results[i].stat = to_stat(&m.stats[i]);
+          }
+          r->op->complete(rc == ZOK ? error_code{} : (first ? first : zk_error(rc)), std::move(results));
+        },
+        d);
+  });
+}
+
+void session_impl::sync(std::string path, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  request_ptr<void(error_code)> r(new request<void(error_code)>(op));
+  submit(r, [&](void* d) {
+    return zoo_async(
+        zh_, path.c_str(),
+        [](int rc, const char*, const void* d) {
+          auto r = adopt<request<void(error_code)>>(d);
+          r->replied(rc);
+          r->op->complete(zk_error(rc));
+        },
+        d);
+  });
+}
+
+void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handler h) {
+  auto op = pending<void(error_code)>::make(std::move(h), ex_);
+  if (!w) return op->fail(zk_errc::no_watcher);
+  if (auto ec = precheck(zh_, state_, w->path)) return op->fail(ec);
+  if (!w->registered) return op->fail(zk_errc::no_watcher);
+  // The watch it removes (not `watch`: that one would be dropped if the removal failed).
+  using removal = request<void(error_code), boost::intrusive_ptr<watch_state>>;
+  boost::intrusive_ptr<removal> r(new removal(op));
+  r->extra = w;
+  // Removing one watcher only checks it on the server (checkWatches): the server keeps its
+  // watch for the connection. When no other watch of this session is on the same path and
+  // type, remove them all (removeWatches) so the server forgets it too.
+  bool shared = false;
+  for (watch_state* other : watches_)
+    if (other != w.get() && other->child_watch == w->child_watch && other->path == w->path) {
+      shared = true;
+      break;
+    }
+  auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
+  // The header declares a void_completion_t*, but the C client stores and calls it as a
+  // void_completion_t (as its own tests pass it).
+  void_completion_t done_fn = [](int rc, const void* d) {
+    auto r = adopt<removal>(d);
+    // On connection loss the C client keeps the watcher (and sets it again on reconnect): the
+    // caller must retry.
+    if (auto owner = r->replied(rc); owner && rc == ZOK) owner->on_watch_removed(r->extra.get());
+    r->op->complete(zk_error(rc));
+  };
+  auto done = reinterpret_cast<void_completion_t*>(done_fn);
+  submit(r, [&](void* d) {
+    return shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, d)
+                  : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, d);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// the public header's entry points (detail/session_ops.hpp)
+
+namespace session_ops {
+
+void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h) {
+  s.create(std::move(path), std::move(data), mode, std::move(h));
+}
+void remove(session_impl& s, std::string path, int version, void_handler h) {
+  s.remove(std::move(path), version, std::move(h));
+}
+void exists(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
+  s.exists(std::move(path), watch, std::move(h));
+}
+void get_children(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
+  s.get_children(std::move(path), watch, std::move(h));
+}
+void get_data(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
+  s.get_data(std::move(path), watch, std::move(h));
+}
+void set_data(session_impl& s, std::string path, std::string data, int version, stat_handler h) {
+  s.set_data(std::move(path), std::move(data), version, std::move(h));
+}
+void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h) { s.multi(std::move(ops), std::move(h)); }
+void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h) {
+  s.remove_watch(std::move(w), std::move(h));
+}
+
+}  // namespace session_ops
+
+}  // namespace zklock::detail

@@ -1,0 +1,104 @@
+// The session's watch registry: the one-shot watches the C client holds for us, what reaches
+// their waiters when they fire, are removed, or their session ends.
+#include "session_glue.hpp"
+#include "session_impl.hpp"
+
+#include <utility>
+
+namespace zklock {
+
+const char* to_string(watch_event_type t) noexcept {
+  switch (t) {
+    case watch_event_type::created: return "created";
+    case watch_event_type::deleted: return "deleted";
+    case watch_event_type::changed: return "changed";
+    case watch_event_type::child: return "child";
+    case watch_event_type::not_watching: return "not_watching";
+  }
+  return "?";
+}
+
+namespace detail {
+
+void watch_state::deliver(error_code ec, watch_event ev) {
+  if (fired) return;
+  if (waiter && waiter->active()) {
+    auto w = std::move(waiter);
+    w->complete(ec, std::move(ev));
+    // consumed; later waits see the same outcome, never an event that could be taken for one
+    fired.emplace(ec, watch_event{watch_event_type::not_watching, path});
+    return;
+  }
+  fired.emplace(ec, std::move(ev));
+}
+
+boost::intrusive_ptr<watch_state> session_impl::new_watch(const std::string& path, bool child) {
+  boost::intrusive_ptr<watch_state> w(new watch_state);
+  w->owner = weak_from_this();
+  w->ex = ex_;
+  w->path = path;
+  w->child_watch = child;
+  w->registered = true;
+  intrusive_ptr_add_ref(w.get());  // the registry's reference
+  watches_.insert(w.get());
+  return w;
+}
+
+void session_impl::drop_watch(watch_state* w) {
+  if (!w->registered) return;
+  w->registered = false;
+  if (watches_.erase(w)) intrusive_ptr_release(w);
+}
+
+void session_impl::on_watch_fired(watch_state* w, int type, int zstate, const char* path) {
+  if (type == ZOO_SESSION_EVENT) {
+    // Connection state changes reach every watcher; the watch survives a reconnect.
+    if (zstate == ZOO_EXPIRED_SESSION_STATE) w->deliver(errc::session_expired, {});
+    return;
+  }
+  ++watch_events_;
+  watch_event ev;
+  ev.path = path ? path : "";
+  if (type == ZOO_CREATED_EVENT) ev.type = watch_event_type::created;
+  else if (type == ZOO_DELETED_EVENT) ev.type = watch_event_type::deleted;
+  else if (type == ZOO_CHANGED_EVENT) ev.type = watch_event_type::changed;
+  else if (type == ZOO_CHILD_EVENT) ev.type = watch_event_type::child;
+  else ev.type = watch_event_type::not_watching;
+  ++watch_events_by_type_[static_cast<int>(ev.type)];
+  boost::intrusive_ptr<watch_state> keep(w);
+  drop_watch(w);
+  w->deliver({}, std::move(ev));
+}
+
+void session_impl::on_watch_removed(watch_state* w) {
+  boost::intrusive_ptr<watch_state> keep(w);
+  drop_watch(w);
+  w->deliver({}, watch_event{watch_event_type::not_watching, w->path});
+}
+
+void session_impl::wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
+  auto op = pending<void(error_code, watch_event)>::make(std::move(h), ex_);
+  if (w->fired) {
+    op->complete(w->fired->first, w->fired->second);
+    return;
+  }
+  if (w->waiter && w->waiter->active()) w->waiter->abort();  // one waiter at a time
+  w->waiter = op;
+}
+
+namespace session_ops {
+
+void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
+  auto owner = w->owner.lock();
+  if (!owner) {
+    // session object gone: complete through its executor, never inline
+    post_completion(w->ex, std::move(h), error_code(errc::session_closed), watch_event{});
+    return;
+  }
+  owner->wait_watch(std::move(w), std::move(h));
+}
+
+}  // namespace session_ops
+
+}  // namespace detail
+}  // namespace zklock
