@@ -79,6 +79,9 @@ struct hold : std::enable_shared_from_this<hold> {
   asio::steady_timer deadline_timer;
   bool keepalive_in_flight = false;
   asio::cancellation_signal lost_signal;
+  // Ourselves while a release is owed: the guard may be gone (release_pending), and the session
+  // listener only holds us weakly, so nothing else would send the delete after the reconnect.
+  std::shared_ptr<hold> owed;
 
   hold(std::shared_ptr<session_impl> session, bool connected)
       : s(std::move(session)), fsm(connected), deadline_timer(s->executor()) {}
@@ -155,6 +158,8 @@ struct hold : std::enable_shared_from_this<hold> {
           break;
       }
     }
+    // (callers hold a strong reference: dropping this one never destroys us mid-call)
+    if (owed && !fsm.release_owed()) owed.reset();
   }
 
   void release_one(void_handler h) {
@@ -170,6 +175,7 @@ struct hold : std::enable_shared_from_this<hold> {
       release_waiter = op;
     }
     run(fsm.release(static_cast<bool>(op)));
+    if (fsm.release_owed()) owed = shared_from_this();
     if (was_open) {
       deadline_timer.cancel();
       auto waiters = std::move(lost_waiters);
