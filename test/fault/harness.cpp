@@ -425,7 +425,8 @@ struct run_result {
   long rss_before_kb = 0, rss_after_kb = 0;  // sum over the zklock clients
   int lost = 0;           // sections ended by a lost lock
   int dead_grants = 0;
-  int peer_leftovers = 0;  // nodes and watches left by Curator / kazoo clients    // guards handed out already past their validity deadline (not used)
+  int peer_leftovers = 0;
+  int self_pauses = 0;     // holders stopped between their check and their write  // nodes and watches left by Curator / kazoo clients    // guards handed out already past their validity deadline (not used)
   int worker_failures = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
@@ -661,6 +662,7 @@ struct harness {
     }
     std::thread io([&] { ioc.run(); });
     std::vector<pause_interval> pauses;
+    int pause_faults = 0;
     auto on_io = [&](std::function<void()> f) {
       std::promise<void> done;
       asio::post(ioc, [&] {
@@ -755,9 +757,11 @@ struct harness {
           std::this_thread::sleep_for(T(1));
         }
       } else if (fault == "pause-client") {
-        // alternately: SIGSTOP from outside right at the grant, or the holder stopping itself
-        // between its validity check and its write (a GC pause at the worst moment)
-        bool self = pick(2) == 0;
+        // alternately (first this one): the holder stopping itself between its validity check
+        // and its write (a GC pause at the worst moment: only the fencing token can stop that
+        // write), or SIGSTOP from outside right at the grant
+        bool self = pause_faults++ % 2 == 0;
+        if (self) ++r.self_pauses;
         auto dur = T(uniform(1.5, 2.5));
         int victim = -1;
         std::int64_t stopped_at = 0;
@@ -1231,6 +1235,12 @@ int main(int argc, char** argv) {
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
                         r.worker_failures == 0;
+          // a holder that stopped right before a write resumed after its successor wrote: that
+          // write must have reached the resource and been rejected (the fencing demonstration)
+          if (r.self_pauses > 0 && r.stale_rejected == 0) {
+            run_ok = false;
+            std::cout << "  " << s << " #" << r.run << ": a paused holder's stale write was never rejected\n";
+          }
           ok = ok && run_ok;
         }
         all_ok = all_ok && ok;
