@@ -140,8 +140,11 @@ public class CuratorWorker {
         send("released", 0, "'" + e.getClass().getSimpleName() + "'");
       }
       if (!loop) break;
-      Thread.interrupted();
-      Thread.sleep((long) (Math.random() * 20));
+      try {
+        Thread.sleep((long) (Math.random() * 20));
+      } catch (InterruptedException e) {
+        break;  // SIGUSR1
+      }
     }
     Thread.interrupted();
     send("idle", 0, "");

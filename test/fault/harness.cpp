@@ -93,7 +93,11 @@ struct options {
 const std::vector<std::string> all_scenarios = {
     "none",         "kill-leader",     "kill-follower", "pause-server-short", "pause-server-long",
     "partition-short", "partition-long", "cut",        "pause-client",       "restart-ensemble",
-    "mixed"};
+    "long-hold",       "mixed"};
+// what "mixed" draws from
+const std::vector<std::string> fault_kinds = {
+    "kill-leader",     "kill-follower",  "pause-server-short", "pause-server-long", "partition-short",
+    "partition-long",  "cut",            "pause-client",       "restart-ensemble"};
 
 void usage() {
   std::cout << R"(usage: zklock-faultharness [options]
@@ -590,9 +594,11 @@ std::string curator_classes(const std::string& work) {
   std::string classes = work + "/classes";
   if (fs::exists(classes + "/CuratorWorker.class")) return classes;
   fs::create_directories(classes);
+  // (it warns that sun.misc.Signal, used for SIGUSR1, is internal: kept in its log)
   std::string cmd = "javac -nowarn -cp '" + curator_classpath() + "' -d '" + classes + "' '" +
-                    ZKLOCK_FAULT_SOURCE_DIR + "/CuratorWorker.java' 2>&1";
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("javac CuratorWorker.java failed");
+                    ZKLOCK_FAULT_SOURCE_DIR + "/CuratorWorker.java' > '" + work + "/javac.log' 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error("javac CuratorWorker.java failed: see " + work + "/javac.log");
   return classes;
 }
 
@@ -795,6 +801,13 @@ struct harness {
         d << ": all killed, down " << down.count() << " ms, serving again after "
           << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
           << " ms";
+      } else if (fault == "long-hold") {
+        // no fault: a holder keeps the lock 1.5 session timeouts, as a long job would
+        int hold = o.session_timeout_ms * 3 / 2;
+        res.arm("grant", [hold](const record&) { return "HOLD " + std::to_string(hold); });
+        auto fired = res.wait_fired(10s);
+        d << (fired ? ": " + fired->who + " holds " + std::to_string(hold) + " ms" : std::string(": no grant"));
+        if (fired) std::this_thread::sleep_for(std::chrono::milliseconds(hold + 500));
       } else if (fault == "none") {
         std::this_thread::sleep_for(T(1));
         d << ": no fault for " << o.session_timeout_ms << " ms";
@@ -802,10 +815,9 @@ struct harness {
       r.faults.push_back(d.str());
       std::cerr << "  [" << scenario << " #" << run_index << "] " << d.str() << "\n";
     };
-    std::vector<std::string> kinds_of_faults(all_scenarios.begin() + 1, all_scenarios.end() - 1);
     for (int f = 0; f < o.faults; ++f) {
       std::this_thread::sleep_for(std::chrono::milliseconds(int(uniform(200, 1000))));
-      apply(scenario == "mixed" ? kinds_of_faults[pick(int(kinds_of_faults.size()))] : scenario);
+      apply(scenario == "mixed" ? fault_kinds[pick(int(fault_kinds.size()))] : scenario);
     }
 
     // heal everything, let it settle, stop the clients
