@@ -116,11 +116,11 @@ void usage() {
   --hold-ms MS           critical section length (default 20)
   --stuck-bound MS       a wait for the lock longer than this is a stuck waiter
                          (default 5 session timeouts + 10 s)
-  --window zklock|curator|kazoo|all
+  --window zklock|zklock-lib|curator|kazoo|all (or a comma list)
                          instead: measure the partition window (issue 10 §2): holder behind a
                          blackholed proxy, waiter connected directly; window = holder's stop
-                         (zklock exec's command exit / Curator SUSPENDED, LOST / kazoo listener)
-                         minus the successor's grant
+                         (zklock exec's command exit / the library guard's lost notification /
+                         Curator SUSPENDED, LOST / kazoo listener) minus the successor's grant
   --window-runs N        runs per client (default 3)
   --window-session-timeout MS  (default 6000)
   --work DIR             logs and journals here (default: a temp dir, removed unless --keep)
@@ -608,7 +608,7 @@ std::vector<std::string> client_command(const std::string& kind, const options& 
   std::vector<std::string> tail = {std::to_string(res_port), connect, path, who, std::to_string(session_timeout_ms),
                                    std::to_string(o.hold_ms), mode};
   std::vector<std::string> cmd;
-  if (kind == "zklock") {
+  if (kind == "zklock" || kind == "zklock-lib") {
     cmd = {ZKLOCK_FAULT_WORKER};
   } else if (kind == "curator") {
     cmd = {"java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
@@ -1016,7 +1016,13 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
         if (x.kind == "dead_grant") w.note += "successor's guard came already past its deadline; ";
         break;
       }
-  if (client != "zklock") {
+  if (client == "zklock-lib") {
+    // the library's own notification: the guard's lost_slot / validity check in the worker
+    res.wait_for(std::chrono::milliseconds(2 * T), [](auto& j) {
+      return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "lost" && x.who == "holder"; });
+    });
+    if (auto t = first("holder", "lost")) w.lost_ms = ms(t);
+  } else if (client != "zklock") {
     // LOST may come only after the partition heals (kazoo): wait up to 2 T past the grant, heal
     res.wait_for(std::chrono::milliseconds(2 * T), [](auto& j) {
       return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "state" && x.who == "holder" && x.extra == "LOST"; });
@@ -1158,7 +1164,7 @@ int main(int argc, char** argv) {
               << " ms: " << ens.connect_string() << "\n";
 
     if (!o.window.empty()) {
-      std::vector<std::string> which = o.window == "all" ? std::vector<std::string>{"zklock", "curator", "kazoo"}
+      std::vector<std::string> which = o.window == "all" ? std::vector<std::string>{"zklock", "zklock-lib", "curator", "kazoo"}
                                                          : split(o.window, ',');
       std::vector<window_result> results;
       for (auto& c : which)
@@ -1171,13 +1177,13 @@ int main(int argc, char** argv) {
       std::cout << "\nPartition window (ms after the holder's partition began; window = holder's stop - "
                    "successor's grant; session timeout "
                 << o.window_session_timeout_ms << " ms)\n";
-      std::cout << "client   run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
+      std::cout << "client     run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
       json << "{\"seed\":" << o.seed << ",\"session_timeout_ms\":" << o.window_session_timeout_ms << ",\"windows\":[";
       bool first = true;
       for (auto& w : results) {
         auto win = [&](double t) { return t < 0 || w.grant_ms < 0 ? std::string("-") : fmt(t - w.grant_ms); };
         auto at = [](double t) { return t < 0 ? std::string("-") : fmt(t); };  // -1: never seen
-        std::cout << std::left << std::setw(9) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
+        std::cout << std::left << std::setw(11) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
                   << std::setw(13) << at(w.stop_ms) << std::setw(8) << win(w.stop_ms) << std::setw(11)
                   << at(w.suspended_ms) << std::setw(8) << win(w.suspended_ms) << std::setw(8) << at(w.lost_ms)
                   << std::setw(8) << win(w.lost_ms) << std::setw(8) << at(w.healed_ms) << w.note
@@ -1189,6 +1195,10 @@ int main(int argc, char** argv) {
         if (w.client == "zklock" && !(w.grant_ms > 0 && w.stop_ms > 0 && w.stop_ms < w.grant_ms)) {
           all_ok = false;
           std::cout << "  FAILED: zklock's command did not stop before the successor's grant\n";
+        }
+        if (w.client == "zklock-lib" && !(w.grant_ms > 0 && w.lost_ms > 0 && w.lost_ms < w.grant_ms)) {
+          all_ok = false;
+          std::cout << "  FAILED: zklock's guard was not lost before the successor's grant\n";
         }
       }
       json << "]}\n";
