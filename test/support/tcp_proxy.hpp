@@ -41,6 +41,18 @@ class tcp_proxy {
     }
     links_.clear();
   }
+  /// Resets every proxied connection (both sides) with an RST (SO_LINGER 0), as a crashed
+  /// middlebox or a peer's kernel would: in-flight requests and replies are lost.
+  void reset_all() {
+    for (auto& l : links_) {
+      boost::system::error_code ignored;
+      l->client.set_option(boost::asio::socket_base::linger(true, 0), ignored);
+      l->server.set_option(boost::asio::socket_base::linger(true, 0), ignored);
+      l->client.close(ignored);
+      l->server.close(ignored);
+    }
+    links_.clear();
+  }
   int connections_accepted() const { return accepted_; }
   /// While false, new connections are closed at once (the server looks unreachable).
   void set_accepting(bool on) { accepting_ = on; }

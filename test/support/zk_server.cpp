@@ -642,6 +642,12 @@ void zk_ensemble::start(int i) {
   members_.at(i)->start();
   wait_quorum();
 }
+void zk_ensemble::start_all() {
+  // all spawned before any is waited for: one member alone never forms a quorum
+  for (auto& m : members_) m->spawn();
+  for (auto& m : members_) m->wait_ready();
+  wait_quorum();
+}
 void zk_ensemble::restart(int i) {
   members_.at(i)->stop();
   start(i);

@@ -104,6 +104,7 @@ class zk_ensemble {
   int leader() const;             // index of the member that reports Mode: leader, or -1
   std::string log_path(int i) const;
   void wait_quorum();             // as the constructor: running, unpaused members serve
+  void start_all();               // starts every member not running, then waits for the quorum
 
  private:
   std::vector<std::unique_ptr<server_process>> members_;

@@ -1,0 +1,197 @@
+// A fault-harness client process: zklock::mutex in an acquire / hold / release loop, reporting
+// every step to the harness's fenced resource (resource_client.hpp).
+//   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold
+// loop: acquire, write "grant" (fencing token = lock_guard::fencing_token()), a "write" every
+//       10 ms while the hold lasts (HOLD_MS, or what the resource's reply asks for), "end",
+//       release; a new session when the old one ended. The section stops at once when the
+//       guard is lost (lost_slot) or its validity deadline has passed, or when the resource
+//       rejects a write (a newer holder wrote: we were paused).
+// hold: acquire once, write "grant", hold until SIGTERM (the successor in the partition-window
+//       measurement).
+// SIGUSR1: stop acquiring (a pending acquire is cancelled, a section in progress finishes),
+// report "idle" and keep the session open. SIGTERM: close the session and exit.
+#include "resource_client.hpp"
+
+#include <zklock/mutex.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <csignal>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using zklock::fault::resource_client;
+
+namespace {
+
+struct config {
+  std::uint16_t resource_port = 0;
+  std::string connect, path, who;
+  std::chrono::milliseconds session_timeout{4000};
+  int hold_ms = 30;
+  bool loop = true;
+};
+
+struct worker {
+  config cfg;
+  resource_client res;
+  asio::any_io_executor ex;
+  bool stopping = false;
+  bool terminating = false;
+  bool pause_before_write = false;
+  asio::cancellation_signal cancel_acquire;  // emitted on SIGUSR1 / SIGTERM
+  asio::steady_timer parked;                 // idle until SIGTERM
+
+  worker(config c, asio::any_io_executor e)
+      : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {}
+
+  static bool ok(const std::string& reply) { return reply.rfind("OK", 0) == 0; }
+
+  asio::awaitable<void> sleep(std::chrono::milliseconds d) {
+    asio::steady_timer t(ex, d);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+  // One critical section; returns when it ended (normally, lost, or rejected).
+  asio::awaitable<void> hold(zklock::lock_guard& g) {
+    const std::int64_t token = g.fencing_token();
+    // A guard may come back already past its validity deadline (e.g. granted by a watch event
+    // after a wait with no request answered): it must not be used.
+    if (std::chrono::steady_clock::now() >= g.valid_until()) {
+      res.send("dead_grant", token, std::string("status=") + zklock::to_string(g.status()));
+      co_return;
+    }
+    std::string reply = res.send("grant", token, g.node_path());
+    if (!ok(reply)) {
+      res.send("lost", token, "rejected");
+      co_return;
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(reply, cfg.hold_ms));
+    pause_before_write = reply.find(" PAUSE") != std::string::npos;
+    for (;;) {
+      if (!cfg.loop && terminating) break;
+      asio::steady_timer t(ex, 10ms);
+      co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+      // The check a careful user makes before each write: the lock is certainly ours until
+      // valid_until(); a guard that is not held has valid_until() == min().
+      if (std::chrono::steady_clock::now() >= g.valid_until()) {
+        res.send("lost", token, std::string("status=") + zklock::to_string(g.status()));
+        co_return;
+      }
+      // The resource may ask us to stop right here, between the check and the write, as a GC
+      // pause or a VM freeze would: the write then reaches it after the pause.
+      if (pause_before_write) {
+        pause_before_write = false;
+        ::raise(SIGSTOP);
+      }
+      const bool last = cfg.loop && std::chrono::steady_clock::now() >= until;
+      if (!ok(res.send(last ? "end" : "write", token))) {
+        res.send("lost", token, "rejected");
+        co_return;
+      }
+      if (last) co_return;
+    }
+    if (!ok(res.send("end", token))) res.send("lost", token, "rejected");
+  }
+
+  asio::awaitable<void> run() {
+    std::mt19937 rng(std::hash<std::string>{}(cfg.who) ^ static_cast<unsigned>(::getpid()));
+    while (!stopping) {
+      zklock::session_options o;
+      o.connect = cfg.connect;
+      o.session_timeout = cfg.session_timeout;
+      o.connect_timeout = 60s;
+      zklock::session s{ex, o};
+      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (cec) {
+        res.send("error", 0, "connect:" + cec.message());
+        if (!stopping) co_await sleep(200ms);
+        continue;
+      }
+      std::ostringstream sid;
+      sid << "0x" << std::hex << s.session_id();
+      res.send("hello", 0, sid.str());
+      zklock::mutex m{s, cfg.path};
+      while (!stopping) {
+        auto st = s.state();
+        if (st == zklock::session_state::expired || st == zklock::session_state::closed) break;
+        res.send("acquire", 0);
+        auto [aec, g] = co_await m.async_acquire(
+            asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable)));
+        if (aec) {
+          res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
+          if (!stopping) co_await sleep(100ms);
+          continue;
+        }
+        co_await hold(g);
+        if (g.owns_lock()) {
+          auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
+          res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+        } else {
+          res.send("released", 0, std::string("not-owned:") + zklock::to_string(g.status()));
+          g = zklock::lock_guard();  // a lost guard still deletes its node while the session lives
+        }
+        if (!cfg.loop) break;
+        co_await sleep(std::chrono::milliseconds(rng() % 20));
+      }
+      if (stopping || !cfg.loop) {
+        res.send("idle", 0);
+        if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await s.async_close(asio::as_tuple(asio::use_awaitable));
+        co_return;
+      }
+    }
+    res.send("idle", 0);
+    if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 8) {
+    std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold\n";
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  config c;
+  c.resource_port = static_cast<std::uint16_t>(std::stoi(argv[1]));
+  c.connect = argv[2];
+  c.path = argv[3];
+  c.who = argv[4];
+  c.session_timeout = std::chrono::milliseconds(std::stoi(argv[5]));
+  c.hold_ms = std::stoi(argv[6]);
+  c.loop = std::string(argv[7]) == "loop";
+  asio::io_context ioc;
+  worker w(c, ioc.get_executor());
+  asio::signal_set sigs(ioc, SIGUSR1, SIGTERM, SIGINT);
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    w.stopping = true;
+    w.cancel_acquire.emit(asio::cancellation_type::terminal);
+    if (sig != SIGUSR1) {
+      w.terminating = true;
+      w.parked.cancel();
+    }
+    sigs.async_wait(on_signal);
+  };
+  sigs.async_wait(on_signal);
+  int status = 1;
+  asio::co_spawn(ioc, w.run(), [&](std::exception_ptr e) {
+    status = 0;
+    if (e) try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        std::cerr << "zklock_fault_worker " << c.who << ": " << x.what() << "\n";
+        status = 1;
+      }
+    sigs.cancel();
+  });
+  ioc.run();
+  return status;
+}
