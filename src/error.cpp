@@ -61,6 +61,7 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::path_empty_segment: return "znode path has an empty segment (\"//\")";
       case errc::path_relative_segment: return "znode path has a \".\" or \"..\" segment";
       case errc::path_control_character: return "znode path contains a control character";
+      case errc::path_too_long: return "znode path is too long (over 256 KiB): a server would drop the connection on the requests that carry it";
       case errc::connect_timeout: return "could not connect to any ZooKeeper server within the connect timeout";
       case errc::not_connected: return "the session is not connected (call async_connect first)";
       case errc::session_closed: return "the session was closed";

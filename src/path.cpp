@@ -8,6 +8,7 @@ namespace zklock {
 error_code validate_path(std::string_view path) noexcept {
   if (path.empty()) return errc::path_empty;
   if (path.front() != '/') return errc::path_not_absolute;
+  if (path.size() > max_path_length) return errc::path_too_long;
   for (unsigned char c : path)
     if (c < 0x20 || c == 0x7f) return errc::path_control_character;
   if (path.size() == 1) return {};

@@ -75,6 +75,7 @@ enum class errc : int {
   not_downgradable,               ///< async_downgrade on a guard that does not hold a shared_mutex's write side
   upgrade_refused,                ///< a reentrant owner holding the read side asked for the write side (it would wait for itself)
   invalid_max_leases,             ///< a semaphore needs max_leases >= 1
+  path_too_long,                  ///< a path is longer than zklock::max_path_length (a server would drop the connection)
 };
 
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one

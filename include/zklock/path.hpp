@@ -8,9 +8,17 @@
 
 namespace zklock {
 
+/// The longest path zklock accepts. A server drops the connection (instead of answering) on a
+/// request larger than its jute.maxbuffer, 1 MiB by default: the C client reconnects, a lock
+/// acquire retries its create, and the drop repeats forever. A lock's release transaction
+/// carries its node's path twice, and a guarded transaction (check_op) one more time per op,
+/// hence a quarter of that. (A server configured with a smaller jute.maxbuffer needs shorter
+/// paths.)
+inline constexpr std::size_t max_path_length = 256 * 1024;
+
 /// Checks a znode path. Returns the first problem found, in this order: errc::path_empty,
-/// path_not_absolute, path_control_character, path_trailing_slash, path_empty_segment,
-/// path_relative_segment. "/" is valid.
+/// path_not_absolute, path_too_long (more than max_path_length bytes), path_control_character,
+/// path_trailing_slash, path_empty_segment, path_relative_segment. "/" is valid.
 error_code validate_path(std::string_view path) noexcept;
 
 /// Checks "host:port[,host:port...][/chroot]". Hosts are names, IPv4 addresses or bracketed

@@ -326,7 +326,28 @@ TEST_CASE("bad lock paths fail at once", "[integration][mutex]") {
     mutex bad2(s, "/locks//x");
     auto [ec2, g2] = co_await bad2.async_try_acquire(tuple_awaitable);
     CHECK(ec2 == errc::path_empty_segment);
-  }());
+    // Too long for a server's request limit: refused at once, nothing sent (the server would
+    // drop the connection and the create would be retried forever). Just under the limit, the
+    // server takes it, release transaction included.
+    auto before = s.stats().requests_sent;
+    mutex huge(s, "/locks/" + std::string(max_path_length, 'x'));
+    auto [ec3, g3] = co_await huge.async_acquire(tuple_awaitable);
+    CHECK(ec3 == errc::path_too_long);
+    CHECK(s.stats().requests_sent == before);
+    auto [ec4, st4] = co_await s.async_create("/" + std::string(max_path_length, 'x'), "", create_mode::persistent, tuple_awaitable);
+    CHECK(ec4 == errc::path_too_long);
+    mutex big(s, "/locks/" + std::string(max_path_length - 100, 'y'));
+    mutex big2(s, "/locks/" + std::string(max_path_length - 100, 'y'));
+    auto g4 = co_await big.async_acquire(asio::use_awaitable);
+    auto [ec5, g5] = co_await big2.async_acquire_for(300ms, tuple_awaitable);  // queues: a marked release follows
+    CHECK(ec5 == errc::lock_timeout);
+    asio::co_spawn(ioc, big2.async_acquire(asio::use_awaitable), [&](std::exception_ptr, lock_guard g) { g5 = std::move(g); });
+    co_await sleep_for(200ms);
+    co_await g4.async_release(asio::use_awaitable);  // multi(setData, delete): the path twice
+    for (int i = 0; i < 100 && !g5.owns_lock(); ++i) co_await sleep_for(20ms);
+    CHECK(g5.owns_lock());
+    co_await g5.async_release(asio::use_awaitable);
+  }(), 120s);
 }
 
 TEST_CASE("protected create: a create whose reply is lost is found again, not duplicated",

@@ -30,13 +30,13 @@ TEST_CASE("every ZooKeeper return code has its own message", "[unit][error]") {
 
 TEST_CASE("zklock's own conditions have their own category and messages", "[unit][error]") {
   std::set<std::string> messages;
-  for (int v = static_cast<int>(errc::empty_connect_string); v <= static_cast<int>(errc::invalid_max_leases); ++v) {
+  for (int v = static_cast<int>(errc::empty_connect_string); v <= static_cast<int>(errc::path_too_long); ++v) {
     error_code ec = static_cast<errc>(v);
     CHECK(ec.category() == zklock_category());
     CHECK(ec.message().find("unknown") == std::string::npos);
     messages.insert(ec.message());
   }
-  CHECK(messages.size() == static_cast<std::size_t>(errc::invalid_max_leases) - static_cast<std::size_t>(errc::empty_connect_string) + 1);
+  CHECK(messages.size() == static_cast<std::size_t>(errc::path_too_long) - static_cast<std::size_t>(errc::empty_connect_string) + 1);
   CHECK(error_code(errc::lock_lost) != error_code(zk_errc::session_expired));
 }
 
@@ -55,6 +55,8 @@ TEST_CASE("path validation gives a distinct error for each problem", "[unit][pat
   CHECK(validate_path(std::string("/a\0b", 4)) == errc::path_control_character);
   CHECK(validate_path("/a\nb") == errc::path_control_character);
   CHECK(validate_path("/a\x7f") == errc::path_control_character);
+  CHECK(validate_path("/" + std::string(max_path_length - 1, 'a')) == error_code{});
+  CHECK(validate_path("/" + std::string(max_path_length, 'a')) == errc::path_too_long);
 }
 
 TEST_CASE("connect string validation", "[unit][path]") {
