@@ -2,8 +2,10 @@
 // Repeatedly acquires PATH, writes "enter <who>" / "leave <who>" to the exclusion log (one
 // O_APPEND write each), releases. With "rw", cycle i takes writeLock() when i % 3 == 0 and
 // readLock() otherwise, logging enter-write/leave-write or enter-read/leave-read (a read held
-// 5 ms, a write 1 ms, as zklock_contender --rw).
-//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO [rw]
+// 5 ms, a write 1 ms, as zklock_contender --rw). With "semaphore=N", each cycle takes a lease
+// of an InterProcessSemaphoreV2 of N leases, logs enter/leave around a 30 ms hold, returns it
+// (as zklock_contender --semaphore=N).
+//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO [rw | semaphore=N]
 import java.io.FileOutputStream;
 import java.nio.charset.StandardCharsets;
 import org.apache.curator.framework.CuratorFramework;
@@ -11,6 +13,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorContender {
@@ -22,11 +26,24 @@ public class CuratorContender {
     String connect = args[0], path = args[1], log = args[3], who = args[4];
     int cycles = Integer.parseInt(args[2]);
     boolean rw = args.length > 5 && args[5].equals("rw");
+    int maxLeases = args.length > 5 && args[5].startsWith("semaphore=")
+        ? Integer.parseInt(args[5].substring("semaphore=".length())) : 0;
     try (FileOutputStream out = new FileOutputStream(log, true);
          CuratorFramework client = CuratorFrameworkFactory.newClient(connect, 10000, 10000,
              new ExponentialBackoffRetry(100, 5))) {
       client.start();
       client.blockUntilConnected();
+      if (maxLeases > 0) {
+        InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
+        for (int i = 0; i < cycles; i++) {
+          Lease lease = semaphore.acquire();
+          out.write(line("enter", who));
+          Thread.sleep(30);
+          out.write(line("leave", who));
+          semaphore.returnLease(lease);
+        }
+        return;
+      }
       InterProcessReadWriteLock rwLock = rw ? new InterProcessReadWriteLock(client, path) : null;
       InterProcessMutex mutex = rw ? null : new InterProcessMutex(client, path);
       for (int i = 0; i < cycles; i++) {

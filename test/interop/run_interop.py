@@ -7,7 +7,10 @@ MODE: curator, kazoo (mutexes: InterProcessMutex, kazoo Lock), curator-rw (zkloc
 and Curator InterProcessReadWriteLock), kazoo-rw (zklock shared_mutex and kazoo ReadLock/WriteLock
 with Curator's markers; kazoo 2.8.0 needs its ReadLock fix, see kazoo_contender.py). The rw modes
 also require that readers held together at least once. kazoo-rw-deadlock runs
-kazoo_rw_deadlock.py instead (why kazoo-rw needs the fix)."""
+kazoo_rw_deadlock.py instead (why kazoo-rw needs the fix). semaphore: zklock::semaphore and
+Curator InterProcessSemaphoreV2, both with MAX_LEASES, on one path: never more than MAX_LEASES
+inside, MAX_LEASES inside together at least once with both implementations among them, the
+leases and locks dirs empty at the end."""
 import os
 import subprocess
 import sys
@@ -17,9 +20,11 @@ import time
 from kazoo.client import KazooClient
 
 mode, contender, scripts, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-peer, rw = mode.split("-")[0], mode.endswith("-rw")
+sem = mode == "semaphore"
+peer, rw = "curator" if sem else mode.split("-")[0], mode.endswith("-rw")
 here = os.path.dirname(os.path.abspath(__file__))
-CYCLES = 40
+CYCLES = 30 if sem else 40
+MAX_LEASES = 2  # semaphore mode: every contender's max_leases
 CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
                 "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
                 "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
@@ -71,8 +76,31 @@ def check_rw(lines):
     return entries, violations, overlaps
 
 
+def check_semaphore(lines):
+    """Replays enter/leave lines of a semaphore: more than MAX_LEASES inside, an enter by someone
+    already inside, or a leave by someone not inside, is a violation. Returns (entries per who,
+    violations, [the most inside at once, entries that made MAX_LEASES inside, and how many of
+    those had both implementations inside])."""
+    entries, violations, inside, stats = {}, 0, [], [0, 0, 0]
+    for verb, who in lines:
+        if verb == "enter":
+            entries[who] = entries.get(who, 0) + 1
+            violations += who in inside
+            inside.append(who)
+            violations += len(inside) > MAX_LEASES
+            stats[0] = max(stats[0], len(inside))
+            if len(inside) == MAX_LEASES:
+                stats[1] += 1
+                stats[2] += len({w.split("-")[0] for w in inside}) > 1
+        elif verb == "leave" and who in inside:
+            inside.remove(who)
+        else:
+            violations += 1  # a leave by someone not inside, a line of another protocol, a torn line
+    return entries, violations, stats
+
+
 def peer_command(connect, path, log):
-    mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"]}.get(mode, [])
+    mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"], "semaphore": ["semaphore=%d" % MAX_LEASES]}.get(mode, [])
     if peer == "curator":
         cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
         classes = os.path.join(work, "classes")
@@ -115,7 +143,7 @@ def main():
             sys.exit(subprocess.call(["/usr/bin/python3", os.path.join(here, "kazoo_rw_deadlock.py"), connect, path],
                                      timeout=60))
         peer_cmd = peer_command(connect, path, log)
-        zklock_cmd = [contender] + (["--rw"] if rw else [])
+        zklock_cmd = [contender] + (["--rw"] if rw else ["--semaphore=%d" % MAX_LEASES] if sem else [])
         # The peers first (a JVM takes seconds to start); zklock once a peer has queued, so that
         # all four contend for most of the run.
         for i in range(2):
@@ -137,6 +165,18 @@ def main():
                 p.wait()
         with open(log) as f:
             lines = [tuple(line.split()) for line in f]
+        if sem:
+            entries, violations, stats = check_semaphore(lines)
+            unfinished = sorted(w for w in entries if entries[w] != CYCLES)
+            dirs = {d: lock_dir_children(connect, path + "/" + d) for d in ("leases", "locks")}
+            print("mode=%s max_leases=%d entries=%d violations=%d max_inside=%d at_max=%d (both implementations "
+                  "inside: %d) contenders=%s unfinished=%s leases_dir=%s locks_dir=%s"
+                  % (mode, MAX_LEASES, sum(entries.values()), violations, stats[0], stats[1], stats[2],
+                     sorted(entries), unfinished, dirs["leases"], dirs["locks"]))
+            if (failed or violations or len(entries) != 4 or unfinished or any(dirs.values())
+                    or stats[0] < MAX_LEASES or stats[2] == 0):
+                sys.exit(1)
+            return
         entries, violations, overlaps = (check_rw if rw else check_mutex)(lines)
         children = lock_dir_children(connect, path)
         unfinished = sorted(w for w in entries if entries[w] != CYCLES)

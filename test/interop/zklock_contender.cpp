@@ -1,11 +1,16 @@
-// Interop contender: zklock::mutex, or with --rw zklock::shared_mutex, same protocol as
-// CuratorContender and kazoo_contender.py.
-//   zklock_contender [--rw] CONNECT PATH CYCLES LOGFILE WHO
+// Interop contender: zklock::mutex, with --rw zklock::shared_mutex, or with --semaphore=N
+// zklock::semaphore of N leases; same protocol as CuratorContender and kazoo_contender.py.
+//   zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO
 // With --rw, cycle i takes the write side when i % 3 == 0 and the read side otherwise; a read
 // is held longer (5 ms) than a write (1 ms) so that readers of different processes overlap.
+// With --semaphore=N, each cycle takes a lease, logs enter/leave around a 30 ms hold, gives it
+// back (run_interop.py checks that at most N are inside at once). The hold is long next to a
+// lease's round trips, so that the leases are all taken most of the time: with a shorter one
+// (5 ms), 2 zklock and 2 Curator processes on two separate semaphores of 2 never had 3 inside.
 #include "exclusion_log.hpp"
 
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 
@@ -21,13 +26,30 @@ asio::awaitable<void> hold_for(std::chrono::milliseconds d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(asio::use_awaitable);
 }
+
+// CYCLES times: acquire `lock` (a mutex, or a semaphore's lease), log enter, hold, log leave,
+// release.
+template <class Lock>
+asio::awaitable<void> exclusive_cycles(Lock& lock, int cycles, zklock::test::exclusion_log& log,
+                                       const std::string& who, std::chrono::milliseconds hold) {
+  for (int i = 0; i < cycles; ++i) {
+    auto g = co_await lock.async_acquire(asio::use_awaitable);
+    log.enter(who);
+    co_await hold_for(hold);
+    log.leave(who);
+    co_await g.async_release(asio::use_awaitable);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool rw = argc > 1 && std::string_view(argv[1]) == "--rw";
-  if (rw) --argc, ++argv;
+  int max_leases = 0;  // > 0: semaphore mode
+  if (argc > 1 && std::string_view(argv[1]).starts_with("--semaphore="))
+    max_leases = std::stoi(std::string(std::string_view(argv[1]).substr(12)));
+  if (rw || max_leases > 0) --argc, ++argv;
   if (argc != 6) {
-    std::cerr << "usage: zklock_contender [--rw] CONNECT PATH CYCLES LOGFILE WHO\n";
+    std::cerr << "usage: zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO\n";
     return 2;
   }
   std::string connect = argv[1], path = argv[2], who = argv[5];
@@ -42,7 +64,10 @@ int main(int argc, char** argv) {
     opts.connect = connect;
     zklock::session s{ex, opts};
     co_await s.async_connect(asio::use_awaitable);
-    if (rw) {
+    if (max_leases > 0) {
+      zklock::semaphore sem{s, path, max_leases};
+      co_await exclusive_cycles(sem, cycles, log, who, std::chrono::milliseconds(30));
+    } else if (rw) {
       zklock::shared_mutex m{s, path};
       for (int i = 0; i < cycles; ++i) {
         const bool write = i % 3 == 0;
@@ -58,13 +83,7 @@ int main(int argc, char** argv) {
       }
     } else {
       zklock::mutex m{s, path};
-      for (int i = 0; i < cycles; ++i) {
-        auto g = co_await m.async_acquire(asio::use_awaitable);
-        log.enter(who);
-        co_await hold_for(std::chrono::milliseconds(1));
-        log.leave(who);
-        co_await g.async_release(asio::use_awaitable);
-      }
+      co_await exclusive_cycles(m, cycles, log, who, std::chrono::milliseconds(1));
     }
     co_await s.async_close(asio::use_awaitable);
     status = 0;
