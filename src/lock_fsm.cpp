@@ -76,6 +76,12 @@ std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size
   return b;
 }
 
+bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
+  auto q = queue_order(children);
+  q.push_back({{}, 0, kind});  // where our node would go: behind everyone
+  return find_blockers(q, q.size() - 1, kind, max_leases).has_value();
+}
+
 namespace {
 bool is_connection_loss(const error_code& ec) { return ec == condition::connection_lost; }
 // A request failed because the session is over: complete with how it ended.
@@ -188,14 +194,10 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (is_connection_loss(ec)) return after_connection_loss(retry::list);
     if (ec && ec != zk_errc::no_node) return fail(failure(ec));
     probing_ = false;
-    if (!ec) {
-      auto q = queue_order(children);
-      q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
-      if (find_blockers(q, q.size() - 1, kind_, max_leases_)) {
-        phase_ = phase::done;
-        result_ = {errc::lock_busy, {}, 0};
-        return {{lock_action::complete, {}}};
-      }
+    if (!ec && blocked_at_tail(children, kind_, max_leases_)) {
+      phase_ = phase::done;
+      result_ = {errc::lock_busy, {}, 0};
+      return {{lock_action::complete, {}}};
     }
     return create_and_list();  // looks free (or no dir yet): the create-and-list decides
   }

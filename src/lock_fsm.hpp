@@ -55,6 +55,9 @@ struct blockers {
 };
 std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind,
                                       int max_leases = 1) noexcept;
+/// Whether a new node of `kind` would be blocked by the contenders among `children` (it would
+/// queue behind all of them): what a try-lock looks at before writing anything.
+bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
 enum class lock_mode { wait, try_once };
 

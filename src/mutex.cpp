@@ -616,14 +616,12 @@ void start_acquire(const std::shared_ptr<mutex_state>& state, acquire_handler h,
 // again by its id instead of being orphaned.
 
 struct semaphore_state {
-  std::shared_ptr<mutex_state> locks, leases;
-  int max_leases;
+  std::shared_ptr<mutex_state> locks, leases;  // leases->max_leases is the semaphore's maximum
 };
 
 std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
                                                       int max_leases) {
   auto st = std::make_shared<semaphore_state>();
-  st->max_leases = max_leases;
   st->locks = make_mutex_state(s, join_path(path, "locks"));
   st->leases = make_mutex_state(s, join_path(path, "leases"), max_leases);
   if (auto ec = validate_path(path); ec || path == "/") {
@@ -633,7 +631,7 @@ std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_im
 }
 
 const std::string& semaphore_leases_path(const semaphore_state& s) noexcept { return s.leases->path; }
-int semaphore_max_leases(const semaphore_state& s) noexcept { return s.max_leases; }
+int semaphore_max_leases(const semaphore_state& s) noexcept { return s.leases->max_leases; }
 std::shared_ptr<mutex_state> semaphore_leases(const std::shared_ptr<semaphore_state>& s) { return s->leases; }
 
 namespace {
@@ -692,7 +690,7 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
       auto self = shared_from_this();
       st_->leases->s->get_children(st_->leases->path, nullptr, children_handler([self](error_code ec, children_result r) {
         if (self->cancelled_) return self->op_->complete(asio::error::operation_aborted, lock_guard{});
-        if (!ec && static_cast<int>(queue_order(r.children).size()) >= self->st_->max_leases)
+        if (!ec && blocked_at_tail(r.children, lock_kind::lease, self->st_->leases->max_leases))
           return self->op_->complete(errc::lock_busy, lock_guard{});
         self->take_internal();  // looks free (or no dir yet): the recipe decides
       }));
@@ -727,7 +725,7 @@ void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, 
                  std::chrono::steady_clock::duration timeout) {
   auto op = pending<void(error_code, lock_guard)>::make(std::move(h), st->leases->s->executor());
   if (st->leases->path_error) return op->complete(st->leases->path_error, lock_guard{});
-  if (st->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});
+  if (st->leases->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});
   std::make_shared<lease_op>(st, std::move(op), k, timeout)->start();
 }
 
