@@ -423,5 +423,23 @@ TEST_CASE("multi_lock: all or nothing on timeout and cancellation; mixed sides",
     co_await g2.async_release(asio::use_awaitable);
     auto [e3] = co_await g2.async_release(asio::as_tuple(asio::use_awaitable));
     CHECK(e3 == errc::already_released);
+
+    // one of the locks lost (its node deleted by someone else; the keepalive finds it): the
+    // release reports lock_lost, and the other lock is still released
+    session short_s(ioc.get_executor(), options_for(srv.connect_string(), 2000ms));
+    co_await short_s.async_connect(asio::use_awaitable);
+    multi_lock ml2(short_s, std::vector<std::string>{"/m2/p", "/m2/q"});
+    auto g6 = co_await ml2.async_acquire(asio::use_awaitable);
+    co_await f[1].async_delete(g6.guards()[0].node_path(), -1, asio::use_awaitable);
+    for (int i = 0; i < 200 && g6.guards()[0].owns_lock(); ++i) co_await sleep_for(20ms);
+    CHECK_FALSE(g6.owns_lock());
+    auto [e4] = co_await g6.async_release(asio::as_tuple(asio::use_awaitable));
+    CHECK(e4 == errc::lock_lost);
+    std::size_t left = 99;
+    for (int i = 0; i < 100 && left; ++i) {
+      left = (co_await f[1].async_get_children("/m2/q", asio::use_awaitable)).children.size();
+      if (left) co_await sleep_for(20ms);
+    }
+    CHECK(left == 0);
   }(), 60s);
 }
