@@ -270,6 +270,9 @@ TEST_CASE("semaphore: try on a full semaphore reads only; timeouts and cancellat
     co_await f.connect();
     co_await behind.async_connect(asio::use_awaitable);
     semaphore a(f[0], "/sem/b", 1), b(f[1], "/sem/b", 1), c(behind, "/sem/b", 1);
+    semaphore none(f[0], "/sem/none", 0);
+    auto [e0, g0] = co_await none.async_acquire(tuple_awaitable);
+    CHECK(e0 == errc::invalid_max_leases);
     auto held = co_await c.async_acquire(asio::use_awaitable);
     auto sent = f[1].stats().requests_sent;
     auto [e1, g1] = co_await b.async_try_acquire(tuple_awaitable);
@@ -423,6 +426,14 @@ TEST_CASE("multi_lock: all or nothing on timeout and cancellation; mixed sides",
     co_await g2.async_release(asio::use_awaitable);
     auto [e3] = co_await g2.async_release(asio::as_tuple(asio::use_awaitable));
     CHECK(e3 == errc::already_released);
+
+    // the same path twice is one lock, the stronger side kept
+    multi_lock twice(f[0], std::vector<multi_lock::entry>{{"/m2/s", side::read}, {"/m2/s", side::write}});
+    CHECK(twice.paths() == std::vector<std::string>{"/m2/s"});
+    auto g7 = co_await twice.async_acquire(asio::use_awaitable);
+    CHECK(g7.guards().size() == 1);
+    CHECK(g7.guards()[0].kind() == lock_kind::write);
+    co_await g7.async_release(asio::use_awaitable);
 
     // one of the locks lost (its node deleted by someone else; the keepalive finds it): the
     // release reports lock_lost, and the other lock is still released
