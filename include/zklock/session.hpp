@@ -138,6 +138,10 @@ struct access {
 /// (like every Asio I/O object). All handlers complete through asio::post on their associated
 /// executor (default: the session's executor), never inside the initiating call.
 ///
+/// Allocation: the handler is stored with its associated allocator, paid back before it runs
+/// (Asio's rule). The engine's state for an operation uses the global allocator: it outlives
+/// the completion on purpose (a cancelled acquire deletes its node after its handler ran).
+///
 /// Lifetimes: the session must outlive the operations' initiation calls only; pending
 /// operations keep the engine alive and complete with errc::session_closed when the session is
 /// destroyed or closed. Destroying the session closes the ZooKeeper session at once.

@@ -232,6 +232,120 @@ TEST_CASE("as_default_on_t: a session and a mutex whose operations default to us
   }());
 }
 
+namespace {
+
+// Counts what goes through a handler's associated allocator.
+struct alloc_counts {
+  int allocations = 0;
+  long live_bytes = 0;
+};
+
+template <class T>
+struct counting_allocator {
+  using value_type = T;
+  alloc_counts* counts;
+  explicit counting_allocator(alloc_counts* c) noexcept : counts(c) {}
+  template <class U>
+  counting_allocator(const counting_allocator<U>& o) noexcept : counts(o.counts) {}
+  T* allocate(std::size_t n) {
+    ++counts->allocations;
+    counts->live_bytes += static_cast<long>(n * sizeof(T));
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    counts->live_bytes -= static_cast<long>(n * sizeof(T));
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const counting_allocator<U>& o) const noexcept { return counts == o.counts; }
+};
+
+}  // namespace
+
+TEST_CASE("a handler's associated allocator stores the handler and is paid back before it runs",
+          "[integration][promise]") {
+  // Asio's rule: memory from the associated allocator is deallocated before the handler is
+  // invoked. Each operation here completes with a handler bound to a counting allocator; in the
+  // handler, everything allocated through it must be back.
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+  }());
+
+  struct probe {
+    alloc_counts counts;
+    bool ran = false;
+    long live_at_upcall = -1;
+    void operator()() {
+      ran = true;
+      live_at_upcall = counts.live_bytes;
+    }
+  };
+  auto check = [](const probe& p, const char* what) {
+    INFO(what);
+    CHECK(p.ran);
+    CHECK(p.counts.allocations > 0);   // the allocator was used ...
+    CHECK(p.live_at_upcall == 0);      // ... and paid back before the upcall
+    CHECK(p.counts.live_bytes == 0);
+  };
+  auto run_until = [&](const probe& p) {
+    for (int i = 0; i < 100 && !p.ran; ++i) ioc.run_for(50ms);
+  };
+
+  probe read;
+  s.async_exists("/zookeeper", asio::bind_allocator(counting_allocator<void>(&read.counts),
+                                                    [&](error_code ec, std::optional<node_stat>) {
+                                                      CHECK_FALSE(ec);
+                                                      read();
+                                                    }));
+  run_until(read);
+  check(read, "async_exists");
+
+  // an acquire that waits behind another session's holder, then is granted
+  mutex theirs(other, "/locks/alloc"), ours(s, "/locks/alloc");
+  lock_guard held, got;
+  run_test(ioc, [&]() -> asio::awaitable<void> { held = co_await theirs.async_acquire(asio::use_awaitable); }());
+  probe acquire;
+  ours.async_acquire(asio::bind_allocator(counting_allocator<void>(&acquire.counts), [&](error_code ec, lock_guard g) {
+    CHECK_FALSE(ec);
+    got = std::move(g);
+    acquire();
+  }));
+  ioc.run_for(200ms);
+  CHECK_FALSE(acquire.ran);
+  held.async_release(asio::detached);
+  run_until(acquire);
+  check(acquire, "async_acquire after a wait");
+
+  probe release;
+  got.async_release(asio::bind_allocator(counting_allocator<void>(&release.counts), [&](error_code ec) {
+    CHECK_FALSE(ec);
+    release();
+  }));
+  run_until(release);
+  check(release, "async_release");
+
+  // a cancelled acquire: completes while its cleanup may still be under way
+  run_test(ioc, [&]() -> asio::awaitable<void> { held = co_await theirs.async_acquire(asio::use_awaitable); }());
+  probe cancelled;
+  asio::cancellation_signal sig;
+  ours.async_acquire(asio::bind_allocator(counting_allocator<void>(&cancelled.counts),
+                                          asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) {
+                                            CHECK(ec == asio::error::operation_aborted);
+                                            cancelled();
+                                          })));
+  ioc.run_for(100ms);
+  sig.emit(asio::cancellation_type::terminal);
+  run_until(cancelled);
+  check(cancelled, "a cancelled async_acquire");
+  held.async_release(asio::detached);
+  ioc.run_for(300ms);
+}
+
 TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
   zk_server srv;
   asio::io_context ioc;
