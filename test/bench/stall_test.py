@@ -22,50 +22,15 @@ Starts its own server (scripts/zk-server.sh, free loopback port) and always stop
 """
 import argparse
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
+
+from bench_common import mntr, four_letter, run as run_echo, throwaway_server
 
 LIMIT_MS = 100.0
 
 
-def four_letter(connect, word):
-    host, port = connect.split(",")[0].rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(word.encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return data.decode(errors="replace")
-
-
-def mntr(connect):
-    out = {}
-    for line in four_letter(connect, "mntr").splitlines():
-        parts = line.split("\t")
-        if len(parts) == 2:
-            out[parts[0].strip()] = parts[1].strip()
-    return out
-
-
-def parse(out):
-    lines = [l for l in out.splitlines() if "impl=" in l]
-    if len(lines) != 1:
-        raise AssertionError("expected one result line, got:\n" + out)
-    return dict(p.split("=", 1) for p in lines[0].split())
-
-
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    if p.returncode != 0:
-        print(p.stdout + p.stderr[-3000:], flush=True)
-        raise AssertionError("%s exited %d" % (cmd[0], p.returncode))
-    return parse(p.stdout)
+    return run_echo(cmd, echo=False)
 
 
 def main():
@@ -76,13 +41,9 @@ def main():
     ap.add_argument("--attempts", type=int, default=3)
     ap.add_argument("--handoffs", type=int, default=2000)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="zklock-stall-test-")
-    srv = os.path.join(work, "zk")
     contenders = 4
     cycles = max(1, a.handoffs // contenders)
-    try:
-        connect = subprocess.check_output(["bash", os.path.join(a.scripts, "zk-server.sh"), "start", srv],
-                                          text=True, timeout=90).strip().splitlines()[-1]
+    with throwaway_server(a.scripts, "zklock-stall-test-") as (connect, work):
         # warm the server's JIT first (a fresh JVM answers up to 2x slower); not recorded
         run([a.bench, "--connect", connect, "--path", "/stall/warm", "--contenders", str(contenders),
              "--cycles", "100", "--solo-cycles", "1"])
@@ -123,9 +84,6 @@ def main():
             return 1
         print("stall test: inconclusive, passed: every attempt stalled, each with the server or the floor")
         return 0
-    finally:
-        subprocess.call(["bash", os.path.join(a.scripts, "zk-server.sh"), "stop", srv])
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
