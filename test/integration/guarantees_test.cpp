@@ -728,7 +728,12 @@ TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, n
     CHECK(engine_refs() == refs_before);  // no acquire or cleanup left alive
     long rss_after = rss_kb();
     WARN("cancellation storm: " << started << " acquires, RSS " << rss_before << " kB -> " << rss_after << " kB");
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // a sanitizer's quarantine and shadow memory grow RSS by themselves: the leak checker and
+    // engine_refs() above are the evidence there
+#else
     CHECK(rss_after < rss_before + 4 * 1024);
+#endif
     co_await held.async_release(asio::use_awaitable);
   }(), 180s);
 }
