@@ -85,9 +85,11 @@ struct hold : std::enable_shared_from_this<hold> {
   asio::steady_timer deadline_timer;
   bool keepalive_in_flight = false;
   asio::cancellation_signal lost_signal;
-  // Ourselves while a release is owed: the guard may be gone (release_pending), and the session
-  // listener only holds us weakly, so nothing else would send the delete after the reconnect.
-  std::shared_ptr<hold> owed;
+  // While a release is owed the guard may be gone (release_pending), and the session listener
+  // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so
+  // something sends it after the reconnect. Not a member pointing at ourselves: a cycle that
+  // only a reply or a state event breaks leaks when the io_context is destroyed without them.
+  bool owed = false;
 
   hold(std::shared_ptr<session_impl> session, bool connected)
       : s(std::move(session)), fsm(connected), deadline_timer(s->executor()) {}
@@ -165,7 +167,10 @@ struct hold : std::enable_shared_from_this<hold> {
       }
     }
     // (callers hold a strong reference: dropping this one never destroys us mid-call)
-    if (owed && !fsm.release_owed()) owed.reset();
+    if (owed && !fsm.release_owed()) {
+      owed = false;
+      s->drop_owed(this);
+    }
   }
 
   void release_one(void_handler h) {
@@ -181,7 +186,10 @@ struct hold : std::enable_shared_from_this<hold> {
       release_waiter = op;
     }
     run(fsm.release(static_cast<bool>(op)));
-    if (fsm.release_owed()) owed = shared_from_this();
+    if (fsm.release_owed() && !owed) {
+      owed = true;
+      s->keep_owed(shared_from_this());
+    }
     if (was_open) {
       deadline_timer.cancel();
       auto waiters = std::move(lost_waiters);

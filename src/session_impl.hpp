@@ -79,6 +79,13 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::uint64_t subscribe(std::function<void(session_state)> fn);
   void unsubscribe(std::uint64_t id) noexcept;
 
+  /// Keeps `obj` alive while it owes the server a request its owner no longer waits for (a
+  /// hold's delete after its guard is gone). The session holds it, not the object itself, so
+  /// closing the session ends the cycle: shutdown() hands them to one last posted handler,
+  /// which runs after the state handlers it posted (or is destroyed with the io_context).
+  void keep_owed(std::shared_ptr<void> obj);
+  void drop_owed(const void* obj) noexcept;
+
   // --- called from the C client's callbacks (internal) ---
   void on_session_event(int zstate);
   void on_watch_fired(watch_state* w, int type, int zstate, const char* path);
@@ -149,6 +156,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::map<std::uint64_t, std::function<void(session_state)>> listeners_;
   std::uint64_t next_listener_ = 1;
   std::unordered_set<watch_state*> watches_;  // holds one reference each
+  std::vector<std::shared_ptr<void>> owed_;     // see keep_owed
 
   std::chrono::steady_clock::time_point last_ack_{}, suspended_at_{};
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;

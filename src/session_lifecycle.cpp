@@ -83,6 +83,17 @@ std::uint64_t session_impl::subscribe(std::function<void(session_state)> fn) {
 
 void session_impl::unsubscribe(std::uint64_t id) noexcept { listeners_.erase(id); }
 
+void session_impl::keep_owed(std::shared_ptr<void> obj) {
+  if (std::find(owed_.begin(), owed_.end(), obj) == owed_.end()) owed_.push_back(std::move(obj));
+}
+
+void session_impl::drop_owed(const void* obj) noexcept {
+  auto it = std::find_if(owed_.begin(), owed_.end(), [obj](const std::shared_ptr<void>& p) { return p.get() == obj; });
+  if (it == owed_.end()) return;
+  auto last = std::move(*it);  // released after the erase: its destructor may call us
+  owed_.erase(it);
+}
+
 void session_impl::set_state(session_state s) {
   if (s == state_) return;
   state_ = s;
@@ -249,6 +260,10 @@ void session_impl::shutdown() noexcept {
   }
   for (auto& w : waiters) w->complete(errc::session_closed, state_);
   listeners_.clear();
+  // Nothing is owed to a closed session; the objects live until the state handlers posted
+  // above have told them (their waiters complete with the outcome).
+  if (!owed_.empty()) asio::post(ex_, [keep = std::move(owed_)] {});
+  owed_.clear();
 }
 
 void session_impl::on_session_event(int zstate) {

@@ -346,6 +346,32 @@ TEST_CASE("a handler's associated allocator stores the handler and is paid back 
   ioc.run_for(300ms);
 }
 
+TEST_CASE("a session and its io_context destroyed while a release is in flight leave nothing alive",
+          "[integration][promise]") {
+  // A guard's release owes the server a delete until the reply; the engine keeps the hold
+  // alive for it. When the session is destroyed and its io_context is never run again (a
+  // program's teardown), that must not leave the hold and the engine keeping each other alive.
+  zk_server srv;
+  std::weak_ptr<detail::session_impl> engine;
+  {
+    asio::io_context ioc;
+    {
+      session s(ioc.get_executor(), options_for(srv.connect_string()));
+      engine = detail::access::impl(s);
+      lock_guard g;
+      run_test(ioc, [&]() -> asio::awaitable<void> {
+        co_await s.async_connect(asio::use_awaitable);
+        mutex m(s, "/locks/teardown");
+        g = co_await m.async_acquire(asio::use_awaitable);
+      }());
+      g = lock_guard{};  // posts the release
+      ioc.poll();        // sends it; the reply is not read
+      CHECK_FALSE(engine.expired());
+    }  // the session closes
+  }    // the io_context goes without running again
+  CHECK(engine.expired());
+}
+
 TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
   zk_server srv;
   asio::io_context ioc;
