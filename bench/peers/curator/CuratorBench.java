@@ -352,47 +352,52 @@ public final class CuratorBench {
   private static void runSemaphore(String connect, String path, int contenders, int leases, int cycles, long holdNs,
                                    String jsonFile) throws Exception {
     List<CuratorFramework> clients = connectAll(connect, contenders);
-    final Object mu = new Object();  // guards the bookkeeping below
-    final List<Double> h = new ArrayList<>();
-    final ArrayDeque<Long> freed = new ArrayDeque<>();
-    final int[] st = new int[4];  // inside, max inside, violations, acquisitions
+    final SemState st = new SemState();  // its monitor guards it
     Contended run = runContended(clients, threadCount(), me -> {
       InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(clients.get(me), path, leases);
       for (int k = 0; k < cycles; ++k) {
         long waitingSince = System.nanoTime();
         Lease lease = sem.acquire();
         long now = System.nanoTime();
-        synchronized (mu) {
-          Long f = freed.pollFirst();
-          if (f != null && after(f, waitingSince)) h.add((now - f) / 1e3);
-          st[1] = Math.max(st[1], ++st[0]);
-          if (st[0] > leases) ++st[2];
-          ++st[3];
+        synchronized (st) {
+          Long f = st.freed.pollFirst();
+          if (f != null && after(f, waitingSince)) st.handoffs.add((now - f) / 1e3);
+          st.maxInside = Math.max(st.maxInside, ++st.inside);
+          if (st.inside > leases) ++st.violations;
+          ++st.acquisitions;
         }
         if (holdNs > 0) sleepNanos(holdNs);
-        synchronized (mu) {
-          if (st[0]-- == leases) freed.addLast(System.nanoTime());
+        synchronized (st) {
+          if (st.inside-- == leases) st.freed.addLast(System.nanoTime());
         }
         sem.returnLease(lease);
       }
     });
-    double[] hs = toArray(h);
+    double[] hs = toArray(st.handoffs);
     Map<String, String> r = new LinkedHashMap<>();
     r.put("impl", "curator");
     r.put("kind", "semaphore");
     r.put("contenders", Integer.toString(contenders));
     r.put("leases", Integer.toString(leases));
     r.put("cycles", Integer.toString(cycles));
-    r.put("acquisitions", Integer.toString(st[3]));
-    r.put("throughput", fmt(st[3] / run.seconds(0, contenders)));
+    r.put("acquisitions", Integer.toString(st.acquisitions));
+    r.put("throughput", fmt(st.acquisitions / run.seconds(0, contenders)));
     r.put("handoff_p50_us", fmt(percentile(hs, 50)));
     r.put("handoff_p99_us", fmt(percentile(hs, 99)));
     r.put("handoffs", Integer.toString(hs.length));
-    r.put("max_inside", Integer.toString(st[1]));
-    r.put("violations", Integer.toString(st[2]));
-    putProcessFigures(r, run, st[3]);
+    r.put("max_inside", Integer.toString(st.maxInside));
+    r.put("violations", Integer.toString(st.violations));
+    putProcessFigures(r, run, st.acquisitions);
     emit(r, jsonFile);
-    System.exit(st[2] == 0 ? 0 : 1);
+    System.exit(st.violations == 0 ? 0 : 1);
+  }
+
+  // The semaphore kind's bookkeeping: freed holds the release times (nanoTime) of releases from
+  // full whose lease no grant has taken yet.
+  private static final class SemState {
+    int inside, maxInside, violations, acquisitions;
+    final ArrayDeque<Long> freed = new ArrayDeque<>();
+    final List<Double> handoffs = new ArrayList<>();
   }
 
   // The key=value line on stdout, and the same keys as flat JSON into jsonFile when given.
