@@ -1,8 +1,12 @@
 // zklock-bench: N contenders (each its own ZooKeeper session) on ONE io_context thread acquire
 // and release one lock M times each. Prints one line of key=value pairs (and --json FILE).
 // Same protocol as the peers in bench/peers/ (Curator, kazoo, the raw C client).
+// --kind shared (readers and writers on a zklock::shared_mutex) and --kind semaphore (a
+// zklock::semaphore of --leases) run the same loop on the other recipes; see bench/peers/README.md.
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
@@ -10,10 +14,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <dirent.h>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -78,6 +85,11 @@ struct report {
     for (auto& [k, v] : kv) s += (s.empty() ? "" : " ") + k + "=" + v;
     return s;
   }
+  // The line on stdout, and the same keys as JSON into json_file when one is given.
+  void emit(const std::string& json_file) const {
+    std::cout << line() << std::endl;
+    if (!json_file.empty()) std::ofstream(json_file) << json() << "\n";
+  }
   std::string json() const {
     std::string s = "{";
     for (std::size_t i = 0; i < kv.size(); ++i) {
@@ -96,8 +108,118 @@ auto stop_on_exception(asio::io_context& ioc, std::string& failure) {
   };
 }
 
+using session_list = std::vector<std::unique_ptr<zklock::session>>;
+
+session_list make_sessions(asio::io_context& ioc, const std::string& connect, int n) {
+  session_list sessions;
+  for (int i = 0; i < n; ++i) {
+    zklock::session_options o;
+    o.connect = connect;
+    o.session_timeout = std::chrono::seconds(30);
+    o.connect_timeout = std::chrono::seconds(60);
+    sessions.push_back(std::make_unique<zklock::session>(ioc.get_executor(), o));
+  }
+  return sessions;
+}
+
+asio::awaitable<void> sleep_for(clock_type::duration d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+// Connects every session (in parallel) and waits until all are connected.
+asio::awaitable<void> connect_all(session_list& sessions) {
+  for (auto& s : sessions) s->async_connect(asio::detached);
+  for (auto& s : sessions)
+    while (!zklock::is_connected(s->state())) co_await sleep_for(std::chrono::milliseconds(5));
+}
+
+double us_since(clock_type::time_point t) {
+  return std::chrono::duration<double, std::micro>(clock_type::now() - t).count();
+}
+
+// What every contended run measures besides its recipe's own figures.
+struct contended_run {
+  std::vector<double> finished_s;  // per contender: seconds from the common start to its last release
+  double cpu_seconds = 0;          // process CPU over the contended phase
+  int threads_peak = 0;
+  std::uint64_t requests = 0, watch_events = 0, wakeups = 0;  // over the contended phase
+  std::string failure;
+  // says why on stderr
+  bool failed() const {
+    if (!failure.empty()) std::cerr << "zklock-bench: " << failure << "\n";
+    return !failure.empty();
+  }
+  // from the start to the last finish of contenders [from, to), not a poll's wake-up
+  double seconds(int from, int to) const {
+    return from < to ? *std::max_element(finished_s.begin() + from, finished_s.begin() + to) : NAN;
+  }
+};
+
+using contender_body = std::function<asio::awaitable<void>(int, zklock::session&)>;
+
+// n contenders, each its own session, on one io_context thread: connects them all, runs
+// `prelude` on the first (not part of the contended figures), then contender(i, session i) for
+// every i from one common start; closes the sessions when all have finished.
+contended_run run_contended(const std::string& connect, int n, const contender_body& contender,
+                            const std::function<asio::awaitable<void>(zklock::session&)>& prelude = {}) {
+  asio::io_context ioc(1);
+  contended_run run;
+  run.finished_s.assign(n, 0);
+  run.threads_peak = thread_count();
+  auto sessions = make_sessions(ioc, connect, n);
+  auto totals = [&] {
+    std::array<std::uint64_t, 3> t{};
+    for (auto& s : sessions) t = {t[0] + s->stats().requests_sent, t[1] + s->stats().watch_events, t[2] + wakeups(*s)};
+    return t;
+  };
+  std::array<std::uint64_t, 3> before{};
+  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+    co_await connect_all(sessions);
+    if (prelude) co_await prelude(*sessions[0]);
+    before = totals();
+    int finished = 0;
+    const auto t_start = clock_type::now();
+    const double cpu_start = cpu_seconds();
+    for (int i = 0; i < n; ++i)
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        co_await contender(i, *sessions[i]);
+        run.finished_s[i] = std::chrono::duration<double>(clock_type::now() - t_start).count();
+        ++finished;
+      }, stop_on_exception(ioc, run.failure));
+    while (finished < n) {
+      run.threads_peak = std::max(run.threads_peak, thread_count());
+      co_await sleep_for(std::chrono::milliseconds(50));
+    }
+    run.cpu_seconds = cpu_seconds() - cpu_start;
+    for (auto& s : sessions) s->async_close(asio::detached);
+  }, stop_on_exception(ioc, run.failure));
+  ioc.run();
+  run.threads_peak = std::max(run.threads_peak, thread_count());
+  auto after = totals();
+  run.requests = after[0] - before[0];
+  run.watch_events = after[1] - before[1];
+  run.wakeups = after[2] - before[2];
+  return run;
+}
+
+// threads, memory, CPU and requests per acquisition: the keys every kind reports after its own
+void add_process_figures(report& r, const contended_run& run, int acquisitions) {
+  r.add("threads", static_cast<long long>(run.threads_peak));
+  r.add("rss_kb", static_cast<long long>(rss_kb("VmHWM:")));
+  r.add("cpu_us_per_acq", run.cpu_seconds * 1e6 / std::max(1, acquisitions));
+  r.add("requests_per_acq", static_cast<double>(run.requests) / std::max(1, acquisitions), 2);
+}
+
 int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
                 const std::string& json_file);
+
+struct recipe_options {
+  std::string connect, path, json_file;
+  int cycles = 0, hold_us = 0;
+};
+int run_shared(const recipe_options& o, int readers, int writers);
+int run_semaphore(const recipe_options& o, int contenders, int leases);
 
 }  // namespace
 
@@ -113,6 +235,13 @@ int main(int argc, char** argv) {
   app.add_option("--solo-cycles", solo_cycles, "uncontended cycles measured first (default max(50, cycles))");
   app.add_option("--json", json_file, "also write the result as JSON");
   app.add_option("--cdf", cdf_file, "write every handoff latency (us), one per line");
+  std::string kind = "mutex";
+  int readers = 4, writers = 1, leases = 2;
+  app.add_option("--kind", kind, "mutex (default), shared (zklock::shared_mutex) or semaphore (zklock::semaphore)")
+      ->check(CLI::IsMember({"mutex", "shared", "semaphore"}));
+  app.add_option("--readers", readers, "--kind shared: sessions taking the read side");
+  app.add_option("--writers", writers, "--kind shared: sessions taking the write side");
+  app.add_option("--leases", leases, "--kind semaphore: max_leases (--contenders sessions acquire leases)");
   int pending = 0;
   app.add_option("--pending", pending,
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
@@ -125,104 +254,42 @@ int main(int argc, char** argv) {
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
   if (pending > 0) return run_pending(connect, path, contenders, pending, json_file);
+  const recipe_options ro{connect, path, json_file, cycles, hold_us};
+  if (kind == "shared") return run_shared(ro, readers, writers);
+  if (kind == "semaphore") return run_semaphore(ro, contenders, leases);
   if (solo_cycles < 0) solo_cycles = std::max(50, cycles);
-
-  asio::io_context ioc(1);
-  int threads_peak = thread_count();
-  std::vector<std::unique_ptr<zklock::session>> sessions;
-  for (int i = 0; i < contenders; ++i) {
-    zklock::session_options o;
-    o.connect = connect;
-    o.session_timeout = std::chrono::seconds(30);
-    o.connect_timeout = std::chrono::seconds(60);
-    sessions.push_back(std::make_unique<zklock::session>(ioc.get_executor(), o));
-  }
 
   std::vector<double> solo_us, handoffs;
   clock_type::time_point release_started{};
   int releaser = -1;  // a handoff is from one contender to another, not a re-acquire by itself
-  int inside = 0, violations = 0, finished = 0, acquisitions = 0;
-  std::uint64_t requests_before = 0, events_before = 0, deleted_before = 0;
-  double contended_seconds = 0, cpu_contended = 0;
-  std::string failure;
-
-  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-    for (auto& s : sessions) s->async_connect(asio::detached);
-    for (auto& s : sessions)
-      while (!zklock::is_connected(s->state())) {
-        auto seen = s->state();
-        if (seen == zklock::session_state::disconnected && s->session_id() == 0) {
-          // still connecting, or failed: give it time
-        }
-        asio::steady_timer t(ioc, std::chrono::milliseconds(5));
-        co_await t.async_wait(asio::use_awaitable);
-      }
-    // solo: one contender, uncontended
-    {
-      zklock::mutex m(*sessions[0], path);
-      for (int k = 0; k < solo_cycles; ++k) {
-        auto t0 = clock_type::now();
-        auto g = co_await m.async_acquire(asio::use_awaitable);
-        co_await g.async_release(asio::use_awaitable);
-        solo_us.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
-      }
+  int inside = 0, violations = 0, acquisitions = 0;
+  auto solo = [&](zklock::session& s) -> asio::awaitable<void> {
+    zklock::mutex m(s, path);
+    for (int k = 0; k < solo_cycles; ++k) {
+      auto t0 = clock_type::now();
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      co_await g.async_release(asio::use_awaitable);
+      solo_us.push_back(us_since(t0));
     }
-    for (auto& s : sessions) {
-      requests_before += s->stats().requests_sent;
-      events_before += s->stats().watch_events;
-      deleted_before += wakeups(*s);
+  };
+  auto contender = [&](int i, zklock::session& s) -> asio::awaitable<void> {
+    zklock::mutex m(s, path);
+    for (int k = 0; k < cycles; ++k) {
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      if (release_started != clock_type::time_point{} && releaser != i) handoffs.push_back(us_since(release_started));
+      release_started = {};
+      if (++inside != 1) ++violations;
+      ++acquisitions;
+      if (hold_us > 0) co_await sleep_for(std::chrono::microseconds(hold_us));
+      --inside;
+      releaser = i;
+      release_started = clock_type::now();
+      co_await g.async_release(asio::use_awaitable);
     }
-    auto t_start = clock_type::now();
-    clock_type::time_point t_end{};
-    double cpu_start = cpu_seconds();
-    for (int i = 0; i < contenders; ++i) {
-      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        zklock::mutex m(*sessions[i], path);
-        for (int k = 0; k < cycles; ++k) {
-          auto g = co_await m.async_acquire(asio::use_awaitable);
-          auto now = clock_type::now();
-          if (release_started != clock_type::time_point{} && releaser != i)
-            handoffs.push_back(std::chrono::duration<double, std::micro>(now - release_started).count());
-          release_started = {};
-          if (++inside != 1) ++violations;
-          ++acquisitions;
-          if (hold_us > 0) {
-            asio::steady_timer t(ioc, std::chrono::microseconds(hold_us));
-            co_await t.async_wait(asio::use_awaitable);
-          }
-          --inside;
-          releaser = i;
-          release_started = clock_type::now();
-          co_await g.async_release(asio::use_awaitable);
-        }
-        if (++finished == contenders) t_end = clock_type::now();
-      }, stop_on_exception(ioc, failure));
-    }
-    while (finished < contenders) {
-      threads_peak = std::max(threads_peak, thread_count());
-      asio::steady_timer t(ioc, std::chrono::milliseconds(50));
-      co_await t.async_wait(asio::use_awaitable);
-    }
-    // from the last contender's finish, not this poll's wake-up (50 ms granularity)
-    contended_seconds = std::chrono::duration<double>(t_end - t_start).count();
-    cpu_contended = cpu_seconds() - cpu_start;
-    for (auto& s : sessions) s->async_close(asio::detached);
-  }, stop_on_exception(ioc, failure));
-  ioc.run();
-  if (!failure.empty()) {
-    std::cerr << "zklock-bench: " << failure << "\n";
-    return 2;
-  }
-  threads_peak = std::max(threads_peak, thread_count());
-  std::uint64_t requests = 0, events = 0, deleted = 0;
-  for (auto& s : sessions) {
-    requests += s->stats().requests_sent;
-    events += s->stats().watch_events;
-    deleted += wakeups(*s);
-  }
-  requests -= requests_before;
-  events -= events_before;
-  deleted -= deleted_before;
+  };
+  auto run = run_contended(connect, contenders, contender, solo);
+  if (run.failed()) return 2;
+  const double contended_seconds = run.seconds(0, contenders);
 
   report r;
   r.add("impl", std::string("zklock"));
@@ -238,18 +305,14 @@ int main(int argc, char** argv) {
   r.add("handoffs", static_cast<long long>(handoffs.size()));
   r.add("solo_cycle_us", percentile(solo_us, 50));
   r.add("violations", static_cast<long long>(violations));
-  r.add("threads", static_cast<long long>(threads_peak));
-  r.add("rss_kb", static_cast<long long>(rss_kb("VmHWM:")));
-  r.add("cpu_us_per_acq", cpu_contended * 1e6 / std::max(1, acquisitions));
   // requests: each acquisition is create + getChildren (+ getData watch when waiting) + the
   // releasing transaction (+ a listing when the predecessor gave up rather than released)
-  r.add("requests_per_acq", static_cast<double>(requests) / std::max(1, acquisitions), 2);
+  add_process_figures(r, run, acquisitions);
   // all watch events, and those that wake a waiter (deleted, or changed by a release): one per
   // release means no herd
-  r.add("watch_events_per_release", static_cast<double>(events) / std::max(1, acquisitions), 2);
-  r.add("wakeups_per_release", static_cast<double>(deleted) / std::max(1, acquisitions), 2);
-  std::cout << r.line() << std::endl;
-  if (!json_file.empty()) std::ofstream(json_file) << r.json() << "\n";
+  r.add("watch_events_per_release", static_cast<double>(run.watch_events) / std::max(1, acquisitions), 2);
+  r.add("wakeups_per_release", static_cast<double>(run.wakeups) / std::max(1, acquisitions), 2);
+  r.emit(json_file);
   if (!cdf_file.empty()) {
     std::ofstream out(cdf_file);
     for (double h : handoffs) out << h << "\n";
@@ -263,14 +326,7 @@ namespace {
 int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
                 const std::string& json_file) {
   asio::io_context ioc(1);
-  std::vector<std::unique_ptr<zklock::session>> sessions;
-  for (int i = 0; i < contenders + 1; ++i) {
-    zklock::session_options o;
-    o.connect = connect;
-    o.session_timeout = std::chrono::seconds(30);
-    o.connect_timeout = std::chrono::seconds(60);
-    sessions.push_back(std::make_unique<zklock::session>(ioc.get_executor(), o));
-  }
+  auto sessions = make_sessions(ioc, connect, contenders + 1);
   long rss_before = 0, rss_pending = 0;
   int threads_before = 0, threads_pending = 0, granted = 0, errors = 0;
   double drain_seconds = 0;
@@ -331,9 +387,117 @@ int run_pending(const std::string& connect, const std::string& path, int contend
   r.add("granted", static_cast<long long>(granted));
   r.add("errors", static_cast<long long>(errors));
   r.add("drain_throughput", pending / drain_seconds);
-  std::cout << r.line() << std::endl;
-  if (!json_file.empty()) std::ofstream(json_file) << r.json() << "\n";
+  r.emit(json_file);
   return errors == 0 ? 0 : 1;
+}
+
+// Readers and writers on one zklock::shared_mutex. A read handoff: a writer starts releasing,
+// and a reader that was already waiting is granted; a write handoff: the lock turns free (a
+// writer, or the last reader inside, starts releasing) and a writer already waiting is granted.
+int run_shared(const recipe_options& o, int readers, int writers) {
+  std::vector<double> read_handoffs, write_handoffs;
+  clock_type::time_point write_released{}, free_since{};
+  int readers_inside = 0, max_readers_inside = 0, violations = 0, reads = 0, writes = 0;
+  bool writer_inside = false;
+  auto contender = [&](int i, zklock::session& s) -> asio::awaitable<void> {
+    zklock::shared_mutex m(s, o.path);
+    const bool reader = i < readers;
+    for (int k = 0; k < o.cycles; ++k) {
+      const auto waiting_since = clock_type::now();
+      zklock::lock_guard g;  // no co_await inside ?: (g++ 12 bug, see the README)
+      if (reader)
+        g = co_await m.async_acquire_shared(asio::use_awaitable);
+      else
+        g = co_await m.async_acquire(asio::use_awaitable);
+      if (reader) {
+        if (write_released > waiting_since) read_handoffs.push_back(us_since(write_released));
+        violations += writer_inside;
+        max_readers_inside = std::max(max_readers_inside, ++readers_inside);
+        ++reads;
+      } else {
+        if (free_since > waiting_since) write_handoffs.push_back(us_since(free_since));
+        violations += writer_inside || readers_inside > 0;
+        writer_inside = true;
+        ++writes;
+      }
+      if (o.hold_us > 0) co_await sleep_for(std::chrono::microseconds(o.hold_us));
+      if (reader) {
+        if (--readers_inside == 0) free_since = clock_type::now();
+      } else {
+        writer_inside = false;
+        write_released = free_since = clock_type::now();
+      }
+      co_await g.async_release(asio::use_awaitable);
+    }
+  };
+  auto run = run_contended(o.connect, readers + writers, contender);
+  if (run.failed()) return 2;
+  report r;
+  r.add("impl", std::string("zklock"));
+  r.add("kind", std::string("shared"));
+  r.add("readers", static_cast<long long>(readers));
+  r.add("writers", static_cast<long long>(writers));
+  r.add("cycles", static_cast<long long>(o.cycles));
+  r.add("read_acquisitions", static_cast<long long>(reads));
+  r.add("write_acquisitions", static_cast<long long>(writes));
+  r.add("throughput", (reads + writes) / run.seconds(0, readers + writers));
+  r.add("read_throughput", reads / run.seconds(0, readers));
+  r.add("write_throughput", writes / run.seconds(readers, readers + writers));
+  r.add("read_handoff_p50_us", percentile(read_handoffs, 50));
+  r.add("read_handoff_p99_us", percentile(read_handoffs, 99));
+  r.add("read_handoffs", static_cast<long long>(read_handoffs.size()));
+  r.add("write_handoff_p50_us", percentile(write_handoffs, 50));
+  r.add("write_handoff_p99_us", percentile(write_handoffs, 99));
+  r.add("write_handoffs", static_cast<long long>(write_handoffs.size()));
+  r.add("max_readers_inside", static_cast<long long>(max_readers_inside));
+  r.add("violations", static_cast<long long>(violations));
+  add_process_figures(r, run, reads + writes);
+  r.emit(o.json_file);
+  return violations == 0 ? 0 : 1;
+}
+
+// `contenders` sessions on one zklock::semaphore of `leases`. A handoff: a holder starts
+// releasing while every lease is taken, and the next grant goes to a contender that was
+// already waiting (each such release frees one lease, which the next grant takes).
+int run_semaphore(const recipe_options& o, int contenders, int leases) {
+  std::vector<double> handoffs;
+  std::deque<clock_type::time_point> freed;  // releases from full whose lease is not yet taken again
+  int inside = 0, max_inside = 0, violations = 0, acquisitions = 0;
+  auto contender = [&](int, zklock::session& s) -> asio::awaitable<void> {
+    zklock::semaphore sem(s, o.path, leases);
+    for (int k = 0; k < o.cycles; ++k) {
+      const auto waiting_since = clock_type::now();
+      auto g = co_await sem.async_acquire(asio::use_awaitable);
+      if (!freed.empty()) {
+        if (freed.front() > waiting_since) handoffs.push_back(us_since(freed.front()));
+        freed.pop_front();
+      }
+      max_inside = std::max(max_inside, ++inside);
+      violations += inside > leases;
+      ++acquisitions;
+      if (o.hold_us > 0) co_await sleep_for(std::chrono::microseconds(o.hold_us));
+      if (inside-- == leases) freed.push_back(clock_type::now());
+      co_await g.async_release(asio::use_awaitable);
+    }
+  };
+  auto run = run_contended(o.connect, contenders, contender);
+  if (run.failed()) return 2;
+  report r;
+  r.add("impl", std::string("zklock"));
+  r.add("kind", std::string("semaphore"));
+  r.add("contenders", static_cast<long long>(contenders));
+  r.add("leases", static_cast<long long>(leases));
+  r.add("cycles", static_cast<long long>(o.cycles));
+  r.add("acquisitions", static_cast<long long>(acquisitions));
+  r.add("throughput", acquisitions / run.seconds(0, contenders));
+  r.add("handoff_p50_us", percentile(handoffs, 50));
+  r.add("handoff_p99_us", percentile(handoffs, 99));
+  r.add("handoffs", static_cast<long long>(handoffs.size()));
+  r.add("max_inside", static_cast<long long>(max_inside));
+  r.add("violations", static_cast<long long>(violations));
+  add_process_figures(r, run, acquisitions);
+  r.emit(o.json_file);
+  return violations == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Smoke test of the benchmark programs against a throwaway ZooKeeper server: they run, print
 the key=value line and JSON the bench script reads, see no violation, and report the no-herd
-figures (a wake-up per release, constant requests per acquisition, one thread).
+figures (a wake-up per release, constant requests per acquisition, one thread). The shared
+(read/write) and semaphore kinds run briefly too: their keys, no violation, readers inside
+together, the semaphore full.
 
     bench_smoke_test.py --bench BIN --cfloor BIN --scripts DIR
 
@@ -69,6 +71,26 @@ def main():
         p = run([a.bench, "--connect", connect, "--path", "/smoke/pending", "--contenders", "5", "--pending", "60"])
         assert p.get("mode") == "pending" and int(p["granted"]) == 60 and int(p["errors"]) == 0, p
         assert int(p["threads_pending"]) == int(p["threads_before"]) == 1, p
+
+        # readers hold together (a 2 ms hold: with none, one thread never has two inside), writers alone
+        sh = run([a.bench, "--connect", connect, "--path", "/smoke/shared", "--kind", "shared", "--readers", "3",
+                  "--writers", "1", "--cycles", "15", "--hold-us", "2000", "--json", js])
+        for k in ("kind", "readers", "writers", "read_acquisitions", "write_acquisitions", "throughput",
+                  "read_throughput", "write_throughput", "read_handoff_p50_us", "read_handoff_p99_us",
+                  "write_handoff_p50_us", "write_handoff_p99_us", "max_readers_inside", "violations", "threads"):
+            assert k in sh, "missing key " + k
+        assert sh["kind"] == "shared" and int(sh["violations"]) == 0, sh
+        assert int(sh["read_acquisitions"]) == 3 * 15 and int(sh["write_acquisitions"]) == 15, sh
+        assert int(sh["max_readers_inside"]) >= 2 and int(sh["threads"]) == 1, sh
+        assert float(sh["read_throughput"]) > 0 and float(sh["write_throughput"]) > 0, sh
+        assert json.load(open(js))["violations"] == 0
+        sem = run([a.bench, "--connect", connect, "--path", "/smoke/sem", "--kind", "semaphore", "--contenders", "4",
+                   "--leases", "2", "--cycles", "10", "--hold-us", "20000"])
+        for k in ("kind", "contenders", "leases", "acquisitions", "throughput", "handoff_p50_us", "handoff_p99_us",
+                  "max_inside", "violations", "threads"):
+            assert k in sem, "missing key " + k
+        assert sem["kind"] == "semaphore" and int(sem["violations"]) == 0, sem
+        assert int(sem["acquisitions"]) == 40 and int(sem["max_inside"]) == 2, sem
 
         f = run([a.cfloor, "--connect", connect, "--path", "/smoke/floor", "--contenders", "2", "--cycles", "10"])
         for k in ("floor_a_p50_us", "floor_b_p50_us", "floor_m_p50_us", "floor_c_p50_us"):

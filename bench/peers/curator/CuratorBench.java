@@ -4,9 +4,14 @@
 // thread, acquire and release one InterProcessMutex at PATH M times each, all in this one JVM.
 // Prints ONE line of key=value pairs on stdout (same keys as zklock-bench); --json FILE writes
 // the same keys as a flat JSON object. Diagnostics go to stderr. Exit 1 on any violation.
+// --kind shared (--readers R --writers W): InterProcessReadWriteLock; --kind semaphore
+// (--leases L): InterProcessSemaphoreV2; same workload and keys as zklock-bench's kinds.
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 import java.io.File;
@@ -15,6 +20,7 @@ import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -24,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 
 public final class CuratorBench {
   private static final int NONE = -1;
@@ -39,7 +46,8 @@ public final class CuratorBench {
   private static void usage(String msg) {
     System.err.println("CuratorBench: " + msg);
     System.err.println("usage: CuratorBench --connect HOSTS --path PATH --contenders N --cycles M"
-        + " [--hold-us U] [--json FILE]");
+        + " [--hold-us U] [--json FILE] [--kind mutex|shared|semaphore] [--readers R] [--writers W]"
+        + " [--leases L]");
     System.exit(2);
   }
 
@@ -55,7 +63,8 @@ public final class CuratorBench {
 
   private static void run(String[] args) throws Exception {
     String connect = "127.0.0.1:2181", path = "/zklock-bench/lock", jsonFile = null, cdfFile = null;
-    int contenders = 8, cycles = 100;
+    int contenders = 8, cycles = 100, readers = 4, writers = 1, leases = 2;
+    String kind = "mutex";
     long holdUs = 0;
     for (int i = 0; i < args.length; ++i) {
       String a = args[i];
@@ -72,30 +81,21 @@ public final class CuratorBench {
         case "--hold-us": holdUs = Long.parseLong(v); break;
         case "--json": jsonFile = v; break;
         case "--cdf": cdfFile = v; break;
+        case "--kind": kind = v; break;
+        case "--readers": readers = Integer.parseInt(v); break;
+        case "--writers": writers = Integer.parseInt(v); break;
+        case "--leases": leases = Integer.parseInt(v); break;
         default: usage("unknown option " + a);
       }
     }
     if (contenders < 1 || cycles < 1) usage("--contenders and --cycles must be >= 1");
+    if (kind.equals("shared")) { runShared(connect, path, readers, writers, cycles, holdUs * 1000, jsonFile); return; }
+    if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, holdUs * 1000, jsonFile); return; }
+    if (!kind.equals("mutex")) usage("--kind is mutex, shared or semaphore");
     final int soloCycles = Math.max(50, cycles);
 
     int threadsPeak = threadCount();
-    List<CuratorFramework> clients = new ArrayList<>();
-    for (int i = 0; i < contenders; ++i) {
-      CuratorFramework c = CuratorFrameworkFactory.builder()
-          .connectString(connect)
-          .sessionTimeoutMs(30_000)
-          .connectionTimeoutMs(60_000)
-          .retryPolicy(new ExponentialBackoffRetry(100, 5))
-          .build();
-      c.start();
-      clients.add(c);
-    }
-    for (int i = 0; i < contenders; ++i)
-      if (!clients.get(i).blockUntilConnected(60, TimeUnit.SECONDS)) {
-        System.err.println("CuratorBench: contender " + i + " could not connect to " + connect);
-        System.exit(2);
-      }
-    System.err.println("CuratorBench: " + contenders + " sessions connected");
+    List<CuratorFramework> clients = connectAll(connect, contenders);
 
     // solo: one contender, uncontended
     double[] solo = new double[soloCycles];
@@ -113,61 +113,28 @@ public final class CuratorBench {
     final String lockPath = path;
     final int nCycles = cycles;
     final long holdNs = holdUs * 1000;
-    final AtomicReference<Throwable> failure = new AtomicReference<>();
-    final CountDownLatch start = new CountDownLatch(1);
-    List<Thread> threads = new ArrayList<>();
-    for (int i = 0; i < contenders; ++i) {
-      final int me = i;
-      final InterProcessMutex m = new InterProcessMutex(clients.get(i), lockPath);
-      Thread t = new Thread(() -> {
-        try {
-          start.await();
-          for (int k = 0; k < nCycles; ++k) {
-            m.acquire();
-            long now = System.nanoTime();
-            long[] rel = pendingRelease.getAndSet(null);
-            if (rel != null && rel[1] != me) {
-              synchronized (handoffs) { handoffs.add((now - rel[0]) / 1e3); }
-            }
-            if (!holder.compareAndSet(NONE, me)) violations.incrementAndGet();
-            acquisitions.incrementAndGet();
-            if (holdNs > 0) {
-              long until = System.nanoTime() + holdNs;
-              while (System.nanoTime() < until) Thread.onSpinWait();
-            }
-            if (!holder.compareAndSet(me, NONE)) { violations.incrementAndGet(); holder.set(NONE); }
-            pendingRelease.set(new long[] {System.nanoTime(), me});
-            m.release();
-          }
-        } catch (Throwable e) {
-          failure.compareAndSet(null, e);
+    final List<InterProcessMutex> mutexes = new ArrayList<>();
+    for (CuratorFramework c : clients) mutexes.add(new InterProcessMutex(c, lockPath));
+    Contended run = runContended(clients, threadsPeak, me -> {
+      InterProcessMutex m = mutexes.get(me);
+      for (int k = 0; k < nCycles; ++k) {
+        m.acquire();
+        long now = System.nanoTime();
+        long[] rel = pendingRelease.getAndSet(null);
+        if (rel != null && rel[1] != me) {
+          synchronized (handoffs) { handoffs.add((now - rel[0]) / 1e3); }
         }
-      }, "contender-" + i);
-      threads.add(t);
-      t.start();
-    }
-    threadsPeak = Math.max(threadsPeak, threadCount());
-    long tStart = System.nanoTime();
-    long cpuStart = processCpuNanos();
-    start.countDown();
-    for (Thread t : threads) {
-      while (t.isAlive()) {
-        t.join(50);
-        threadsPeak = Math.max(threadsPeak, threadCount());
-        if (failure.get() != null) break;
+        if (!holder.compareAndSet(NONE, me)) violations.incrementAndGet();
+        acquisitions.incrementAndGet();
+        if (holdNs > 0) {
+          long until = System.nanoTime() + holdNs;
+          while (System.nanoTime() < until) Thread.onSpinWait();
+        }
+        if (!holder.compareAndSet(me, NONE)) { violations.incrementAndGet(); holder.set(NONE); }
+        pendingRelease.set(new long[] {System.nanoTime(), me});
+        m.release();
       }
-      if (failure.get() != null) break;
-    }
-    double contendedSeconds = (System.nanoTime() - tStart) / 1e9;
-    double cpuContended = (processCpuNanos() - cpuStart) / 1e9;
-    if (failure.get() != null) {
-      System.err.println("CuratorBench: contender failed: " + failure.get());
-      failure.get().printStackTrace();
-      System.exit(2);
-    }
-    threadsPeak = Math.max(threadsPeak, threadCount());
-    long rss = rssKb("VmHWM:");
-    for (CuratorFramework c : clients) c.close();
+    });
 
     double[] h;
     synchronized (handoffs) { h = handoffs.stream().mapToDouble(Double::doubleValue).toArray(); }
@@ -177,7 +144,7 @@ public final class CuratorBench {
     r.put("contenders", Integer.toString(contenders));
     r.put("cycles", Integer.toString(cycles));
     r.put("acquisitions", Integer.toString(acq));
-    r.put("throughput", fmt(acq / contendedSeconds));
+    r.put("throughput", fmt(acq / run.seconds(0, contenders)));
     r.put("handoff_p50_us", fmt(percentile(h, 50)));
     r.put("handoff_p90_us", fmt(percentile(h, 90)));
     r.put("handoff_p99_us", fmt(percentile(h, 99)));
@@ -186,10 +153,255 @@ public final class CuratorBench {
     r.put("handoffs", Integer.toString(h.length));
     r.put("solo_cycle_us", fmt(percentile(solo, 50)));
     r.put("violations", Integer.toString(violations.get()));
-    r.put("threads", Integer.toString(threadsPeak));
-    r.put("rss_kb", Long.toString(rss));
-    r.put("cpu_us_per_acq", fmt(cpuContended * 1e6 / Math.max(1, acq)));
+    putProcessFigures(r, run, acq);
+    emit(r, jsonFile);
+    if (cdfFile != null) {
+      try (PrintWriter w = new PrintWriter(cdfFile)) {
+        for (double x : h) w.println(x);
+      }
+    }
+    System.exit(violations.get() == 0 ? 0 : 1);
+  }
 
+  // One contender's loop; me is its index (its client, its role).
+  private interface Contender { void run(int me) throws Exception; }
+
+  // What every contended run measures besides its recipe's own figures.
+  private static final class Contended {
+    double[] finishedS;  // per contender: seconds from the common start to its last release
+    double cpuS;         // process CPU over the contended phase
+    int threadsPeak;
+    // from the start to the last finish of contenders [from, to)
+    double seconds(int from, int to) {
+      double m = Double.NaN;
+      for (int i = from; i < to; ++i) m = Double.isNaN(m) ? finishedS[i] : Math.max(m, finishedS[i]);
+      return m;
+    }
+  }
+
+  private static List<CuratorFramework> connectAll(String connect, int n) throws InterruptedException {
+    List<CuratorFramework> clients = new ArrayList<>();
+    for (int i = 0; i < n; ++i) {
+      CuratorFramework c = CuratorFrameworkFactory.builder()
+          .connectString(connect)
+          .sessionTimeoutMs(30_000)
+          .connectionTimeoutMs(60_000)
+          .retryPolicy(new ExponentialBackoffRetry(100, 5))
+          .build();
+      c.start();
+      clients.add(c);
+    }
+    for (int i = 0; i < n; ++i)
+      if (!clients.get(i).blockUntilConnected(60, TimeUnit.SECONDS)) {
+        System.err.println("CuratorBench: contender " + i + " could not connect to " + connect);
+        System.exit(2);
+      }
+    System.err.println("CuratorBench: " + n + " sessions connected");
+    return clients;
+  }
+
+  // One thread per client, all started together, each running body(i); closes the clients
+  // when all have finished. A failure in any contender exits with status 2.
+  private static Contended runContended(List<CuratorFramework> clients, int threadsPeak, Contender body)
+      throws InterruptedException {
+    final int n = clients.size();
+    final Contended out = new Contended();
+    out.finishedS = new double[n];
+    out.threadsPeak = Math.max(threadsPeak, threadCount());
+    final AtomicReference<Throwable> failure = new AtomicReference<>();
+    final CountDownLatch start = new CountDownLatch(1);
+    final long[] tStart = new long[1];
+    List<Thread> threads = new ArrayList<>();
+    for (int i = 0; i < n; ++i) {
+      final int me = i;
+      Thread t = new Thread(() -> {
+        try {
+          start.await();
+          body.run(me);
+          out.finishedS[me] = (System.nanoTime() - tStart[0]) / 1e9;
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        }
+      }, "contender-" + i);
+      threads.add(t);
+      t.start();
+    }
+    out.threadsPeak = Math.max(out.threadsPeak, threadCount());
+    tStart[0] = System.nanoTime();
+    long cpuStart = processCpuNanos();
+    start.countDown();
+    for (Thread t : threads) {
+      while (t.isAlive()) {
+        t.join(50);
+        out.threadsPeak = Math.max(out.threadsPeak, threadCount());
+        if (failure.get() != null) break;
+      }
+      if (failure.get() != null) break;
+    }
+    out.cpuS = (processCpuNanos() - cpuStart) / 1e9;
+    if (failure.get() != null) {
+      System.err.println("CuratorBench: contender failed: " + failure.get());
+      failure.get().printStackTrace();
+      System.exit(2);
+    }
+    out.threadsPeak = Math.max(out.threadsPeak, threadCount());
+    for (CuratorFramework c : clients) c.close();
+    return out;
+  }
+
+  // threads, memory and CPU: the keys every kind reports after its own
+  private static void putProcessFigures(Map<String, String> r, Contended run, int acq) {
+    r.put("threads", Integer.toString(run.threadsPeak));
+    r.put("rss_kb", Long.toString(rssKb("VmHWM:")));
+    r.put("cpu_us_per_acq", fmt(run.cpuS * 1e6 / Math.max(1, acq)));
+  }
+
+  private static double[] toArray(List<Double> v) {
+    return v.stream().mapToDouble(Double::doubleValue).toArray();
+  }
+
+  private static void sleepNanos(long ns) {
+    long until = System.nanoTime() + ns;
+    for (long left = ns; left > 0; left = until - System.nanoTime()) LockSupport.parkNanos(left);
+  }
+
+  // Readers and writers on one InterProcessReadWriteLock; handoffs as in zklock-bench: a read
+  // handoff is a writer's release start to the grant of a reader already waiting; a write
+  // handoff is the lock turning free (a writer, or the last reader inside, starts releasing) to
+  // the grant of a writer already waiting. The hold is a sleep (zklock-bench's is a timer).
+  private static void runShared(String connect, String path, int readers, int writers, int cycles, long holdNs,
+                                String jsonFile) throws Exception {
+    List<CuratorFramework> clients = connectAll(connect, readers + writers);
+    final RwState st = new RwState();  // its monitor guards it
+    Contended run = runContended(clients, threadCount(), me -> {
+      final boolean reader = me < readers;
+      InterProcessReadWriteLock rw = new InterProcessReadWriteLock(clients.get(me), path);
+      InterProcessMutex lock = reader ? rw.readLock() : rw.writeLock();
+      for (int k = 0; k < cycles; ++k) {
+        long waitingSince = System.nanoTime();
+        lock.acquire();
+        long now = System.nanoTime();
+        synchronized (st) {
+          if (reader) {
+            if (after(st.writeReleased, waitingSince)) st.readHandoffs.add((now - st.writeReleased) / 1e3);
+            if (st.writerInside) ++st.violations;
+            st.maxReadersInside = Math.max(st.maxReadersInside, ++st.readersInside);
+            ++st.reads;
+          } else {
+            if (after(st.freeSince, waitingSince)) st.writeHandoffs.add((now - st.freeSince) / 1e3);
+            if (st.writerInside || st.readersInside > 0) ++st.violations;
+            st.writerInside = true;
+            ++st.writes;
+          }
+        }
+        if (holdNs > 0) sleepNanos(holdNs);
+        synchronized (st) {
+          if (reader) {
+            if (--st.readersInside == 0) st.freeSince = System.nanoTime();
+          } else {
+            st.writerInside = false;
+            st.writeReleased = st.freeSince = System.nanoTime();
+          }
+        }
+        lock.release();
+      }
+    });
+    double[] rh = toArray(st.readHandoffs), wh = toArray(st.writeHandoffs);
+    int acq = st.reads + st.writes;
+    Map<String, String> r = new LinkedHashMap<>();
+    r.put("impl", "curator");
+    r.put("kind", "shared");
+    r.put("readers", Integer.toString(readers));
+    r.put("writers", Integer.toString(writers));
+    r.put("cycles", Integer.toString(cycles));
+    r.put("read_acquisitions", Integer.toString(st.reads));
+    r.put("write_acquisitions", Integer.toString(st.writes));
+    r.put("throughput", fmt(acq / run.seconds(0, readers + writers)));
+    r.put("read_throughput", fmt(st.reads / run.seconds(0, readers)));
+    r.put("write_throughput", fmt(st.writes / run.seconds(readers, readers + writers)));
+    r.put("read_handoff_p50_us", fmt(percentile(rh, 50)));
+    r.put("read_handoff_p99_us", fmt(percentile(rh, 99)));
+    r.put("read_handoffs", Integer.toString(rh.length));
+    r.put("write_handoff_p50_us", fmt(percentile(wh, 50)));
+    r.put("write_handoff_p99_us", fmt(percentile(wh, 99)));
+    r.put("write_handoffs", Integer.toString(wh.length));
+    r.put("max_readers_inside", Integer.toString(st.maxReadersInside));
+    r.put("violations", Integer.toString(st.violations));
+    putProcessFigures(r, run, acq);
+    emit(r, jsonFile);
+    System.exit(st.violations == 0 ? 0 : 1);
+  }
+
+  // The shared kind's bookkeeping; times are System.nanoTime(), NEVER before the first.
+  private static final long NEVER = Long.MIN_VALUE;
+  private static final class RwState {
+    long writeReleased = NEVER, freeSince = NEVER;
+    int readersInside, maxReadersInside, violations, reads, writes;
+    boolean writerInside;
+    final List<Double> readHandoffs = new ArrayList<>(), writeHandoffs = new ArrayList<>();
+  }
+
+  // t happened after `since` (nanoTime order)
+  private static boolean after(long t, long since) {
+    return t != NEVER && t - since > 0;
+  }
+
+  // contenders on one InterProcessSemaphoreV2 of `leases`; a handoff as in zklock-bench: a
+  // release while every lease is taken, to the next grant if it went to a contender already
+  // waiting (each such release frees one lease, which the next grant takes).
+  private static void runSemaphore(String connect, String path, int contenders, int leases, int cycles, long holdNs,
+                                   String jsonFile) throws Exception {
+    List<CuratorFramework> clients = connectAll(connect, contenders);
+    final SemState st = new SemState();  // its monitor guards it
+    Contended run = runContended(clients, threadCount(), me -> {
+      InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(clients.get(me), path, leases);
+      for (int k = 0; k < cycles; ++k) {
+        long waitingSince = System.nanoTime();
+        Lease lease = sem.acquire();
+        long now = System.nanoTime();
+        synchronized (st) {
+          Long f = st.freed.pollFirst();
+          if (f != null && after(f, waitingSince)) st.handoffs.add((now - f) / 1e3);
+          st.maxInside = Math.max(st.maxInside, ++st.inside);
+          if (st.inside > leases) ++st.violations;
+          ++st.acquisitions;
+        }
+        if (holdNs > 0) sleepNanos(holdNs);
+        synchronized (st) {
+          if (st.inside-- == leases) st.freed.addLast(System.nanoTime());
+        }
+        sem.returnLease(lease);
+      }
+    });
+    double[] hs = toArray(st.handoffs);
+    Map<String, String> r = new LinkedHashMap<>();
+    r.put("impl", "curator");
+    r.put("kind", "semaphore");
+    r.put("contenders", Integer.toString(contenders));
+    r.put("leases", Integer.toString(leases));
+    r.put("cycles", Integer.toString(cycles));
+    r.put("acquisitions", Integer.toString(st.acquisitions));
+    r.put("throughput", fmt(st.acquisitions / run.seconds(0, contenders)));
+    r.put("handoff_p50_us", fmt(percentile(hs, 50)));
+    r.put("handoff_p99_us", fmt(percentile(hs, 99)));
+    r.put("handoffs", Integer.toString(hs.length));
+    r.put("max_inside", Integer.toString(st.maxInside));
+    r.put("violations", Integer.toString(st.violations));
+    putProcessFigures(r, run, st.acquisitions);
+    emit(r, jsonFile);
+    System.exit(st.violations == 0 ? 0 : 1);
+  }
+
+  // The semaphore kind's bookkeeping: freed holds the release times (nanoTime) of releases from
+  // full whose lease no grant has taken yet.
+  private static final class SemState {
+    int inside, maxInside, violations, acquisitions;
+    final ArrayDeque<Long> freed = new ArrayDeque<>();
+    final List<Double> handoffs = new ArrayList<>();
+  }
+
+  // The key=value line on stdout, and the same keys as flat JSON into jsonFile when given.
+  private static void emit(Map<String, String> r, String jsonFile) throws IOException {
     StringBuilder line = new StringBuilder();
     for (Map.Entry<String, String> e : r.entrySet())
       line.append(line.length() == 0 ? "" : " ").append(e.getKey()).append('=').append(e.getValue());
@@ -207,12 +419,6 @@ public final class CuratorBench {
       js.append("}\n");
       try (PrintWriter w = new PrintWriter(jsonFile)) { w.print(js); }
     }
-    if (cdfFile != null) {
-      try (PrintWriter w = new PrintWriter(cdfFile)) {
-        for (double x : h) w.println(x);
-      }
-    }
-    System.exit(violations.get() == 0 ? 0 : 1);
   }
 
   private static boolean isNumber(String v) {

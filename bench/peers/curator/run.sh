@@ -1,9 +1,12 @@
 #!/bin/sh
-# Compiles CuratorBench.java (if needed) into $ZKLOCK_PEER_BUILD/curator and runs it with the
+# Compiles CuratorBench.java (if needed) into $ZKLOCK_PEER_BUILD/curator (default: a directory
+# under /tmp/zklock-peers of this checkout's own) and runs it with the
 # given arguments: --connect HOSTS --path PATH --contenders N --cycles M [--hold-us U] [--json FILE]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-build=${ZKLOCK_PEER_BUILD:-/tmp/zklock-peers}/curator
+# The default build dir is per checkout: two checkouts' CuratorBench.java differ, and the class
+# compiled from one must not serve the other.
+build=${ZKLOCK_PEER_BUILD:-/tmp/zklock-peers/$(printf %s "$here" | cksum | cut -d' ' -f1)}/curator
 J=/usr/share/java
 # Minimal classpath (Debian libcurator-recipes-java 5.4 / libzookeeper-java 3.8): these are the
 # only jars classes are loaded from (checked with -verbose:class); slf4j-nop silences SLF4J.

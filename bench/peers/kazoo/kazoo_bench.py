@@ -6,9 +6,16 @@ its own thread, acquire and release one kazoo Lock at PATH M times each, all in 
 Prints ONE line of key=value pairs on stdout (same keys as zklock-bench); --json FILE writes the
 same keys as a flat JSON object. Diagnostics go to stderr. Exit 1 on any violation.
 
+--kind shared (--readers R --writers W): kazoo ReadLock / WriteLock; --kind semaphore (--leases
+L): kazoo Semaphore; same workload and keys as zklock-bench's kinds. kazoo 2.8.0's ReadLock can
+deadlock behind a writer queued after it (python-zk/kazoo#649): --kind shared applies the fix of
+kazoo #650 (a reader waits for the nearest writer *below* its own node), as test/interop does,
+when the installed kazoo lacks it, and says so in its output (kazoo_rw_fix=650-patched).
+
 Run it with Debian's /usr/bin/python3 (python3-kazoo), not a pyenv python.
 """
 import argparse
+import collections
 import json
 import logging
 import math
@@ -18,6 +25,11 @@ import threading
 import time
 
 from kazoo.client import KazooClient
+from kazoo.recipe.lock import Lock
+
+# kazoo #650's ReadLock rule, shared with the interop tests
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "test", "interop"))
+import kazoo_contender  # noqa: E402
 
 NONE = -1
 
@@ -67,6 +79,211 @@ class Shared:
         self.handoffs = []
 
 
+def connect_all(connect, n):
+    clients = []
+    for _ in range(n):
+        c = KazooClient(hosts=connect, timeout=30.0)
+        c.start(timeout=60)
+        clients.append(c)
+    print("kazoo_bench: %d sessions connected" % len(clients), file=sys.stderr)
+    return clients
+
+
+class Contended:
+    """What every contended run measures besides its recipe's own figures."""
+
+    def __init__(self, n):
+        self.finished_s = [0.0] * n  # per contender: seconds from the common start to its last release
+        self.cpu_s = 0.0  # process CPU over the contended phase
+        self.threads_peak = thread_count()
+
+    def seconds(self, first, last):
+        """From the start to the last finish of contenders [first, last)."""
+        return max(self.finished_s[first:last]) if last > first else math.nan
+
+
+def run_contended(clients, body, threads_peak=0):
+    """One thread per client, all released together, each running body(i); stops the clients when
+    all have finished. Returns (Contended, failures)."""
+    run = Contended(len(clients))
+    run.threads_peak = max(run.threads_peak, threads_peak)
+    start = threading.Event()
+    failures = []
+    t0 = []
+
+    def contender(me):
+        try:
+            start.wait()
+            body(me)
+            run.finished_s[me] = time.monotonic() - t0[0]
+        except BaseException as e:  # noqa: BLE001 - report any failure
+            failures.append("contender %d: %r" % (me, e))
+
+    workers = [threading.Thread(target=contender, args=(i,), name="contender-%d" % i)
+               for i in range(len(clients))]
+    for w in workers:
+        w.start()
+    run.threads_peak = max(run.threads_peak, thread_count())
+    t0.append(time.monotonic())
+    cpu_start = time.process_time()
+    start.set()
+    for w in workers:
+        while w.is_alive():
+            w.join(0.05)
+            run.threads_peak = max(run.threads_peak, thread_count())
+    run.cpu_s = time.process_time() - cpu_start
+    run.threads_peak = max(run.threads_peak, thread_count())
+    for c in clients:
+        try:
+            c.stop()
+            c.close()
+        except Exception:  # noqa: BLE001
+            pass
+    for f in failures:
+        print("kazoo_bench: " + f, file=sys.stderr)
+    return run, failures
+
+
+def process_figures(run, acq):
+    """threads, memory and CPU: the keys every kind reports after its own."""
+    return [("threads", run.threads_peak), ("rss_kb", rss_kb("VmHWM:")), ("cpu_us_per_acq", run.cpu_s * 1e6 / max(1, acq))]
+
+
+def emit(r, json_file):
+    """The key=value line on stdout, and the same keys as a flat JSON object into json_file."""
+    print(" ".join("%s=%s" % (k, fmt(v)) for k, v in r), flush=True)
+    if json_file:
+        obj = {}
+        for k, v in r:
+            if isinstance(v, float):
+                obj[k] = None if math.isnan(v) or math.isinf(v) else round(v, 1)
+            else:
+                obj[k] = v
+        with open(json_file, "w") as f:
+            f.write(json.dumps(obj) + "\n")
+
+
+def run_shared(args):
+    """Readers and writers on one kazoo ReadLock/WriteLock path. Handoffs as in zklock-bench: a
+    read handoff is a writer's release start to the grant of a reader already waiting; a write
+    handoff is the lock turning free (a writer, or the last reader inside, starts releasing) to
+    the grant of a writer already waiting. The hold is a sleep (zklock-bench's is a timer)."""
+    fix = "kazoo-%s" % kazoo_contender.kazoo_version()
+    if not kazoo_contender.kazoo_has_fix():
+        Lock._get_predecessor = kazoo_contender.predecessor_below_self
+        fix = "650-patched"
+        print("kazoo_bench: kazoo %s lacks the ReadLock fix of python-zk/kazoo#650 (issue #649: a reader "
+              "waits for a writer queued after it, a deadlock); applying #650's rule" % kazoo_contender.kazoo_version(),
+              file=sys.stderr)
+    n = args.readers + args.writers
+    clients = connect_all(args.connect, n)
+    mu = threading.Lock()
+    st = {"write_released": None, "free_since": None, "readers_inside": 0, "max_readers_inside": 0,
+          "writer_inside": False, "violations": 0, "reads": 0, "writes": 0}
+    read_h, write_h = [], []
+    hold_s = args.hold_us / 1e6
+
+    def body(me):
+        reader = me < args.readers
+        lk = (clients[me].ReadLock if reader else clients[me].WriteLock)(args.path, "contender-%d" % me)
+        for _ in range(args.cycles):
+            waiting_since = time.monotonic_ns()
+            lk.acquire()
+            now = time.monotonic_ns()
+            with mu:
+                if reader:
+                    if st["write_released"] is not None and st["write_released"] > waiting_since:
+                        read_h.append((now - st["write_released"]) / 1e3)
+                    st["violations"] += st["writer_inside"]
+                    st["readers_inside"] += 1
+                    st["max_readers_inside"] = max(st["max_readers_inside"], st["readers_inside"])
+                    st["reads"] += 1
+                else:
+                    if st["free_since"] is not None and st["free_since"] > waiting_since:
+                        write_h.append((now - st["free_since"]) / 1e3)
+                    st["violations"] += st["writer_inside"] or st["readers_inside"] > 0
+                    st["writer_inside"] = True
+                    st["writes"] += 1
+            if hold_s > 0:
+                time.sleep(hold_s)
+            with mu:
+                if reader:
+                    st["readers_inside"] -= 1
+                    if st["readers_inside"] == 0:
+                        st["free_since"] = time.monotonic_ns()
+                else:
+                    st["writer_inside"] = False
+                    st["write_released"] = st["free_since"] = time.monotonic_ns()
+            lk.release()
+
+    run, failures = run_contended(clients, body)
+    if failures:
+        return 2
+    acq = st["reads"] + st["writes"]
+    r = [
+        ("impl", "kazoo"), ("kind", "shared"), ("readers", args.readers), ("writers", args.writers),
+        ("cycles", args.cycles), ("read_acquisitions", st["reads"]), ("write_acquisitions", st["writes"]),
+        ("throughput", acq / run.seconds(0, n)),
+        ("read_throughput", st["reads"] / run.seconds(0, args.readers) if args.readers else math.nan),
+        ("write_throughput", st["writes"] / run.seconds(args.readers, n) if args.writers else math.nan),
+        ("read_handoff_p50_us", float(percentile(read_h, 50))), ("read_handoff_p99_us", float(percentile(read_h, 99))),
+        ("read_handoffs", len(read_h)),
+        ("write_handoff_p50_us", float(percentile(write_h, 50))),
+        ("write_handoff_p99_us", float(percentile(write_h, 99))), ("write_handoffs", len(write_h)),
+        ("max_readers_inside", st["max_readers_inside"]), ("violations", st["violations"]),
+    ] + process_figures(run, acq) + [("kazoo_rw_fix", fix)]
+    emit(r, args.json)
+    return 0 if st["violations"] == 0 else 1
+
+
+def run_semaphore(args):
+    """Contenders on one kazoo Semaphore of --leases; a handoff as in zklock-bench: a release while
+    every lease is taken, to the next grant if it went to a contender already waiting (each such
+    release frees one lease, which the next grant takes)."""
+    clients = connect_all(args.connect, args.contenders)
+    mu = threading.Lock()
+    st = {"inside": 0, "max_inside": 0, "violations": 0, "acquisitions": 0}
+    freed = collections.deque()
+    h = []
+    hold_s = args.hold_us / 1e6
+
+    def body(me):
+        sem = clients[me].Semaphore(args.path, "contender-%d" % me, max_leases=args.leases)
+        for _ in range(args.cycles):
+            waiting_since = time.monotonic_ns()
+            sem.acquire()
+            now = time.monotonic_ns()
+            with mu:
+                if freed:
+                    f = freed.popleft()
+                    if f > waiting_since:
+                        h.append((now - f) / 1e3)
+                st["inside"] += 1
+                st["max_inside"] = max(st["max_inside"], st["inside"])
+                st["violations"] += st["inside"] > args.leases
+                st["acquisitions"] += 1
+            if hold_s > 0:
+                time.sleep(hold_s)
+            with mu:
+                if st["inside"] == args.leases:
+                    freed.append(time.monotonic_ns())
+                st["inside"] -= 1
+            sem.release()
+
+    run, failures = run_contended(clients, body)
+    if failures:
+        return 2
+    acq = st["acquisitions"]
+    r = [
+        ("impl", "kazoo"), ("kind", "semaphore"), ("contenders", args.contenders), ("leases", args.leases),
+        ("cycles", args.cycles), ("acquisitions", acq), ("throughput", acq / run.seconds(0, args.contenders)),
+        ("handoff_p50_us", float(percentile(h, 50))), ("handoff_p99_us", float(percentile(h, 99))),
+        ("handoffs", len(h)), ("max_inside", st["max_inside"]), ("violations", st["violations"]),
+    ] + process_figures(run, acq)
+    emit(r, args.json)
+    return 0 if st["violations"] == 0 else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description="kazoo Lock contention benchmark peer")
     ap.add_argument("--connect", default="127.0.0.1:2181")
@@ -76,19 +293,22 @@ def main():
     ap.add_argument("--hold-us", type=int, default=0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--cdf", default=None, help="write every handoff latency (us), one per line")
+    ap.add_argument("--kind", choices=("mutex", "shared", "semaphore"), default="mutex")
+    ap.add_argument("--readers", type=int, default=4, help="--kind shared: contenders taking a ReadLock")
+    ap.add_argument("--writers", type=int, default=1, help="--kind shared: contenders taking a WriteLock")
+    ap.add_argument("--leases", type=int, default=2, help="--kind semaphore: max_leases")
     args = ap.parse_args()
     if args.contenders < 1 or args.cycles < 1:
         ap.error("--contenders and --cycles must be >= 1")
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+    if args.kind == "shared":
+        return run_shared(args)
+    if args.kind == "semaphore":
+        return run_semaphore(args)
     solo_cycles = max(50, args.cycles)
 
     threads_peak = thread_count()
-    clients = []
-    for i in range(args.contenders):
-        c = KazooClient(hosts=args.connect, timeout=30.0)
-        c.start(timeout=60)
-        clients.append(c)
-    print("kazoo_bench: %d sessions connected" % len(clients), file=sys.stderr)
+    clients = connect_all(args.connect, args.contenders)
 
     # solo: one contender, uncontended
     solo = []
@@ -101,64 +321,35 @@ def main():
     threads_peak = max(threads_peak, thread_count())
 
     sh = Shared()
-    start = threading.Event()
-    failures = []
     hold_ns = args.hold_us * 1000
 
     def contender(me):
-        try:
-            lk = clients[me].Lock(args.path, "contender-%d" % me)
-            start.wait()
-            for _ in range(args.cycles):
-                lk.acquire()
-                now = time.monotonic_ns()
-                with sh.mu:
-                    rel, sh.pending_release = sh.pending_release, None
-                    if rel is not None and rel[1] != me:
-                        sh.handoffs.append((now - rel[0]) / 1e3)
-                    if sh.holder != NONE:
-                        sh.violations += 1
-                    else:
-                        sh.holder = me
-                    sh.acquisitions += 1
-                if hold_ns > 0:
-                    until = time.monotonic_ns() + hold_ns
-                    while time.monotonic_ns() < until:
-                        pass
-                with sh.mu:
-                    if sh.holder != me:
-                        sh.violations += 1
-                    sh.holder = NONE
-                    sh.pending_release = (time.monotonic_ns(), me)
-                lk.release()
-        except BaseException as e:  # noqa: BLE001 - report any failure
-            failures.append("contender %d: %r" % (me, e))
+        lk = clients[me].Lock(args.path, "contender-%d" % me)
+        for _ in range(args.cycles):
+            lk.acquire()
+            now = time.monotonic_ns()
+            with sh.mu:
+                rel, sh.pending_release = sh.pending_release, None
+                if rel is not None and rel[1] != me:
+                    sh.handoffs.append((now - rel[0]) / 1e3)
+                if sh.holder != NONE:
+                    sh.violations += 1
+                else:
+                    sh.holder = me
+                sh.acquisitions += 1
+            if hold_ns > 0:
+                until = time.monotonic_ns() + hold_ns
+                while time.monotonic_ns() < until:
+                    pass
+            with sh.mu:
+                if sh.holder != me:
+                    sh.violations += 1
+                sh.holder = NONE
+                sh.pending_release = (time.monotonic_ns(), me)
+            lk.release()
 
-    workers = [threading.Thread(target=contender, args=(i,), name="contender-%d" % i)
-               for i in range(args.contenders)]
-    for w in workers:
-        w.start()
-    threads_peak = max(threads_peak, thread_count())
-    t_start = time.monotonic()
-    cpu_start = time.process_time()
-    start.set()
-    for w in workers:
-        while w.is_alive():
-            w.join(0.05)
-            threads_peak = max(threads_peak, thread_count())
-    contended_seconds = time.monotonic() - t_start
-    cpu_contended = time.process_time() - cpu_start
-    threads_peak = max(threads_peak, thread_count())
-    rss = rss_kb("VmHWM:")
-    for c in clients:
-        try:
-            c.stop()
-            c.close()
-        except Exception:  # noqa: BLE001
-            pass
+    run, failures = run_contended(clients, contender, threads_peak)
     if failures:
-        for f in failures:
-            print("kazoo_bench: " + f, file=sys.stderr)
         return 2
 
     acq = sh.acquisitions
@@ -168,7 +359,7 @@ def main():
         ("contenders", args.contenders),
         ("cycles", args.cycles),
         ("acquisitions", acq),
-        ("throughput", acq / contended_seconds if contended_seconds > 0 else math.nan),
+        ("throughput", acq / run.seconds(0, args.contenders)),
         ("handoff_p50_us", float(percentile(h, 50))),
         ("handoff_p90_us", float(percentile(h, 90))),
         ("handoff_p99_us", float(percentile(h, 99))),
@@ -177,20 +368,8 @@ def main():
         ("handoffs", len(h)),
         ("solo_cycle_us", float(percentile(solo, 50))),
         ("violations", sh.violations),
-        ("threads", threads_peak),
-        ("rss_kb", rss),
-        ("cpu_us_per_acq", cpu_contended * 1e6 / max(1, acq)),
-    ]
-    print(" ".join("%s=%s" % (k, fmt(v)) for k, v in r), flush=True)
-    if args.json:
-        obj = {}
-        for k, v in r:
-            if isinstance(v, float):
-                obj[k] = None if math.isnan(v) or math.isinf(v) else round(v, 1)
-            else:
-                obj[k] = v
-        with open(args.json, "w") as f:
-            f.write(json.dumps(obj) + "\n")
+    ] + process_figures(run, acq)
+    emit(r, args.json)
     if args.cdf:
         with open(args.cdf, "w") as f:
             f.writelines("%f\n" % x for x in h)
