@@ -2,8 +2,9 @@
 // §1 and the §2 measurements), in the spirit of Jepsen and etcd's functional tester, sized for
 // a 2-core machine.
 //
-// Per run of a scenario: K client processes (zklock_fault_worker; in --interop also a Curator
-// InterProcessMutex and a kazoo Lock) contend for one lock path through a TCP proxy each (one
+// Per run of a scenario: K client processes (zklock_fault_worker: a zklock::mutex, or with
+// --recipe a zklock::shared_mutex's read and write sides or a zklock::semaphore's leases; in
+// --interop also a Curator InterProcessMutex and a kazoo Lock) contend for one lock path through a TCP proxy each (one
 // proxy per client and server, tcp_proxy.hpp, on this process's io_context); a nemesis applies
 // the scenario's faults on a seeded random schedule; every holder writes each step of its
 // critical section to the fenced resource below; then the faults are healed, the clients told
@@ -42,6 +43,7 @@
 #include <future>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -88,6 +90,9 @@ struct options {
   std::string window;  // zklock, curator, kazoo, all
   int window_runs = 3;
   int window_session_timeout_ms = 6000;
+  std::string recipe = "mutex";  // mutex, shared (zklock::shared_mutex), semaphore
+  int leases = 2;                // semaphore: max_leases
+  int write_percent = 30;        // shared: the share of acquisitions taking the write side
 };
 
 const std::vector<std::string> all_scenarios = {
@@ -112,6 +117,15 @@ void usage() {
                          (extra_lock_patterns=["-lock-"]) client on the same path ("both" puts
                          Curator and kazoo on one path, which they do not share safely: see
                          docs/RELIABILITY.md)
+  --recipe mutex|shared|semaphore
+                         what the zklock clients take (default mutex): shared is
+                         zklock::shared_mutex, each acquisition the write side with probability
+                         --writers (seeded), else the read side; semaphore is a lease of
+                         zklock::semaphore with --leases. The checker checks that recipe's
+                         property (shared: a writer overlaps nobody, readers overlap each other;
+                         semaphore: never more than N sections at once)
+  --leases N             semaphore: max_leases (default 2)
+  --writers PERCENT      shared: write acquisitions in percent (default 30)
   --session-timeout MS   clients' session timeout (default 3000; servers' tickTime is 200 ms)
   --hold-ms MS           critical section length (default 20)
   --stuck-bound MS       a wait for the lock longer than this is a stuck waiter
@@ -238,19 +252,40 @@ struct record {
 
 bool is_write(const std::string& k) { return k == "grant" || k == "write" || k == "end"; }
 
+// The side a section holds, from its grant ("... side=read"); peers that do not say are exclusive.
+std::string side_of_grant(const std::string& extra) {
+  auto at = extra.find("side=");
+  if (at == std::string::npos) return "exclusive";
+  return extra.substr(at + 5, extra.find(' ', at) == std::string::npos ? std::string::npos : extra.find(' ', at) - at - 5);
+}
+bool is_reader(const std::string& side) { return side == "read"; }
+
 class resource {
  public:
   // A one-shot action on the next message of `kind` (from anyone): returns text appended to the
   // reply ("HOLD 5000", "HOLD 400 PAUSE"). Runs on the io thread.
   using action = std::function<std::string(const record&)>;
 
-  explicit resource(asio::io_context& ioc) : acceptor_(ioc, {asio::ip::make_address("127.0.0.1"), 0}) { accept(); }
+  // How writes are fenced, by recipe:
+  //  mutex: a write is accepted with a token >= the highest accepted.
+  //  shared: a writer's write with a token >= the highest accepted from anyone (a reader granted
+  //    after it makes it stale), a reader's with a token >= the highest accepted from a writer
+  //    (readers' sections overlap each other legitimately, their order does not matter).
+  //  semaphore: every write is accepted. Leases are not exclusive: N holders hold at once, and a
+  //    newer lease's token says nothing about an older one's being gone, so no order of tokens
+  //    can tell a stale holder from a live one (docs/RELIABILITY.md).
+  explicit resource(asio::io_context& ioc, std::string recipe = "mutex")
+      : acceptor_(ioc, {asio::ip::make_address("127.0.0.1"), 0}), recipe_(std::move(recipe)) {
+    accept();
+  }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
 
-  void arm(std::string kind, action a) {
+  // `only`: the trigger fires on the first message of `kind` for which it returns true.
+  void arm(std::string kind, action a, std::function<bool(const record&)> only = nullptr) {
     std::lock_guard lk(m_);
     trigger_kind_ = std::move(kind);
     trigger_ = std::move(a);
+    trigger_only_ = std::move(only);
     fired_ = std::nullopt;
   }
   void disarm() {
@@ -312,16 +347,21 @@ class resource {
     action fire;
     {
       std::lock_guard lk(m_);
+      if (r.kind == "grant") reader_[{r.who, r.token}] = is_reader(side_of_grant(r.extra));
       if (is_write(r.kind)) {
-        if (r.token >= highest_) {
-          highest_ = r.token;
+        const bool reader = recipe_ == "shared" && reader_[{r.who, r.token}];
+        const std::int64_t bar = recipe_ == "semaphore" ? 0 : reader ? highest_writer_ : highest_;
+        if (r.token >= bar) {
+          highest_ = std::max(highest_, r.token);
+          if (!reader) highest_writer_ = std::max(highest_writer_, r.token);
           r.verdict = 1;
         } else {
           r.verdict = -1;
-          reply = "REJECT " + std::to_string(highest_);
+          reply = "REJECT " + std::to_string(bar);
         }
       }
-      if (trigger_ && r.kind == trigger_kind_ && r.verdict >= 0) std::swap(fire, trigger_);
+      if (trigger_ && r.kind == trigger_kind_ && r.verdict >= 0 && (!trigger_only_ || trigger_only_(r)))
+        std::swap(fire, trigger_);
     }
     if (fire) {
       std::string more = fire(r);
@@ -338,9 +378,13 @@ class resource {
   std::mutex m_;
   std::condition_variable cv_;
   std::vector<record> journal_;
-  std::int64_t highest_ = 0;
+  std::string recipe_;
+  std::int64_t highest_ = 0;         // the highest token accepted
+  std::int64_t highest_writer_ = 0;  // shared: the highest token accepted from a writer
+  std::map<std::pair<std::string, std::int64_t>, bool> reader_;  // (who, token) -> a reader's section
   std::string trigger_kind_;
   action trigger_;
+  std::function<bool(const record&)> trigger_only_;
   std::optional<record> fired_;
 };
 
@@ -432,6 +476,14 @@ struct run_result {
   int peer_leftovers = 0;
   int self_pauses = 0;     // holders stopped between their check and their write  // nodes and watches left by Curator / kazoo clients    // guards handed out already past their validity deadline (not used)
   int worker_failures = 0;
+  // shared: write sections; reader pairs that overlapped (the read side really shared)
+  int write_sections = 0;
+  int reader_overlaps = 0;
+  // semaphore: most sections at once (holders paused during theirs not counted), grants that
+  // made it N, writes that reached the resource while N other sections were open
+  int max_concurrent = 0;
+  int at_capacity = 0;
+  int over_capacity_writes = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
@@ -447,21 +499,80 @@ struct pause_interval {
 
 struct section {
   std::string who;
+  std::string side = "exclusive";  // exclusive, read, write, lease
   std::int64_t token = 0;
+  std::int64_t acquired_at = 0;  // its acquire (the last before the grant)
   std::int64_t start = 0, end = 0;
   bool released_ok = false;
   std::int64_t released_at = 0;
   bool lost = false;
 };
 
+// What the recipe lets hold together: the mutex nothing, the shared lock readers, the semaphore
+// up to N (capacity) of anything.
+struct recipe_rule {
+  std::string recipe = "mutex";
+  int capacity = 1;
+  bool conflict(const section& a, const section& b) const {
+    return recipe != "shared" || !is_reader(a.side) || !is_reader(b.side);
+  }
+};
+
+// The longest wait for a grant while the lock (a lease) was free, for the shared lock and the
+// semaphore: from the moment fewer than `capacity` conflicting sections started before this one
+// were held (a holder's successful release; or this one's acquire, if later) to its grant.
+// Grants that followed a holder's loss (no release seen) are not counted, as for the mutex.
+// The semaphore's grants go one at a time through its internal mutex (FIFO): a waiter behind
+// another waits for that one's grant too, so its wait counts from the previous grant at the
+// earliest.
+double max_free_grant_delay_ms(const std::vector<section>& v, const recipe_rule& rule) {
+  double worst = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& s = v[i];
+    std::int64_t ta = s.acquired_at ? s.acquired_at : s.start;
+    if (rule.recipe == "semaphore" && i > 0) ta = std::max(ta, v[i - 1].start);
+    struct ev {
+      std::int64_t t;
+      int d;
+      bool tainted;
+    };
+    std::vector<ev> evs;
+    int count = 0;
+    for (std::size_t k = 0; k < i; ++k) {
+      const auto& o = v[k];
+      if (o.who == s.who || !rule.conflict(o, s)) continue;
+      const std::int64_t rel = o.released_ok ? o.released_at : o.end;
+      if (o.start <= ta && rel > ta) ++count;
+      if (o.start > ta) evs.push_back({o.start, +1, false});
+      if (rel > ta && rel <= s.start) evs.push_back({rel, -1, !o.released_ok});
+    }
+    std::sort(evs.begin(), evs.end(), [](auto& a, auto& b) { return a.t < b.t; });
+    constexpr std::int64_t held = std::numeric_limits<std::int64_t>::min();
+    std::int64_t free_from = count < rule.capacity ? ta : held;
+    bool tainted = false;
+    for (auto& e : evs) {
+      count += e.d;
+      if (count >= rule.capacity) {
+        free_from = held;
+      } else if (free_from == held) {
+        free_from = e.t;
+        tainted = e.tainted;
+      }
+    }
+    if (free_from != held && !tainted) worst = std::max(worst, (s.start - free_from) / 1e6);
+  }
+  return worst;
+}
+
 void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
-           const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end) {
+           const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
+           const recipe_rule& rule = {}) {
   // sections, keyed by holder and token
   std::map<std::pair<std::string, std::int64_t>, section> secs;
   std::map<std::string, std::pair<std::string, std::int64_t>> current;  // who -> its open section
   std::map<std::string, std::int64_t> waiting_since;                    // who -> acquire start
   std::map<std::string, std::int64_t> last_acquire;
-  std::vector<std::pair<std::int64_t, std::int64_t>> grants;  // (time, token)
+  std::vector<std::tuple<std::int64_t, std::int64_t, bool>> grants;  // (time, token, not a reader)
   for (auto& x : j) {
     if (x.kind == "acquire") {
       waiting_since[x.who] = x.t_client;
@@ -485,10 +596,13 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       ++r.acquisitions;
       auto& s = secs[{x.who, x.token}];
       s.who = x.who;
+      s.side = side_of_grant(x.extra);
+      if (s.side == "write") ++r.write_sections;
       s.token = x.token;
+      if (auto it = last_acquire.find(x.who); it != last_acquire.end()) s.acquired_at = it->second;
       s.start = s.end = x.t_client;
       current[x.who] = {x.who, x.token};
-      grants.push_back({x.t_client, x.token});
+      grants.push_back({x.t_client, x.token, !is_reader(s.side)});
     }
     if (is_write(x.kind)) ++r.writes;
     if (x.kind == "write" || x.kind == "end" || x.kind == "lost") {
@@ -514,14 +628,18 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       ++r.stuck;
       r.notes.push_back(who + " still waiting after " + std::to_string((t_end - since) / 1000000) + " ms");
     }
-  // stale writes: received after a holder with a higher token was granted
+  // stale writes: received after a holder with a higher token was granted (shared: a
+  // conflicting holder, i.e. a writer, or anyone for a writer's write). The semaphore has no
+  // stale writes by token order: its leases are not exclusive (see the over-capacity writes).
   std::sort(grants.begin(), grants.end());
   for (auto& x : j) {
-    if (!is_write(x.kind)) continue;
+    if (!is_write(x.kind) || rule.recipe == "semaphore") continue;
+    auto sec = secs.find({x.who, x.token});
+    const bool by_reader = rule.recipe == "shared" && sec != secs.end() && is_reader(sec->second.side);
     bool stale = false;
-    for (auto& [t, tok] : grants) {
+    for (auto& [t, tok, excl] : grants) {
       if (t >= x.t_recv) break;
-      if (tok > x.token) {
+      if (tok > x.token && (excl || !by_reader)) {
         stale = true;
         break;
       }
@@ -538,24 +656,76 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
   std::vector<section> v;
   for (auto& [k, s] : secs) v.push_back(s);
   std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
-  // counted per critical section that overlapped a later holder's
+  auto paused_in = [&](const section& s) {
+    return std::any_of(pauses.begin(), pauses.end(),
+                       [&](auto& p) { return p.who == s.who && p.from <= s.end && p.to >= s.start; });
+  };
+  // an overlap (an over-capacity grant) not explained by a pause, charged to `whose` kind
+  auto violation = [&](const section& whose, std::string note) {
+    ++r.overlaps;
+    ++r.per_kind_overlaps[kind_of.count(whose.who) ? kind_of.at(whose.who) : "?"];
+    r.notes.push_back(std::move(note));
+  };
+  if (rule.recipe == "semaphore") {
+    // at each grant: the sections open then; more than N is a violation unless one of them
+    // was paused (its lease expired while it was stopped: the token cannot fence that)
+    for (std::size_t b = 0; b < v.size(); ++b) {
+      int open = 1, live = 1;
+      bool any_paused = paused_in(v[b]);
+      for (std::size_t a = 0; a < b; ++a)
+        if (v[a].who != v[b].who && v[a].end > v[b].start) {
+          ++open;
+          if (paused_in(v[a])) any_paused = true;
+          else ++live;
+        }
+      if (!paused_in(v[b])) r.max_concurrent = std::max(r.max_concurrent, live);
+      if (live == rule.capacity && !paused_in(v[b])) ++r.at_capacity;
+      if (open <= rule.capacity) continue;
+      if (any_paused)
+        ++r.overlaps_paused;
+      else
+        violation(v[b], "OVER CAPACITY: " + std::to_string(open) + " sections at once when " + v[b].who +
+                            " was granted (token " + std::to_string(v[b].token) + ")");
+    }
+    // writes that reached the resource while N other holders, none of them paused, were in
+    // their sections: a holder whose lease had gone (paused) and that the resource could not
+    // refuse
+    for (auto& x : j) {
+      if (!is_write(x.kind) || x.kind == "grant") continue;
+      int others = 0;
+      for (auto& s : v)
+        if (s.who != x.who && s.start <= x.t_recv && s.end >= x.t_recv && !paused_in(s)) ++others;
+      if (others >= rule.capacity) {
+        ++r.over_capacity_writes;
+        r.notes.push_back("over-capacity write: " + x.kind + " by " + x.who + " token " + std::to_string(x.token) +
+                          " with " + std::to_string(others) + " other sections open");
+      }
+    }
+    r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
+    return;
+  }
+  // counted per critical section that overlapped a later holder's (shared: a writer's with
+  // anyone's, a reader's with a writer's; readers overlapping each other are counted apart)
   for (std::size_t a = 0; a < v.size(); ++a) {
     for (std::size_t b = a + 1; b < v.size() && v[b].start < v[a].end; ++b) {
       if (v[b].who == v[a].who) continue;
-      bool paused = false;
-      for (auto& p : pauses)
-        if (p.who == v[a].who && p.from <= v[a].end && p.to >= v[a].start) paused = true;
-      if (paused) {
-        ++r.overlaps_paused;
-      } else {
-        ++r.overlaps;
-        auto k = kind_of.count(v[a].who) ? kind_of.at(v[a].who) : "?";
-        ++r.per_kind_overlaps[k];
-        r.notes.push_back("OVERLAP: " + v[a].who + " (token " + std::to_string(v[a].token) + ", " + k + ") until +" +
-                          std::to_string((v[a].end - v[b].start) / 1000000) + " ms after " + v[b].who + " was granted");
+      if (!rule.conflict(v[a], v[b])) {
+        ++r.reader_overlaps;
+        continue;
       }
+      if (paused_in(v[a]))
+        ++r.overlaps_paused;
+      else
+        violation(v[a], "OVERLAP: " + v[a].who + " (token " + std::to_string(v[a].token) + ", " +
+                            (kind_of.count(v[a].who) ? kind_of.at(v[a].who) : "?") + ", " + v[a].side + ") until +" +
+                            std::to_string((v[a].end - v[b].start) / 1000000) + " ms after " + v[b].who + " (" +
+                            v[b].side + ") was granted");
       break;
     }
+  }
+  if (rule.recipe == "shared") {
+    r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
+    return;
   }
   // grant delay while the lock was free: previous holder released -> next grant
   for (std::size_t i = 1; i < v.size(); ++i) {
@@ -604,9 +774,11 @@ std::string curator_classes(const std::string& work) {
 
 std::vector<std::string> client_command(const std::string& kind, const options& o, std::uint16_t res_port,
                                         const std::string& connect, const std::string& path, const std::string& who,
-                                        const std::string& mode, int session_timeout_ms, const std::string& work) {
+                                        const std::string& mode, int session_timeout_ms, const std::string& work,
+                                        const std::string& recipe_spec = "") {
   std::vector<std::string> tail = {std::to_string(res_port), connect, path, who, std::to_string(session_timeout_ms),
                                    std::to_string(o.hold_ms), mode};
+  if (!recipe_spec.empty()) tail.push_back(recipe_spec);  // zklock_fault_worker only
   std::vector<std::string> cmd;
   if (kind == "zklock" || kind == "zklock-lib") {
     cmd = {ZKLOCK_FAULT_WORKER};
@@ -645,7 +817,7 @@ struct harness {
 
     asio::io_context ioc;
     auto guard = asio::make_work_guard(ioc);
-    resource res(ioc);
+    resource res(ioc, o.recipe);
     std::vector<std::string> kinds(o.clients, "zklock");
     for (auto& p : o.peers) kinds.push_back(p);
     const int k = static_cast<int>(kinds.size());
@@ -663,7 +835,14 @@ struct harness {
       clients[c].kind = kinds[c];
       index_of[clients[c].who] = c;
       kind_of[clients[c].who] = kinds[c];
-      auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms, work);
+      // the worker's recipe; the shared lock's read/write draws are seeded by the run's seed
+      std::string spec;
+      if (o.recipe == "shared")
+        spec = "shared:" + std::to_string(o.write_percent) + ":" + std::to_string((r.seed + std::uint64_t(c)) % 1000000007u);
+      else if (o.recipe == "semaphore")
+        spec = "semaphore:" + std::to_string(o.leases);
+      auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms, work,
+                                spec);
       clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
     }
     std::thread io([&] { ioc.run(); });
@@ -771,12 +950,17 @@ struct harness {
         auto dur = T(uniform(1.5, 2.5));
         int victim = -1;
         std::int64_t stopped_at = 0;
-        res.arm("grant", [&, self](const record& x) {
-          victim = index_of.count(x.who) ? index_of[x.who] : -1;
-          stopped_at = mono_ns();
-          if (victim >= 0 && !self) ::kill(clients[victim].pid, SIGSTOP);
-          return self ? std::string("HOLD 1000 PAUSE") : std::string("HOLD 1000");
-        });
+        // (shared: a writer, whose stale write the fencing check must refuse; a reader's late
+        // read is stale only if a writer came in meanwhile)
+        res.arm(
+            "grant",
+            [&, self](const record& x) {
+              victim = index_of.count(x.who) ? index_of[x.who] : -1;
+              stopped_at = mono_ns();
+              if (victim >= 0 && !self) ::kill(clients[victim].pid, SIGSTOP);
+              return self ? std::string("HOLD 1000 PAUSE") : std::string("HOLD 1000");
+            },
+            [&](const record& x) { return o.recipe != "shared" || side_of_grant(x.extra) == "write"; });
         auto fired = res.wait_fired(T(4) + 10s);
         if (!fired || victim < 0) {
           d << ": no grant";
@@ -851,11 +1035,20 @@ struct harness {
     }
     const std::int64_t t_end = mono_ns();
     // leftovers: a released or lost guard's node is deleted in the background; give it 2 s
+    // (the semaphore's nodes are in two dirs: its internal mutex's and its leases')
+    const std::vector<std::string> node_dirs =
+        o.recipe == "semaphore" ? std::vector<std::string>{dir + "/locks", dir + "/leases"} : std::vector<std::string>{dir};
     leftovers left;
     for (auto until = std::chrono::steady_clock::now() + 2s;;) {
       left.node_names.clear();
       left.watch_lines.clear();
-      left.nodes = count_nodes(ens->connect_string(), dir, &left.node_names);
+      left.nodes = 0;
+      for (auto& d : node_dirs) {
+        std::vector<std::string> names;
+        int n = count_nodes(ens->connect_string(), d, &names);
+        left.nodes = n < 0 || left.nodes < 0 ? -1 : left.nodes + n;
+        for (auto& x : names) left.node_names.push_back(d.substr(dir.size()) + (d == dir ? "" : "/") + x);
+      }
       left.watches = count_watches(*ens, dir, &left.watch_lines);
       if ((left.nodes == 0 && left.watches == 0) || std::chrono::steady_clock::now() >= until) break;
       std::this_thread::sleep_for(200ms);
@@ -875,7 +1068,7 @@ struct harness {
       for (auto& n : left.node_names) {
         auto who = whose(n);
         if (kind_of[who] != "zklock") ++r.peer_leftovers;
-        r.notes.push_back("node left: " + dir + "/" + n + " (" + who + ")");
+        r.notes.push_back("node left: " + dir + (n.rfind('/', 0) == 0 ? "" : "/") + n + " (" + who + ")");
       }
       for (auto& w : left.watch_lines) {
         auto who = whose(w);
@@ -906,7 +1099,10 @@ struct harness {
         out << x.t_recv << "\t" << x.t_client << "\t" << x.kind << "\t" << x.who << "\t" << x.token << "\t" << x.verdict
             << "\t" << x.extra << "\n";
     }
-    check(r, j, pauses, kind_of, stuck_ns, t_end);
+    recipe_rule rule;
+    rule.recipe = o.recipe;
+    rule.capacity = o.recipe == "semaphore" ? o.leases : 1;
+    check(r, j, pauses, kind_of, stuck_ns, t_end, rule);
     return r;
   }
 };
@@ -1095,6 +1291,16 @@ int main(int argc, char** argv) {
           return 2;
         }
         o.interop = true;
+      } else if (a == "--recipe") {
+        o.recipe = need(i);
+        if (o.recipe != "mutex" && o.recipe != "shared" && o.recipe != "semaphore") {
+          std::cerr << "zklock-faultharness: --recipe: expected mutex, shared or semaphore, got '" << o.recipe << "'\n";
+          return 2;
+        }
+      } else if (a == "--leases") {
+        o.leases = std::stoi(need(i));
+      } else if (a == "--writers") {
+        o.write_percent = std::stoi(need(i));
       } else if (a == "--session-timeout") {
         o.session_timeout_ms = std::stoi(need(i));
       } else if (a == "--hold-ms") {
@@ -1123,6 +1329,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
+  if (o.recipe != "mutex" && (o.interop || !o.window.empty())) {
+    std::cerr << "zklock-faultharness: --recipe " << o.recipe << " runs zklock clients only (no --interop, no --window)\n";
+    return 2;
+  }
+  if (o.leases < 1 || o.write_percent < 0 || o.write_percent > 100) {
+    std::cerr << "zklock-faultharness: --leases must be >= 1 and --writers 0-100\n";
+    return 2;
+  }
   for (auto& s : o.scenarios)
     if (std::find(all_scenarios.begin(), all_scenarios.end(), s) == all_scenarios.end()) {
       std::cerr << "zklock-faultharness: unknown scenario '" << s << "'\n";
@@ -1214,7 +1428,13 @@ int main(int argc, char** argv) {
           auto t0 = std::chrono::steady_clock::now();
           auto r = h.run(s, i);
           std::cerr << "  [" << s << " #" << i << "] " << r.acquisitions << " acquisitions, " << r.overlaps
-                    << " overlaps, " << r.overlaps_paused << " behind a paused holder, " << r.stale_accepted
+                    << " overlaps, " << r.overlaps_paused << " behind a paused holder, ";
+          if (o.recipe == "shared")
+            std::cerr << r.write_sections << " of them writers, " << r.reader_overlaps << " reader overlaps, ";
+          if (o.recipe == "semaphore")
+            std::cerr << "max " << r.max_concurrent << " at once (" << r.at_capacity << " grants made it "
+                      << o.leases << "), " << r.over_capacity_writes << " over-capacity writes, ";
+          std::cerr << r.stale_accepted
                     << " stale writes accepted, " << r.stale_rejected << " rejected, nodes left " << r.nodes_left
                     << ", watches left " << r.watches_left << ", "
                     << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
@@ -1222,13 +1442,24 @@ int main(int argc, char** argv) {
           for (auto& n : r.notes) std::cerr << "    " << n << "\n";
           results.push_back(std::move(r));
         }
-      // one row per scenario
-      std::cout << "\nscenario            runs  acq   overlaps  paused-ovl  stale-acc  stale-rej  max-grant-ms  "
-                   "max-wait-ms  stuck  nodes  watches  lost  dead  rss-kb(before->after)\n";
+      // one row per scenario; the recipe's own columns after acq (shared: write sections, reader
+      // overlaps; semaphore: most sections at once, grants that reached N, over-capacity writes)
+      std::cout << "\nrecipe " << o.recipe
+                << (o.recipe == "semaphore" ? " (" + std::to_string(o.leases) + " leases)"
+                    : o.recipe == "shared"  ? " (" + std::to_string(o.write_percent) + " % writers)"
+                                            : std::string())
+                << "\nscenario            runs  acq   ";
+      if (o.recipe == "shared") std::cout << "w-acq  ";
+      std::cout << (o.recipe == "semaphore" ? "over-cap  paused-ovc  " : "overlaps  paused-ovl  ");
+      if (o.recipe == "shared") std::cout << "reader-ovl  ";
+      if (o.recipe == "semaphore") std::cout << "max-conc  at-N  over-cap-wr  ";
+      else std::cout << "stale-acc  stale-rej  ";
+      std::cout << "max-grant-ms  max-wait-ms  stuck  nodes  watches  lost  dead  rss-kb(before->after)\n";
       std::string peers;
       for (auto& p : o.peers) peers += (peers.empty() ? "\"" : ",\"") + p + "\"";
       json << "{\"seed\":" << o.seed << ",\"clients\":" << o.clients << ",\"peers\":[" << peers << "]"
-           << ",\"session_timeout_ms\":" << o.session_timeout_ms << ",\"scenarios\":[";
+           << ",\"session_timeout_ms\":" << o.session_timeout_ms << ",\"recipe\":\"" << o.recipe
+           << "\",\"leases\":" << o.leases << ",\"write_percent\":" << o.write_percent << ",\"scenarios\":[";
       bool first = true;
       for (auto& s : o.scenarios) {
         run_result t;
@@ -1250,6 +1481,11 @@ int main(int argc, char** argv) {
           t.watches_left += std::max(r.watches_left, 0);
           t.lost += r.lost;
           t.dead_grants += r.dead_grants;
+          t.write_sections += r.write_sections;
+          t.reader_overlaps += r.reader_overlaps;
+          t.max_concurrent = std::max(t.max_concurrent, r.max_concurrent);
+          t.at_capacity += r.at_capacity;
+          t.over_capacity_writes += r.over_capacity_writes;
           t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
           t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
           t.worker_failures += r.worker_failures;
@@ -1259,17 +1495,26 @@ int main(int argc, char** argv) {
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
                         r.worker_failures == 0;
           // a holder that stopped right before a write resumed after its successor wrote: that
-          // write must have reached the resource and been rejected (the fencing demonstration)
-          if (r.self_pauses > 0 && r.stale_rejected == 0) {
+          // write must have reached the resource and been rejected (the fencing demonstration;
+          // shared: the paused holder is a writer. Not for the semaphore: whether its late write
+          // finds N others holding is the timing's, and the resource cannot refuse it anyway)
+          if (o.recipe != "semaphore" && r.self_pauses > 0 && r.stale_rejected == 0) {
             run_ok = false;
             std::cout << "  " << s << " #" << r.run << ": a paused holder's stale write was never rejected\n";
           }
           ok = ok && run_ok;
         }
         all_ok = all_ok && ok;
-        std::cout << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(6) << t.acquisitions
-                  << std::setw(10) << t.overlaps << std::setw(12) << t.overlaps_paused << std::setw(11)
-                  << t.stale_accepted << std::setw(11) << t.stale_rejected << std::setw(14) << fmt(t.max_grant_delay_ms)
+        std::cout << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(6) << t.acquisitions;
+        if (o.recipe == "shared") std::cout << std::setw(7) << t.write_sections;
+        std::cout << std::setw(10) << t.overlaps << std::setw(12) << t.overlaps_paused;
+        if (o.recipe == "shared") std::cout << std::setw(12) << t.reader_overlaps;
+        if (o.recipe == "semaphore")
+          std::cout << std::setw(10) << t.max_concurrent << std::setw(6) << t.at_capacity << std::setw(13)
+                    << t.over_capacity_writes;
+        else
+          std::cout << std::setw(11) << t.stale_accepted << std::setw(11) << t.stale_rejected;
+        std::cout << std::setw(14) << fmt(t.max_grant_delay_ms)
                   << std::setw(13) << fmt(t.max_wait_ms) << std::setw(7) << t.stuck << std::setw(7) << t.nodes_left
                   << std::setw(9) << t.watches_left << std::setw(6) << t.lost << std::setw(6) << t.dead_grants
                   << t.rss_before_kb << "->"
@@ -1281,6 +1526,9 @@ int main(int argc, char** argv) {
              << ",\"max_wait_ms\":" << t.max_wait_ms << ",\"stuck\":" << t.stuck << ",\"nodes_left\":" << t.nodes_left
              << ",\"watches_left\":" << t.watches_left << ",\"lost\":" << t.lost << ",\"dead_grants\":" << t.dead_grants
              << ",\"rss_before_kb\":" << t.rss_before_kb << ",\"rss_after_kb\":" << t.rss_after_kb
+             << ",\"write_sections\":" << t.write_sections << ",\"reader_overlaps\":" << t.reader_overlaps
+             << ",\"max_concurrent\":" << t.max_concurrent << ",\"at_capacity\":" << t.at_capacity
+             << ",\"over_capacity_writes\":" << t.over_capacity_writes
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
       }

@@ -1,6 +1,10 @@
-// A fault-harness client process: zklock::mutex in an acquire / hold / release loop, reporting
+// A fault-harness client process: a zklock recipe in an acquire / hold / release loop, reporting
 // every step to the harness's fenced resource (resource_client.hpp).
-//   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold
+//   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold [RECIPE]
+// RECIPE: mutex (default): zklock::mutex; shared:WRITE_PERCENT:SEED: zklock::shared_mutex, each
+//       acquisition the write side with that probability (drawn from SEED), else the read side;
+//       semaphore:N: a lease of zklock::semaphore with max_leases N. The grant message says
+//       which side the section holds ("side=exclusive|read|write|lease").
 // loop: acquire, write "grant" (fencing token = lock_guard::fencing_token()), a "write" every
 //       10 ms while the hold lasts (HOLD_MS, or what the resource's reply asks for), "end",
 //       release; a new session when the old one ended. The section stops at once when the
@@ -13,13 +17,16 @@
 #include "resource_client.hpp"
 
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <csignal>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -35,6 +42,10 @@ struct config {
   std::chrono::milliseconds session_timeout{4000};
   int hold_ms = 30;
   bool loop = true;
+  std::string recipe = "mutex";  // mutex, shared, semaphore
+  int write_percent = 100;       // shared: the share of acquisitions that take the write side
+  std::uint64_t mix_seed = 0;    // shared: seeds the read/write draws
+  int leases = 1;                // semaphore: max_leases
 };
 
 struct worker {
@@ -66,7 +77,7 @@ struct worker {
       res.send("dead_grant", token, std::string("status=") + zklock::to_string(g.status()));
       co_return;
     }
-    std::string reply = res.send("grant", token, g.node_path());
+    std::string reply = res.send("grant", token, g.node_path() + " side=" + zklock::to_string(g.kind()));
     if (!ok(reply)) {
       res.send("lost", token, "rejected");
       co_return;
@@ -101,6 +112,7 @@ struct worker {
 
   asio::awaitable<void> run() {
     std::mt19937 rng(std::hash<std::string>{}(cfg.who) ^ static_cast<unsigned>(::getpid()));
+    std::mt19937_64 mix(cfg.mix_seed);  // the read/write draws: replayed by the harness's seed
     while (!stopping) {
       zklock::session_options o;
       o.connect = cfg.connect;
@@ -116,13 +128,32 @@ struct worker {
       std::ostringstream sid;
       sid << "0x" << std::hex << s.session_id();
       res.send("hello", 0, sid.str());
-      zklock::mutex m{s, cfg.path};
+      // only the recipe's object
+      std::optional<zklock::mutex> m;
+      std::optional<zklock::shared_mutex> sm;
+      std::optional<zklock::semaphore> sem;
+      if (cfg.recipe == "shared") sm.emplace(s, cfg.path);
+      else if (cfg.recipe == "semaphore") sem.emplace(s, cfg.path, cfg.leases);
+      else m.emplace(s, cfg.path);
       while (!stopping) {
         auto st = s.state();
         if (st == zklock::session_state::expired || st == zklock::session_state::closed) break;
-        res.send("acquire", 0);
-        auto [aec, g] = co_await m.async_acquire(
-            asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable)));
+        const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent;
+        res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : "");
+        auto token = asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable));
+        std::tuple<boost::system::error_code, zklock::lock_guard> acquired;
+        // (no co_await in the arms of ?: — GCC 12.2 runs both arms' operations: here a write
+        // acquire and then a read acquire queued behind it on the same session, which waited
+        // until cancelled)
+        if (cfg.recipe == "shared" && write_side)
+          acquired = co_await sm->async_acquire(token);
+        else if (cfg.recipe == "shared")
+          acquired = co_await sm->async_acquire_shared(token);
+        else if (cfg.recipe == "semaphore")
+          acquired = co_await sem->async_acquire(token);
+        else
+          acquired = co_await m->async_acquire(token);
+        auto& [aec, g] = acquired;
         if (aec) {
           res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
           if (!stopping) co_await sleep(100ms);
@@ -154,8 +185,9 @@ struct worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 8) {
-    std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold\n";
+  if (argc != 8 && argc != 9) {
+    std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
+                 " [mutex|shared:WRITE_PERCENT:SEED|semaphore:N]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -167,6 +199,27 @@ int main(int argc, char** argv) {
   c.session_timeout = std::chrono::milliseconds(std::stoi(argv[5]));
   c.hold_ms = std::stoi(argv[6]);
   c.loop = std::string(argv[7]) == "loop";
+  if (argc == 9) {
+    // "shared:30:1234" -> recipe shared, 30 % writes, seed 1234; "semaphore:2" -> 2 leases
+    std::string spec = argv[8];
+    std::vector<std::string> f;
+    for (std::size_t at = 0;;) {
+      auto colon = spec.find(':', at);
+      f.push_back(spec.substr(at, colon == std::string::npos ? std::string::npos : colon - at));
+      if (colon == std::string::npos) break;
+      at = colon + 1;
+    }
+    c.recipe = f[0];
+    if (c.recipe == "shared" && f.size() == 3) {
+      c.write_percent = std::stoi(f[1]);
+      c.mix_seed = std::stoull(f[2]);
+    } else if (c.recipe == "semaphore" && f.size() == 2) {
+      c.leases = std::stoi(f[1]);
+    } else if (c.recipe != "mutex" || f.size() != 1) {
+      std::cerr << "zklock_fault_worker: bad recipe '" << spec << "' (mutex, shared:WRITE_PERCENT:SEED or semaphore:N)\n";
+      return 2;
+    }
+  }
   asio::io_context ioc;
   worker w(c, ioc.get_executor());
   asio::signal_set sigs(ioc, SIGUSR1, SIGTERM, SIGINT);
