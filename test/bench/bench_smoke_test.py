@@ -12,27 +12,13 @@ Starts its own server (scripts/zk-server.sh, free loopback port) and always stop
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
-
-def parse(out):
-    lines = [l for l in out.splitlines() if "impl=" in l]
-    if len(lines) != 1:
-        raise AssertionError("expected one result line, got:\n" + out)
-    return dict(p.split("=", 1) for p in lines[0].split())
+from bench_common import run as run_bench, throwaway_server
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    print("$ " + " ".join(cmd) + " -> %d" % p.returncode, flush=True)
-    print(p.stdout, flush=True)
-    if p.returncode != 0:
-        print(p.stderr[-3000:], flush=True)
-        raise AssertionError("%s exited %d" % (cmd[0], p.returncode))
-    return parse(p.stdout)
+    return run_bench(cmd, timeout=120)
 
 
 def main():
@@ -41,11 +27,7 @@ def main():
     ap.add_argument("--cfloor", required=True)
     ap.add_argument("--scripts", required=True)
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="zklock-bench-test-")
-    srv = os.path.join(work, "zk")
-    try:
-        connect = subprocess.check_output(["bash", os.path.join(a.scripts, "zk-server.sh"), "start", srv],
-                                          text=True, timeout=90).strip().splitlines()[-1]
+    with throwaway_server(a.scripts, "zklock-bench-test-") as (connect, work):
         js = os.path.join(work, "r.json")
         cdf = os.path.join(work, "cdf.txt")
         n, cycles = 4, 25
@@ -97,9 +79,6 @@ def main():
             assert float(f[k]) > 0, (k, f)
         print("bench smoke test: ok")
         return 0
-    finally:
-        subprocess.call(["bash", os.path.join(a.scripts, "zk-server.sh"), "stop", srv])
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
