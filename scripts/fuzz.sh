@@ -3,7 +3,8 @@
 # driver with clang++-14 and -fsanitize=fuzzer,address,undefined from the state machines'
 # sources only (no session engine, no ZooKeeper client), then fuzzes for the given time.
 #   scripts/fuzz.sh [seconds=600] [extra libFuzzer flags...]
-# Env: FUZZ_DIR (build dir and corpus, default build-fuzz), CXX (default clang++-14).
+# Env: FUZZ_DIR (build dir and corpus, default build-fuzz), CXX (default clang++-14),
+# FUZZ_BUILD_ONLY=1 (build, do not run).
 # Crashes land in $FUZZ_DIR/crash-*; replay one with: $FUZZ_DIR/zklock_fsm_fuzz <file>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +32,10 @@ else
   "${build[@]}"
 fi
 
+[ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 cd "$FUZZ_DIR"
-exec ./zklock_fsm_fuzz -max_total_time="$seconds" -jobs=1 -workers=1 -print_final_stats=1 "$@" corpus
+# -jobs=1: one fuzzing process (a machine shared with builds), its output in fuzz-0.log
+status=0
+./zklock_fsm_fuzz -max_total_time="$seconds" -jobs=1 -workers=1 -print_final_stats=1 "$@" corpus || status=$?
+grep -E "^(Done|stat::)|^#[0-9]+.*(DONE|pulse)|Test unit written|zklock fsm property broken" fuzz-0.log | tail -n 12
+exit $status
