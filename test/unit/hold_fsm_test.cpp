@@ -1,5 +1,6 @@
 // A held lock's release and lost-tracking without a server: every interleaving of release,
 // connection loss, reconnect, expiry, the validity deadline and the release's reply.
+#include "fsm_property.hpp"
 #include "hold_fsm.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,43 +12,11 @@ using namespace zklock::detail;
 
 namespace {
 
-// Drives a hold_fsm and records what it asks for.
-struct driver {
-  hold_fsm fsm;
-  int sends = 0, losts = 0, completions = 0;
-  error_code last_completion;
-  bool in_flight = false;
-
-  explicit driver(bool connected = true) : fsm(connected) {}
-
-  void apply(const hold_fsm::actions& actions) {
-    for (const auto& a : actions) {
-      switch (a.type) {
-        case hold_action::send_release:
-          REQUIRE_FALSE(in_flight);  // one release request at a time
-          in_flight = true;
-          ++sends;
-          break;
-        case hold_action::report_lost:
-          ++losts;
-          break;
-        case hold_action::complete_release:
-          ++completions;
-          last_completion = a.ec;
-          break;
-      }
-    }
-  }
-  void reply(error_code ec) {
-    REQUIRE(in_flight);
-    in_flight = false;
-    apply(fsm.on_release_reply(ec));
-  }
-  // the C client fails requests in flight when the connection drops
-  void drop_connection() {
-    if (in_flight) reply(zk_errc::connection_loss);
-    apply(fsm.on_suspended());
-  }
+// The shared driver (fsm_property.hpp), its rules checked at the end of each test.
+struct driver : zklock::testing::hold_driver {
+  using hold_driver::hold_driver;
+  driver(const driver&) = delete;
+  ~driver() { CHECK(violation == ""); }
 };
 
 }  // namespace
@@ -192,65 +161,14 @@ TEST_CASE("a second release is already_released", "[unit][hold]") {
 }
 
 TEST_CASE("random interleavings keep the hold's invariants", "[unit][hold][property]") {
-  // Inputs at random; after each step: at most one request in flight (checked by the
-  // driver), nothing sent while the connection is down, at most one lost report, one answer
-  // per waiting release. At the end, with the connection back and replies applied, a hold
-  // whose session lives has its node deleted if it was released or lost.
+  // Inputs at random: release, connection loss, reconnect, expiry, the validity deadline, the
+  // release's reply (fsm_property.hpp, shared with the fuzzer); the invariants are listed there.
   std::uint32_t seed = std::random_device{}();
   for (int run = 0; run < 2000; ++run) {
-    std::mt19937 rng(seed + run);
     CAPTURE(seed, run);
-    driver d(rng() % 4 != 0);
-    bool connected = d.fsm.status() == lock_status::held, ended = false, released = false;
-    int expected_completions = 0;  // every release that waits is answered exactly once
-    for (int step = 0; step < 20; ++step) {
-      int sends_before = d.sends;
-      switch (rng() % 7) {
-        case 0:
-          d.drop_connection();
-          connected = false;
-          break;
-        case 1: {
-          bool same = rng() % 8 != 0;
-          d.apply(d.fsm.on_connected(same));
-          if (!ended) connected = true;
-          if (!same) ended = true;
-          break;
-        }
-        case 2:
-          d.apply(d.fsm.on_session_ended());
-          ended = true;
-          connected = false;
-          d.in_flight = false;  // requests of a dead session never answer
-          break;
-        case 3:
-          d.apply(d.fsm.on_deadline());
-          break;
-        case 4: {
-          bool waits = rng() % 2 == 0;
-          int before = d.completions;
-          d.apply(d.fsm.release(waits));
-          expected_completions += waits;
-          if (released && waits) CHECK(d.completions == before + 1);  // already_released at once
-          released = true;
-          break;
-        }
-        case 5:
-          if (d.in_flight) d.reply(rng() % 3 == 0 ? error_code(zk_errc::no_node) : error_code{});
-          break;
-        case 6:
-          if (d.in_flight) d.drop_connection(), connected = false;
-          break;
-      }
-      if (d.sends > sends_before) CHECK((connected && !ended));
-      CHECK(d.losts <= 1);
-    }
-    // settle: connection back, replies answered
-    if (!ended) {
-      d.apply(d.fsm.on_connected(true));
-      while (d.in_flight) d.reply({});
-      if (released || d.fsm.status() == lock_status::lost) CHECK(d.fsm.finished());
-    }
-    CHECK(d.completions == expected_completions);
+    zklock::testing::seeded_source rng(seed + run);
+    auto broken = zklock::testing::run_hold_property(rng);
+    INFO(broken.value_or(""));
+    REQUIRE_FALSE(broken);
   }
 }

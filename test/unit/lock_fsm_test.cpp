@@ -1,6 +1,7 @@
 // The lock recipe without a server: an in-memory lock dir answers the state machine's requests
 // in order (as one ZooKeeper session does), and each test injects cancellation, connection
 // loss or expiry at every step.
+#include "fsm_property.hpp"
 #include "lock_fsm.hpp"
 #include <zklock/path.hpp>
 
@@ -17,177 +18,10 @@
 
 using namespace zklock;
 using namespace zklock::detail;
+using zklock::testing::sim;
+using zklock::testing::reader_prefix;
+using zklock::testing::writer_prefix;
 
-namespace {
-
-std::string seq10(std::int64_t n) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%010lld", static_cast<long long>(n));
-  return buf;
-}
-
-struct sim {
-  std::string dir = "/locks/a";
-  bool dir_exists = true;
-  std::map<std::string, std::int64_t> children;  // name -> czxid
-  std::int64_t next_seq = 0, zxid = 100;
-  std::set<std::string> watches;                 // paths watched by the fsm
-  std::set<std::string> zklock_nodes;            // nodes created with the contender marker
-  std::deque<std::function<lock_fsm::actions()>> replies;
-  lock_fsm fsm;
-  bool completed = false, waiting_reconnect = false;
-  int completions = 0;
-  int requests = 0, lists = 0, syncs = 0;
-  bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
-
-  explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, "11111111-2222-3333-4444-555555555555", mode) {}
-
-  std::string add_foreign(const std::string& prefix = "_c_ffffffff-0000-0000-0000-000000000000-lock-") {
-    std::string name = prefix + seq10(next_seq++);
-    children[name] = ++zxid;
-    return name;
-  }
-  // a foreign zklock holder releases: multi(setData, delete), so a watcher sees "changed"
-  void release_zklock(const std::string& name) {
-    children.erase(name);
-    auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::data_changed); });
-  }
-  // someone changes a node's data (not the holder marker)
-  void change_data(const std::string& name) {
-    auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::data_changed); });
-  }
-  // Queues us third, behind a head and a second (a zklock node or not); returns their names.
-  std::pair<std::string, std::string> queue_third(bool second_is_zklock) {
-    auto head = add_foreign();
-    auto second = add_foreign();
-    if (second_is_zklock) zklock_nodes.insert(second);
-    apply(fsm.start());
-    drain();
-    return {head, second};
-  }
-  void delete_foreign(const std::string& name) {
-    children.erase(name);
-    auto path = join_path(dir, name);
-    if (watches.erase(path)) replies.push_back([this] { return fsm.on_watch_event(watch_change::deleted); });
-    if (watches.erase(dir)) replies.push_back([this] { return fsm.on_watch_event(watch_change::children_changed); });
-  }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> v;
-    for (auto& [n, z] : children) v.push_back(n);
-    return v;
-  }
-  int ours() const {
-    int n = 0;
-    for (auto& [name, z] : children)
-      if (name.starts_with(fsm.node_prefix())) ++n;
-    return n;
-  }
-
-  void apply(const lock_fsm::actions& actions) {
-    for (const auto& a : actions) {
-      ++requests;
-      switch (a.type) {
-        case lock_action::create_and_list: {
-          if (!dir_exists) {
-            replies.push_back([this] { return fsm.on_create(zk_errc::no_node, {}, 0); });
-            replies.push_back([this] { return fsm.on_children(zk_errc::no_node, {}); });
-            break;
-          }
-          std::string name = std::string(node_name(a.path)) + seq10(next_seq++);
-          auto z = children[name] = ++zxid;
-          std::string path = join_path(dir, name);
-          replies.push_back([this, path, z] { return fsm.on_create({}, path, z); });
-          auto snapshot = listing();
-          ++lists;
-          replies.push_back([this, snapshot] { return fsm.on_children({}, snapshot); });
-          break;
-        }
-        case lock_action::list: {
-          auto snapshot = listing();
-          ++lists;
-          bool exists = dir_exists;
-          replies.push_back([this, snapshot, exists] {
-            return fsm.on_children(exists ? error_code{} : error_code(zk_errc::no_node), snapshot);
-          });
-          break;
-        }
-        case lock_action::sync_and_list: {
-          ++syncs;
-          auto snapshot = listing();
-          ++lists;
-          replies.push_back([this, snapshot] { return fsm.on_children({}, snapshot); });
-          break;
-        }
-        case lock_action::ensure_parents:
-          dir_exists = true;
-          replies.push_back([this] { return fsm.on_parents({}); });
-          break;
-        case lock_action::watch_predecessor: {
-          std::string name(node_name(a.path));
-          bool exists = children.count(name) > 0;
-          auto data = exists && zklock_nodes.count(name) ? predecessor_data::zklock_contender : predecessor_data::other;
-          if (exists) watches.insert(a.path);
-          replies.push_back([this, exists, data] {
-            return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
-          });
-          break;
-        }
-        case lock_action::watch_dir: {
-          watches.insert(a.path);
-          auto snapshot = listing();
-          ++lists;
-          replies.push_back([this, snapshot] { return fsm.on_dir_watch_set({}, snapshot); });
-          break;
-        }
-        case lock_action::remove_watch: {
-          if (lose_removals) {
-            replies.push_back([this] { return fsm.on_watch_removed(zk_errc::connection_loss); });
-            break;
-          }
-          bool had = watches.erase(a.path) > 0;
-          replies.push_back([this, had] { return fsm.on_watch_removed(had ? error_code{} : error_code(zk_errc::no_watcher)); });
-          break;
-        }
-        case lock_action::delete_node: {
-          bool had = children.erase(std::string(node_name(a.path))) > 0;
-          replies.push_back([this, had] { return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node)); });
-          break;
-        }
-        case lock_action::stat_node: {
-          auto it = children.find(std::string(node_name(a.path)));
-          bool had = it != children.end();
-          auto z = had ? it->second : 0;
-          replies.push_back([this, had, z] { return fsm.on_stat(had ? error_code{} : error_code(zk_errc::no_node), z); });
-          break;
-        }
-        case lock_action::wait_reconnect:
-          waiting_reconnect = true;
-          --requests;
-          break;
-        case lock_action::complete:
-          completed = true;
-          ++completions;
-          --requests;
-          break;
-      }
-    }
-  }
-  bool step() {
-    if (replies.empty()) return false;
-    auto r = std::move(replies.front());
-    replies.pop_front();
-    apply(r());
-    return true;
-  }
-  void drain() {
-    while (step()) {
-    }
-  }
-};
-
-}  // namespace
 
 TEST_CASE("lock_sequence recognises Curator, zklock and kazoo names only", "[unit][lock]") {
   CHECK(lock_sequence("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lock-0000000042") == 42);
@@ -630,10 +464,8 @@ TEST_CASE("error conditions group the codes", "[unit][error]") {
 // The grant rule of the shared lock
 
 namespace {
-const std::string reader_prefix = "_c_ffffffff-0000-0000-0000-00000000000r-__READ__";
-const std::string writer_prefix = "_c_ffffffff-0000-0000-0000-00000000000w-__WRIT__";
-std::vector<contender> q_of(std::initializer_list<lock_kind> kinds) {
-  std::vector<contender> q;
+std::vector<detail::contender> q_of(std::initializer_list<lock_kind> kinds) {
+  std::vector<detail::contender> q;
   std::int64_t i = 0;
   for (auto k : kinds) q.push_back({"n" + std::to_string(i), i, k}), ++i;
   return q;
@@ -857,110 +689,32 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
 }
 
 // ---------------------------------------------------------------------------------------------
-// A property test: random kinds, modes, queues, releases, arrivals, cancellations and expiries
-// in random order (seeded; the seed is printed on failure). Invariants: one completion; a
-// grant is what the grant rule says of the dir at that moment; a failure leaves no node of
-// ours and no watch (unless the session expired, which takes both); never two nodes of ours.
+// Property tests (test/unit/fsm_property.hpp, shared with the fuzzer test/fuzz/fsm_fuzz.cpp):
+// random kinds, modes, queues, releases, arrivals, cancellations and expiries in random order
+// (seeded; the seed is printed on failure). Invariants: one completion and nothing after it; a
+// grant is what the grant rule says of the dir at that moment, with the node's czxid; a failure
+// leaves no node of ours and no watch (unless the session expired, which takes both); never two
+// nodes of ours; no request the state forbids; once nothing is left in the way, a wait ends.
+
+namespace {
+void check_lock_property(bool faults) {
+  const std::uint32_t seed = std::random_device{}();
+  for (int run = 0; run < 3000; ++run) {
+    CAPTURE(seed, run);
+    zklock::testing::seeded_source rng(seed + run);
+    auto broken = zklock::testing::run_lock_property(rng, faults);
+    INFO(broken.value_or(""));
+    REQUIRE_FALSE(broken);
+  }
+}
+}  // namespace
 
 TEST_CASE("lock_fsm property: random interleavings keep the invariants", "[unit][lock][property]") {
-  const std::uint32_t seed = std::random_device{}();
-  const std::string prefixes[] = {"_c_ffffffff-0000-0000-0000-000000000000-lock-", reader_prefix, writer_prefix,
-                                  "_c_ffffffff-0000-0000-0000-00000000000l-lease-"};
-  for (int run = 0; run < 3000; ++run) {
-    std::mt19937 rng(seed + run);
-    CAPTURE(seed, run);
-    const lock_kind kinds[] = {lock_kind::exclusive, lock_kind::read, lock_kind::write, lock_kind::lease};
-    lock_kind kind = kinds[rng() % 4];
-    lock_mode mode = rng() % 4 == 0 ? lock_mode::try_once : lock_mode::wait;
-    int max_leases = 1 + static_cast<int>(rng() % 3);
-    sim s;
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", mode, kind, max_leases);
-    auto foreign_prefix = [&] {
-      // leases only meet leases (their own dir); the others meet every lock kind
-      return kind == lock_kind::lease ? prefixes[3] : prefixes[rng() % 3];
-    };
-    std::vector<std::string> foreign;
-    for (int i = rng() % 4; i > 0; --i) foreign.push_back(s.add_foreign(foreign_prefix()));
-    s.apply(s.fsm.start());
-    bool cancelled = false, expired = false;
-    for (int steps = 0; steps < 200 && !s.completed; ++steps) {
-      switch (rng() % 9) {
-        case 0:
-          if (!foreign.empty()) {
-            auto i = rng() % foreign.size();
-            s.delete_foreign(foreign[i]);
-            foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
-          }
-          break;
-        case 1:
-          if (rng() % 3 == 0) {
-            foreign.push_back(s.add_foreign(foreign_prefix()));
-            // some are zklock mutex nodes (created with contender_marker)
-            if (foreign.back().starts_with(prefixes[0]) && rng() % 2) s.zklock_nodes.insert(foreign.back());
-          }
-          break;
-        case 4:
-          if (!foreign.empty()) {
-            auto i = rng() % foreign.size();
-            if (s.zklock_nodes.count(foreign[i])) {
-              s.release_zklock(foreign[i]);  // a zklock holder's release: data changed, then gone
-              foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
-            } else {
-              s.change_data(foreign[i]);  // someone writes to a Curator/kazoo node: proves nothing
-            }
-          }
-          break;
-        case 2:
-          if (!cancelled && rng() % 6 == 0) {
-            cancelled = true;
-            s.apply(s.fsm.cancel(rng() % 2 ? error_code(boost::asio::error::operation_aborted) : error_code(errc::lock_timeout)));
-          }
-          break;
-        case 3:
-          if (!expired && rng() % 40 == 0) {
-            expired = true;
-            s.replies.clear();
-            s.watches.clear();
-            for (auto it = s.children.begin(); it != s.children.end();)
-              it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
-            s.apply(s.fsm.on_expired());
-          }
-          break;
-        default:
-          if (!s.step() && foreign.empty() && !cancelled) {
-            cancelled = true;  // nothing left to happen: give up, which must still clean up
-            s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
-          }
-          break;
-      }
-      REQUIRE(s.ours() <= 1);
-      if (s.completed) {
-        // grant check at the moment of completion, against the dir as it is
-        if (!s.fsm.result().ec) {
-          REQUIRE(s.ours() == 1);
-          auto q = queue_order(s.listing());
-          std::size_t mine = 0;
-          for (std::size_t i = 0; i < q.size(); ++i)
-            if (q[i].name.starts_with(s.fsm.node_prefix())) mine = i;
-          // the grant rule, written out again (not find_blockers: an oracle of its own)
-          bool granted = true;
-          for (std::size_t i = 0; i < mine; ++i)
-            if (kind == lock_kind::exclusive || kind == lock_kind::write || (kind == lock_kind::read && q[i].kind != lock_kind::read))
-              granted = false;
-          if (kind == lock_kind::lease) granted = mine < static_cast<std::size_t>(max_leases);
-          REQUIRE(granted);
-        }
-      }
-    }
-    s.drain();  // late replies are ignored
-    REQUIRE(s.completions <= 1);
-    if (!s.completed) continue;  // still waiting after 200 steps: a legal state
-    if (s.fsm.result().ec) {
-      CHECK(s.ours() == 0);
-      CHECK(s.watches.empty());
-    } else {
-      CHECK(s.ours() == 1);
-      CHECK(s.watches.empty());  // a grant leaves no watch behind either
-    }
-  }
+  check_lock_property(false);
+}
+
+TEST_CASE("lock_fsm property: with connection drops and reconnects", "[unit][lock][property][fault]") {
+  // the same inputs plus the connection dropping (requests in flight fail with
+  // connection_loss; a create or delete may have reached the server) and coming back
+  check_lock_property(true);
 }

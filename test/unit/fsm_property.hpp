@@ -1,0 +1,630 @@
+// The state machines' property tests, shared by the seeded Catch2 tests (test/unit) and the
+// libFuzzer driver (test/fuzz): the in-memory lock dir that answers lock_fsm's requests (the
+// unit tests' `sim`), the hold_fsm driver, the random inputs and the invariants with their own
+// oracle of the grant rule. No Catch2 here: a broken invariant is returned as a message.
+//
+// The inputs come from a `Source`: `operator()` gives the next choice (an unsigned number) and
+// `exhausted()` says the input is used up (a seeded generator never is; the fuzzer's bytes
+// are). The seeded tests draw exactly what they drew before this header existed, so a seed
+// printed by an old failure still replays the same run.
+#pragma once
+
+#include "hold_fsm.hpp"
+#include "lock_fsm.hpp"
+#include <zklock/path.hpp>
+
+#include <boost/asio/error.hpp>
+
+#include <cstdint>
+#include <concepts>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace zklock::testing {
+
+using detail::hold_action;
+using detail::hold_fsm;
+using detail::lock_action;
+using detail::lock_fsm;
+using detail::lock_mode;
+using detail::predecessor_data;
+using detail::watch_change;
+
+inline std::string seq10(std::int64_t n) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%010lld", static_cast<long long>(n));
+  return buf;
+}
+
+inline const std::string mutex_prefix = "_c_ffffffff-0000-0000-0000-000000000000-lock-";
+inline const std::string reader_prefix = "_c_ffffffff-0000-0000-0000-00000000000r-__READ__";
+inline const std::string writer_prefix = "_c_ffffffff-0000-0000-0000-00000000000w-__WRIT__";
+inline const std::string lease_prefix = "_c_ffffffff-0000-0000-0000-00000000000l-lease-";
+inline const std::string our_id = "11111111-2222-3333-4444-555555555555";
+
+/// A seeded source: the generator the Catch2 property tests have always used.
+struct seeded_source {
+  std::mt19937 rng;
+  explicit seeded_source(std::uint32_t seed) : rng(seed) {}
+  std::uint32_t operator()() { return rng(); }
+  bool exhausted() const noexcept { return false; }
+};
+
+/// The fuzzer's source: one byte a choice; 0 once the bytes are used up.
+struct byte_source {
+  const std::uint8_t* data;
+  std::size_t size;
+  std::uint32_t operator()() {
+    if (size == 0) {
+      used_up = true;
+      return 0;
+    }
+    --size;
+    return *data++;
+  }
+  bool exhausted() const noexcept { return used_up; }
+  bool used_up = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// lock_fsm against an in-memory lock dir, answering its requests in order (as one ZooKeeper
+// session does). With `faults` the connection can drop and come back: the requests in flight
+// then fail with connection_loss (a create or delete may or may not have reached the server),
+// requests made while it is down fail the same way, and watch events wait for the reconnect.
+
+struct sim {
+  /// One reply (or watch event) on its way to the fsm; `lost` is what the C client delivers
+  /// instead when the connection drops before the reply (empty for events: they stay queued).
+  struct reply {
+    template <class F>
+      requires(!std::same_as<std::decay_t<F>, reply>)
+    reply(F f) : ok(std::move(f)) {}  // NOLINT: the example tests push plain lambdas
+    reply(std::function<lock_fsm::actions()> ok, std::function<lock_fsm::actions()> lost,
+          std::function<void()> undo = {})
+        : ok(std::move(ok)), lost(std::move(lost)), undo(std::move(undo)) {}
+    std::function<lock_fsm::actions()> ok, lost;
+    std::function<void()> undo;  // the request did not reach the server after all
+    lock_fsm::actions operator()() const { return ok(); }
+  };
+
+  std::string dir = "/locks/a";
+  bool dir_exists = true;
+  std::map<std::string, std::int64_t> children;  // name -> czxid
+  std::int64_t next_seq = 0, zxid = 100;
+  std::set<std::string> watches;                 // paths watched by the fsm
+  std::set<std::string> zklock_nodes;            // nodes created with the contender marker
+  std::deque<reply> replies;
+  std::deque<std::function<lock_fsm::actions()>> held_events;  // fired while disconnected
+  lock_fsm fsm;
+  bool completed = false, waiting_reconnect = false;
+  int completions = 0;
+  int requests = 0, lists = 0, syncs = 0;
+  bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
+  bool connected = true;
+  bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
+  std::string violation;       // the first request the fsm's state forbids (property tests)
+
+  explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
+
+  std::string add_foreign(const std::string& prefix = mutex_prefix) {
+    std::string name = prefix + seq10(next_seq++);
+    children[name] = ++zxid;
+    return name;
+  }
+  // a watch fires: delivered now, or after the reconnect (the C client sets watches again)
+  void fire(watch_change what) {
+    auto event = [this, what] { return fsm.on_watch_event(what); };
+    if (connected)
+      replies.push_back(event);
+    else
+      held_events.push_back(event);
+  }
+  // a foreign zklock holder releases: multi(setData, delete), so a watcher sees "changed"
+  void release_zklock(const std::string& name) {
+    children.erase(name);
+    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
+  }
+  // someone changes a node's data (not the holder marker)
+  void change_data(const std::string& name) {
+    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
+  }
+  // Queues us third, behind a head and a second (a zklock node or not); returns their names.
+  std::pair<std::string, std::string> queue_third(bool second_is_zklock) {
+    auto head = add_foreign();
+    auto second = add_foreign();
+    if (second_is_zklock) zklock_nodes.insert(second);
+    apply(fsm.start());
+    drain();
+    return {head, second};
+  }
+  void delete_foreign(const std::string& name) {
+    children.erase(name);
+    if (watches.erase(join_path(dir, name))) fire(watch_change::deleted);
+    if (watches.erase(dir)) fire(watch_change::children_changed);
+  }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> v;
+    for (auto& [n, z] : children) v.push_back(n);
+    return v;
+  }
+  int ours() const {
+    int n = 0;
+    for (auto& [name, z] : children)
+      if (name.starts_with(fsm.node_prefix())) ++n;
+    return n;
+  }
+  void forbid(const std::string& what) {
+    if (violation.empty()) violation = what;
+  }
+
+  void apply(const lock_fsm::actions& actions) {
+    for (const auto& a : actions) {
+      if (completed) forbid("an action after the completion");
+      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete) {
+        // sent while the connection is down: it fails without reaching the server
+        ++requests;
+        queue_lost(a);
+        continue;
+      }
+      ++requests;
+      switch (a.type) {
+        case lock_action::create_and_list: {
+          if (ours() > 0) forbid("a create while a node of ours exists");
+          if (!dir_exists) {
+            replies.push_back(reply([this] { return fsm.on_create(zk_errc::no_node, {}, 0); },
+                                    [this] { return fsm.on_create(zk_errc::connection_loss, {}, 0); }));
+            replies.push_back(reply([this] { return fsm.on_children(zk_errc::no_node, {}); },
+                                    [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
+            break;
+          }
+          std::string name = std::string(node_name(a.path)) + seq10(next_seq++);
+          auto z = children[name] = ++zxid;
+          std::string path = join_path(dir, name);
+          replies.push_back(reply([this, path, z] { return fsm.on_create({}, path, z); },
+                                  [this] { return fsm.on_create(zk_errc::connection_loss, {}, 0); },
+                                  [this, name] { children.erase(name); }));
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back(reply([this, snapshot] { return fsm.on_children({}, snapshot); },
+                                  [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
+          break;
+        }
+        case lock_action::list: {
+          auto snapshot = listing();
+          ++lists;
+          bool exists = dir_exists;
+          replies.push_back(reply(
+              [this, snapshot, exists] {
+                return fsm.on_children(exists ? error_code{} : error_code(zk_errc::no_node), snapshot);
+              },
+              [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
+          break;
+        }
+        case lock_action::sync_and_list: {
+          ++syncs;
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back(reply([this, snapshot] { return fsm.on_children({}, snapshot); },
+                                  [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
+          break;
+        }
+        case lock_action::ensure_parents:
+          dir_exists = true;
+          replies.push_back(reply([this] { return fsm.on_parents({}); },
+                                  [this] { return fsm.on_parents(zk_errc::connection_loss); }));
+          break;
+        case lock_action::watch_predecessor: {
+          std::string name(node_name(a.path));
+          bool exists = children.count(name) > 0;
+          auto data = exists && zklock_nodes.count(name) ? predecessor_data::zklock_contender : predecessor_data::other;
+          if (exists) watches.insert(a.path);
+          // lost: the C client registers a watcher only with a reply
+          replies.push_back(reply(
+              [this, exists, data] {
+                return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
+              },
+              [this, path = a.path] {
+                watches.erase(path);
+                return fsm.on_watch_set(zk_errc::connection_loss);
+              }));
+          break;
+        }
+        case lock_action::watch_dir: {
+          watches.insert(a.path);
+          auto snapshot = listing();
+          ++lists;
+          replies.push_back(reply([this, snapshot] { return fsm.on_dir_watch_set({}, snapshot); },
+                                  [this, path = a.path] {
+                                    watches.erase(path);
+                                    return fsm.on_dir_watch_set(zk_errc::connection_loss, {});
+                                  }));
+          break;
+        }
+        case lock_action::remove_watch: {
+          if (lose_removals) {
+            replies.push_back([this] { return fsm.on_watch_removed(zk_errc::connection_loss); });
+            break;
+          }
+          bool had = watches.erase(a.path) > 0;
+          // lost: the C client keeps the watcher and sets it again on the reconnect
+          replies.push_back(reply(
+              [this, had] { return fsm.on_watch_removed(had ? error_code{} : error_code(zk_errc::no_watcher)); },
+              [this, had, path = a.path] {
+                if (had) watches.insert(path);
+                return fsm.on_watch_removed(zk_errc::connection_loss);
+              }));
+          break;
+        }
+        case lock_action::delete_node: {
+          std::string name(node_name(a.path));
+          if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a delete of a node not ours: " + a.path);
+          auto it = children.find(name);
+          bool had = it != children.end();
+          auto z = had ? it->second : 0;
+          if (had) children.erase(it);
+          replies.push_back(reply(
+              [this, had] { return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node)); },
+              [this] { return fsm.on_deleted(zk_errc::connection_loss); },
+              [this, had, name, z] {
+                if (had) children[name] = z;
+              }));
+          break;
+        }
+        case lock_action::stat_node: {
+          auto it = children.find(std::string(node_name(a.path)));
+          bool had = it != children.end();
+          auto z = had ? it->second : 0;
+          replies.push_back(reply(
+              [this, had, z] { return fsm.on_stat(had ? error_code{} : error_code(zk_errc::no_node), z); },
+              [this] { return fsm.on_stat(zk_errc::connection_loss, 0); }));
+          break;
+        }
+        case lock_action::wait_reconnect:
+          waiting_reconnect = true;
+          --requests;
+          // the recipe's glue: already connected again, so go on at once (posted)
+          if (glue && connected) replies.push_back([this] { return fsm.on_reconnected(); });
+          break;
+        case lock_action::complete:
+          completed = true;
+          ++completions;
+          --requests;
+          break;
+      }
+    }
+  }
+  // A request sent while the connection is down: its reply is connection_loss.
+  void queue_lost(const lock_action& a) {
+    auto loss = error_code(zk_errc::connection_loss);
+    switch (a.type) {
+      case lock_action::create_and_list:
+        replies.push_back([this, loss] { return fsm.on_create(loss, {}, 0); });
+        replies.push_back([this, loss] { return fsm.on_children(loss, {}); });
+        break;
+      case lock_action::list:
+      case lock_action::sync_and_list:
+        replies.push_back([this, loss] { return fsm.on_children(loss, {}); });
+        break;
+      case lock_action::ensure_parents: replies.push_back([this, loss] { return fsm.on_parents(loss); }); break;
+      case lock_action::watch_predecessor: replies.push_back([this, loss] { return fsm.on_watch_set(loss); }); break;
+      case lock_action::watch_dir: replies.push_back([this, loss] { return fsm.on_dir_watch_set(loss, {}); }); break;
+      case lock_action::remove_watch: replies.push_back([this, loss] { return fsm.on_watch_removed(loss); }); break;
+      case lock_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
+      case lock_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
+      case lock_action::wait_reconnect:
+      case lock_action::complete: break;
+    }
+  }
+  // The connection drops: every reply still on its way fails with connection_loss, delivered
+  // now (the C client fails them when it notices); `reached(...)` says whether a create or a
+  // delete in flight reached the server first. Watch events already received stay queued.
+  template <class Coin>
+  void drop_connection(Coin reached) {
+    if (!connected) return;
+    connected = false;
+    std::deque<reply> in_flight;
+    std::deque<reply> events;
+    for (auto& r : replies) (r.lost ? in_flight : events).push_back(std::move(r));
+    replies = std::move(events);
+    bool reaching = true;  // one connection, in order: once one did not reach it, none after did
+    for (auto& r : in_flight) {
+      if (r.undo && reaching && !reached()) reaching = false;
+      if (r.undo && !reaching) r.undo();
+      apply(r.lost());
+    }
+  }
+  // Connected again (same session): the requests sent meanwhile fail first, then the session
+  // event, then the watches that fired meanwhile.
+  void reconnect() {
+    if (connected) return;
+    while (!replies.empty() && !connected) step();
+    connected = true;
+    waiting_reconnect = false;
+    apply(fsm.on_reconnected());
+    for (auto& e : held_events) replies.push_back(std::move(e));
+    held_events.clear();
+  }
+  bool step() {
+    if (replies.empty()) return false;
+    auto r = std::move(replies.front());
+    replies.pop_front();
+    apply(r());
+    return true;
+  }
+  void drain() {
+    while (step()) {
+    }
+  }
+};
+
+/// The grant rule, written out again (not find_blockers: an oracle of its own): whether the
+/// node at `mine` of the queue `q` holds a lock of `kind`.
+inline bool oracle_granted(const std::vector<detail::contender>& q, std::size_t mine, lock_kind kind, int max_leases) {
+  if (kind == lock_kind::lease) return mine < static_cast<std::size_t>(max_leases);
+  for (std::size_t i = 0; i < mine; ++i)
+    if (kind == lock_kind::exclusive || kind == lock_kind::write || (kind == lock_kind::read && q[i].kind != lock_kind::read))
+      return false;
+  return true;
+}
+
+/// The checks at a completion, against the dir as it is then. A grant: our one node, the
+/// grant rule holds, the fencing token is the node's czxid, no watch left behind. A failure
+/// (the session alive): no node of ours and no watch left (cleanup before the completion).
+inline std::optional<std::string> check_completion(const sim& s, lock_kind kind, int max_leases, bool expired) {
+  const auto& r = s.fsm.result();
+  if (r.ec) {
+    if (expired) return std::nullopt;  // the node and the watch went with the session
+    if (s.ours() != 0) return "completed with " + r.ec.message() + " before deleting our node";
+    if (!s.watches.empty()) return "completed with " + r.ec.message() + " before removing the watch on " + *s.watches.begin();
+    return std::nullopt;
+  }
+  if (s.ours() != 1) return "granted with " + std::to_string(s.ours()) + " nodes of ours";
+  auto q = detail::queue_order(s.listing());
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (q[i].name.starts_with(s.fsm.node_prefix())) mine = i;
+  if (!oracle_granted(q, mine, kind, max_leases))
+    return "granted against the grant rule (" + std::string(to_string(kind)) + ", position " + std::to_string(mine) + ")";
+  if (r.node != join_path(s.dir, q[mine].name)) return "granted with the wrong node " + r.node;
+  if (r.fencing_token != s.children.at(q[mine].name)) return "granted with a fencing token not the node's czxid";
+  if (!s.watches.empty()) return "granted with a watch left on " + *s.watches.begin();
+  return std::nullopt;
+}
+
+/// One run of the lock property: random kind, mode, queue, releases, arrivals, data changes,
+/// cancellation, expiry (and with `faults`, connection drops and reconnects) in random order.
+/// Invariants: one completion and nothing after it; never two nodes of ours; no request the
+/// state forbids (sim::violation); check_completion at the completion; at the end, with the
+/// connection back and every contender gone, a waiting acquire completes. Returns the first
+/// broken one.
+template <class Source>
+std::optional<std::string> run_lock_property(Source& rng, bool faults) {
+  const std::string prefixes[] = {mutex_prefix, reader_prefix, writer_prefix, lease_prefix};
+  const lock_kind kinds[] = {lock_kind::exclusive, lock_kind::read, lock_kind::write, lock_kind::lease};
+  lock_kind kind = kinds[rng() % 4];
+  lock_mode mode = rng() % 4 == 0 ? lock_mode::try_once : lock_mode::wait;
+  int max_leases = 1 + static_cast<int>(rng() % 3);
+  sim s;
+  s.fsm = lock_fsm(s.dir, our_id, mode, kind, max_leases);
+  s.glue = true;
+  auto foreign_prefix = [&] {
+    // leases only meet leases (their own dir); the others meet every lock kind
+    return kind == lock_kind::lease ? prefixes[3] : prefixes[rng() % 3];
+  };
+  std::vector<std::string> foreign;
+  for (int i = rng() % 4; i > 0; --i) foreign.push_back(s.add_foreign(foreign_prefix()));
+  s.apply(s.fsm.start());
+  bool cancelled = false, expired = false, checked = false;
+  auto check = [&]() -> std::optional<std::string> {
+    if (!s.violation.empty()) return s.violation;
+    if (s.ours() > 1) return "two nodes of ours";
+    if (s.completions > 1) return "two completions";
+    if (s.completed && !checked) {
+      checked = true;
+      return check_completion(s, kind, max_leases, expired);
+    }
+    return std::nullopt;
+  };
+  for (int steps = 0; steps < 200 && !s.completed && !rng.exhausted(); ++steps) {
+    switch (rng() % (faults ? 11 : 9)) {
+      case 0:
+        if (!foreign.empty()) {
+          auto i = rng() % foreign.size();
+          s.delete_foreign(foreign[i]);
+          foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
+        }
+        break;
+      case 1:
+        if (rng() % 3 == 0) {
+          foreign.push_back(s.add_foreign(foreign_prefix()));
+          // some are zklock mutex nodes (created with contender_marker)
+          if (foreign.back().starts_with(prefixes[0]) && rng() % 2) s.zklock_nodes.insert(foreign.back());
+        }
+        break;
+      case 4:
+        if (!foreign.empty()) {
+          auto i = rng() % foreign.size();
+          if (s.zklock_nodes.count(foreign[i])) {
+            // a zklock holder's release: data changed, then gone; only the head holds (a
+            // zklock waiter that gives up deletes its node without the marker)
+            if (detail::queue_order(s.listing()).front().name == foreign[i])
+              s.release_zklock(foreign[i]);
+            else
+              s.delete_foreign(foreign[i]);
+            foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
+          } else {
+            s.change_data(foreign[i]);  // someone writes to a Curator/kazoo node: proves nothing
+          }
+        }
+        break;
+      case 2:
+        if (!cancelled && rng() % 6 == 0) {
+          cancelled = true;
+          s.apply(s.fsm.cancel(rng() % 2 ? error_code(boost::asio::error::operation_aborted) : error_code(errc::lock_timeout)));
+        }
+        break;
+      case 3:
+        if (!expired && rng() % 40 == 0) {
+          expired = true;
+          s.replies.clear();
+          s.held_events.clear();
+          s.watches.clear();
+          for (auto it = s.children.begin(); it != s.children.end();)
+            it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
+          s.apply(s.fsm.on_expired());
+        }
+        break;
+      case 9:
+        s.drop_connection([&] { return rng() % 2 == 0; });
+        break;
+      case 10:
+        s.reconnect();
+        break;
+      default:
+        if (!s.step() && foreign.empty() && !cancelled && s.connected) {
+          cancelled = true;  // nothing left to happen: give up, which must still clean up
+          s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+        }
+        break;
+    }
+    if (auto bad = check()) return bad;
+  }
+  // Settle: the connection back, the late replies (ignored after a completion), every
+  // contender gone; whatever was still waiting must now complete.
+  s.reconnect();
+  s.drain();
+  if (auto bad = check()) return bad;
+  if (!s.completed && !expired) {
+    for (auto& f : foreign) s.delete_foreign(f);
+    foreign.clear();
+    s.drain();
+    if (auto bad = check()) return bad;
+    if (!s.completed) return "still waiting with the connection up and no contender left";
+  }
+  if (s.completed && !expired && !s.fsm.result().ec && s.ours() != 1) return "our granted node vanished";
+  if (s.completed && !expired && s.fsm.result().ec && s.ours() != 0) return "a node of ours left after the failure";
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// hold_fsm: drives one and records what it asks for.
+
+struct hold_driver {
+  hold_fsm fsm;
+  int sends = 0, losts = 0, completions = 0;
+  error_code last_completion;
+  bool in_flight = false;
+  std::string violation;  // the first broken rule of the driver's own
+
+  explicit hold_driver(bool connected = true) : fsm(connected) {}
+
+  void forbid(const std::string& what) {
+    if (violation.empty()) violation = what;
+  }
+  void apply(const hold_fsm::actions& actions) {
+    for (const auto& a : actions) {
+      switch (a.type) {
+        case hold_action::send_release:
+          if (in_flight) forbid("a second release request while one is in flight");
+          in_flight = true;
+          ++sends;
+          break;
+        case hold_action::report_lost:
+          ++losts;
+          break;
+        case hold_action::complete_release:
+          ++completions;
+          last_completion = a.ec;
+          break;
+      }
+    }
+  }
+  void reply(error_code ec) {
+    if (!in_flight) forbid("a reply without a request");
+    in_flight = false;
+    apply(fsm.on_release_reply(ec));
+  }
+  // the C client fails requests in flight when the connection drops
+  void drop_connection() {
+    if (in_flight) reply(zk_errc::connection_loss);
+    apply(fsm.on_suspended());
+  }
+};
+
+/// One run of the hold property. Inputs at random; after each step: at most one request in
+/// flight, nothing sent while the connection is down or after the session ended, at most one
+/// lost report, a release's answer only to a waiting caller. At the end, with the connection
+/// back and replies applied, a hold whose session lives has its node deleted if it was released
+/// or lost, and every release that waited got exactly one answer.
+template <class Source>
+std::optional<std::string> run_hold_property(Source& rng) {
+  hold_driver d(rng() % 4 != 0);
+  bool connected = d.fsm.status() == lock_status::held, ended = false, released = false;
+  int expected_completions = 0;  // every release that waits is answered exactly once
+  for (int step = 0; step < 20 && !rng.exhausted(); ++step) {
+    int sends_before = d.sends;
+    switch (rng() % 7) {
+      case 0:
+        d.drop_connection();
+        connected = false;
+        break;
+      case 1: {
+        bool same = rng() % 8 != 0;
+        d.apply(d.fsm.on_connected(same));
+        if (!ended) connected = true;
+        if (!same) ended = true;
+        break;
+      }
+      case 2:
+        d.apply(d.fsm.on_session_ended());
+        ended = true;
+        connected = false;
+        d.in_flight = false;  // requests of a dead session never answer
+        break;
+      case 3:
+        d.apply(d.fsm.on_deadline());
+        break;
+      case 4: {
+        bool waits = rng() % 2 == 0;
+        int before = d.completions;
+        d.apply(d.fsm.release(waits));
+        expected_completions += waits;
+        if (released && waits && d.completions != before + 1) return "a second release not answered at once";
+        if (released && waits && d.last_completion != errc::already_released) return "a second release not already_released";
+        released = true;
+        break;
+      }
+      case 5:
+        if (d.in_flight) d.reply(rng() % 3 == 0 ? error_code(zk_errc::no_node) : error_code{});
+        break;
+      case 6:
+        if (d.in_flight) d.drop_connection(), connected = false;
+        break;
+    }
+    if (!d.violation.empty()) return d.violation;
+    if (d.sends > sends_before && !(connected && !ended)) return "a release sent while the connection is down";
+    if (d.losts > 1) return "the loss reported twice";
+    if (d.completions > expected_completions) return "a release answered twice";
+  }
+  // settle: connection back, replies answered
+  if (!ended) {
+    d.apply(d.fsm.on_connected(true));
+    while (d.in_flight) d.reply({});
+    if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished())
+      return "released or lost, the session alive, and the node not deleted";
+  }
+  if (!d.violation.empty()) return d.violation;
+  if (d.completions != expected_completions)
+    return std::to_string(expected_completions) + " waiting releases, " + std::to_string(d.completions) + " answers";
+  return std::nullopt;
+}
+
+}  // namespace zklock::testing
