@@ -131,6 +131,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void process(int events);
   void update_descriptor(int fd);
   void arm(int fd, int interest, std::chrono::microseconds timeout);
+  void note_request_sent(int state_before);
+  void recover_dropped_in_send(int fd);
 
   asio::any_io_executor ex_;
   std::unique_ptr<session_options> opts_;
@@ -149,6 +151,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::uint64_t timer_generation_ = 0;
   bool timer_waiting_ = false;
   bool connected_at_last_check_ = false;
+  // The C client closed its socket inside a request call and kept that connection's requests
+  // (see note_request_sent): its next socket is shut down before it reads the handshake reply.
+  bool dropped_in_send_ = false;
 
   asio::steady_timer connect_timer_;
   pending<void(error_code)>::ptr connect_op_;

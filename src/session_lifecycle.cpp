@@ -176,6 +176,7 @@ void session_impl::connect(void_handler h) {
 void session_impl::open_handle() {
   in_session guard(this);
   ever_connected_ = false;
+  dropped_in_send_ = false;
   errno = 0;
   clientid_t resume{};
   if (opts_->resume) {

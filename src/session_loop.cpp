@@ -40,10 +40,54 @@ session_impl::send_batch::send_batch(session_impl* s) : s_(s), opened_(false) {
 session_impl::send_batch::~send_batch() {
   if (!opened_) return;
   int fd = std::exchange(s_->batch_fd_, -1);
-  // The C client may have dropped the socket while sending (then there is nothing to flush).
-  if (fd < 0 || fd != s_->registered_fd_ || !s_->zh_) return;
+  // The C client may have dropped the socket while sending (then there is nothing to flush,
+  // and the number may already be another socket's).
+  if (fd < 0 || fd != s_->registered_fd_ || !s_->zh_ || zoo_state(s_->zh_) != ZOO_CONNECTED_STATE) return;
   int off = 0;
   ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+}
+
+// ---------------------------------------------------------------------------------------------
+// a connection dropped inside a request call
+
+// A zoo_a* call sends its request at once. When that send() fails (the peer has closed the
+// connection: EPIPE, ECONNRESET), the C client (3.6.3 and later, ZOOKEEPER-4210's
+// nonblocking_send) closes the socket and sets ZOO_NOTCONNECTED_STATE, but skips the cleanup
+// it does for every other connection loss (handle_error): the completions of the requests
+// already sent on that connection stay at the head of its queue of sent requests, unsent ones
+// stay queued, and no session event is raised. Its next zookeeper_interest connects again, and
+// the first reply there (to a request sent on the new connection) is compared with the oldest
+// of those orphans: "unexpected server response: expected <the reply's xid>, but received <the
+// orphan's>", and every request fails with ZRUNTIMEINCONSISTENCY. With no request to answer,
+// the orphans stop its pings instead (it pings only with nothing outstanding) until the
+// receive timeout drops the connection.
+//
+// The cure is the cleanup the C client skipped, which it does on any failure of its next
+// connection: that socket is shut down as soon as the handshake request is on it (the
+// associating state), before the reply to it can be read. The C client then reads the end of
+// the stream, fails every request it holds with ZCONNECTIONLOSS, and connects again.
+void session_impl::note_request_sent(int state_before) {
+  if ((state_before == ZOO_CONNECTED_STATE || state_before == ZOO_READONLY_STATE) &&
+      zoo_state(zh_) == ZOO_NOTCONNECTED_STATE && !dropped_in_send_) {
+    dropped_in_send_ = true;
+    log(log_level::warn,
+        "zklock: the ZooKeeper connection failed while a request was sent; dropping the next connection at its "
+        "handshake, so that the requests of the lost one fail with connection loss");
+  }
+}
+
+void session_impl::recover_dropped_in_send(int fd) {
+  if (!dropped_in_send_ || !zh_) return;
+  int st = zoo_state(zh_);
+  if (st == 0 || st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE) {
+    dropped_in_send_ = false;  // the C client cleaned up after all (another failure, or the end)
+  } else if (st == ZOO_ASSOCIATING_STATE && fd >= 0) {
+    dropped_in_send_ = false;
+    ::shutdown(fd, SHUT_RDWR);
+    // The C client raised no session event for the lost connection (nonblocking_send skips
+    // it), nor will it for this one (not connected yet): the engine is told here.
+    on_session_event(ZOO_CONNECTING_STATE);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -64,6 +108,7 @@ void session_impl::process(int events) {
     in_session guard(this);
     zookeeper_process(zh_, events);
   }
+  recover_dropped_in_send(-1);
   pump();
 }
 
@@ -77,6 +122,8 @@ void session_impl::pump() {
     rc = zookeeper_interest(zh_, &fd, &interest, &tv);
   }
   if (!zh_) return;  // a callback closed it
+  recover_dropped_in_send(rc == ZOK ? fd : -1);
+  if (!zh_) return;  // a state listener closed it
   if (rc == ZINVALIDSTATE) {
     // expired or auth failed: the watcher was told; nothing more to drive
     update_descriptor(-1);

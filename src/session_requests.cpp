@@ -37,7 +37,9 @@ void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
   r->owner = weak_from_this();
   r->queued = std::chrono::steady_clock::now();
   request_scope scope(this);
+  const int state_before = zoo_state(zh_);
   int rc = call(hand_over(r));
+  note_request_sent(state_before);
   if (rc != ZOK) {
     intrusive_ptr_release(r.get());  // the C client did not take it
     if (r->watch) drop_watch(r->watch.get());
