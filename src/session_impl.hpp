@@ -83,6 +83,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// hold's delete after its guard is gone). The session holds it, not the object itself, so
   /// closing the session ends the cycle: shutdown() hands them to one last posted handler,
   /// which runs after the state handlers it posted (or is destroyed with the io_context).
+  /// Each object once (the caller remembers it did).
   void keep_owed(std::shared_ptr<void> obj);
   void drop_owed(const void* obj) noexcept;
 

@@ -83,9 +83,7 @@ std::uint64_t session_impl::subscribe(std::function<void(session_state)> fn) {
 
 void session_impl::unsubscribe(std::uint64_t id) noexcept { listeners_.erase(id); }
 
-void session_impl::keep_owed(std::shared_ptr<void> obj) {
-  if (std::find(owed_.begin(), owed_.end(), obj) == owed_.end()) owed_.push_back(std::move(obj));
-}
+void session_impl::keep_owed(std::shared_ptr<void> obj) { owed_.push_back(std::move(obj)); }
 
 void session_impl::drop_owed(const void* obj) noexcept {
   auto it = std::find_if(owed_.begin(), owed_.end(), [obj](const std::shared_ptr<void>& p) { return p.get() == obj; });

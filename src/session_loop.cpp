@@ -108,7 +108,6 @@ void session_impl::process(int events) {
     in_session guard(this);
     zookeeper_process(zh_, events);
   }
-  recover_dropped_in_send(-1);
   pump();
 }
 
