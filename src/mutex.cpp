@@ -1,7 +1,7 @@
 // The mutex's async operations: thin wrappers that carry out lock_fsm's actions on a session.
-#include "hold_fsm.hpp"
-#include "lock_fsm.hpp"
-#include "session_impl.hpp"
+#include "sansio/hold_fsm.hpp"
+#include "sansio/lock_fsm.hpp"
+#include "engine/session_impl.hpp"
 
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>

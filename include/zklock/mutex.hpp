@@ -27,15 +27,6 @@ template <class Executor>
 class basic_shared_mutex;
 class multi_guard;
 
-/// What a guard knows of its lock.
-enum class lock_status {
-  held,        ///< our node is the head of the queue and our session is connected
-  maybe_lost,  ///< the connection is suspended: if the session expires, the lock is lost
-  lost,        ///< the session expired (or was closed): another contender may hold the lock
-  released,    ///< released by us (or moved-from / empty guard)
-};
-const char* to_string(lock_status s) noexcept;
-
 /// Identifies a reentrant owner (a coroutine, a request, a job): acquiring again with the same
 /// owner while it holds the lock through the same zklock::mutex succeeds at once.
 struct owner_id {

@@ -125,4 +125,13 @@ enum class lock_kind {
 };
 const char* to_string(lock_kind k) noexcept;
 
+/// What a guard knows of its lock.
+enum class lock_status {
+  held,        ///< our node is the head of the queue and our session is connected
+  maybe_lost,  ///< the connection is suspended: if the session expires, the lock is lost
+  lost,        ///< the session expired (or was closed): another contender may hold the lock
+  released,    ///< released by us (or moved-from / empty guard)
+};
+const char* to_string(lock_status s) noexcept;
+
 }  // namespace zklock

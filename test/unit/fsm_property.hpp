@@ -9,8 +9,8 @@
 // printed by an old failure still replays the same run.
 #pragma once
 
-#include "hold_fsm.hpp"
-#include "lock_fsm.hpp"
+#include "sansio/hold_fsm.hpp"
+#include "sansio/lock_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <boost/asio/error.hpp>
@@ -367,7 +367,7 @@ struct sim {
 
 /// The grant rule, written out again (not find_blockers: an oracle of its own): whether the
 /// node at `mine` of the queue `q` holds a lock of `kind`.
-inline bool oracle_granted(const std::vector<detail::contender>& q, std::size_t mine, lock_kind kind, int max_leases) {
+inline bool oracle_granted(const std::vector<detail::queued_node>& q, std::size_t mine, lock_kind kind, int max_leases) {
   if (kind == lock_kind::lease) return mine < static_cast<std::size_t>(max_leases);
   for (std::size_t i = 0; i < mine; ++i)
     if (kind == lock_kind::exclusive || kind == lock_kind::write || (kind == lock_kind::read && q[i].kind != lock_kind::read))

@@ -1,7 +1,7 @@
 // A held lock's release and lost-tracking without a server: every interleaving of release,
 // connection loss, reconnect, expiry, the validity deadline and the release's reply.
 #include "fsm_property.hpp"
-#include "hold_fsm.hpp"
+#include "sansio/hold_fsm.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // in order (as one ZooKeeper session does), and each test injects cancellation, connection
 // loss or expiry at every step.
 #include "fsm_property.hpp"
-#include "lock_fsm.hpp"
+#include "sansio/lock_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <catch2/catch.hpp>
@@ -464,8 +464,8 @@ TEST_CASE("error conditions group the codes", "[unit][error]") {
 // The grant rule of the shared lock
 
 namespace {
-std::vector<detail::contender> q_of(std::initializer_list<lock_kind> kinds) {
-  std::vector<detail::contender> q;
+std::vector<detail::queued_node> q_of(std::initializer_list<lock_kind> kinds) {
+  std::vector<detail::queued_node> q;
   std::int64_t i = 0;
   for (auto k : kinds) q.push_back({"n" + std::to_string(i), i, k}), ++i;
   return q;

@@ -1,5 +1,5 @@
 // What the public session header calls in the engine: non-template functions defined in src/,
-// on a session_impl it only forward-declares. The engine itself (src/session_impl.hpp, with
+// on a session_impl it only forward-declares. The engine itself (src/engine/session_impl.hpp, with
 // the C client, the socket and the timers) stays out of the public headers.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The state of one one-shot watch, shared by the engine and the zklock::watch handle. Light on
-// purpose: the public headers see it, never the engine (src/session_impl.hpp).
+// purpose: the public headers see it, never the engine (src/engine/session_impl.hpp).
 #pragma once
 
 #include <zklock/detail/pending.hpp>

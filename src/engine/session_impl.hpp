@@ -1,11 +1,11 @@
 // The session's engine: owns the zhandle_t of the single-threaded C client and drives it from
 // the executor. Private to the library (src/): users talk to zklock::session, whose header
 // reaches the engine only through detail/session_ops.hpp. Its definitions, by concern:
-//   session_lifecycle.cpp  connect, close, session state and its listeners
-//   session_loop.cpp       the event loop (descriptor, timer, pump) and send_batch
-//   session_requests.cpp   the requests, all through submit()
-//   session_watches.cpp    the watch registry
-//   session_glue.hpp       the C client's callbacks, type conversions, request<> (inline)
+//   lifecycle.cpp  connect, close, session state and its listeners
+//   loop.cpp       the event loop (descriptor, timer, pump) and send_batch
+//   requests.cpp   the requests, all through submit()
+//   watches.cpp    the watch registry
+//   glue.hpp       the C client's callbacks, type conversions, request<> (inline)
 #pragma once
 
 #include <zklock/detail/pending.hpp>
@@ -97,7 +97,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
-  /// socket is corked meanwhile; see session_loop.cpp). Batches do not nest: an inner one is
+  /// socket is corked meanwhile; see engine/loop.cpp). Batches do not nest: an inner one is
   /// a no-op.
   class send_batch {
    public:

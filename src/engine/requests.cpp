@@ -1,9 +1,9 @@
 // The session's requests. Each one makes its pending operation, checks that it can be sent
 // (precheck), and goes through submit(): one path that hands a request<> to the C client
 // inside a request scope, releases it when the C call refuses it, counts it and schedules the
-// loop. The reply comes back through the callback given to the C call (session_glue.hpp).
-#include "session_glue.hpp"
-#include "session_impl.hpp"
+// loop. The reply comes back through the callback given to the C call (engine/glue.hpp).
+#include "engine/glue.hpp"
+#include "engine/session_impl.hpp"
 
 #include <zklock/path.hpp>
 

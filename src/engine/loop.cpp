@@ -6,8 +6,8 @@
 // zookeeper_process() (process) and ask again (pump). The C client closes and reopens its socket
 // inside those calls (often under the same fd number, which epoll has forgotten), so the
 // descriptor is re-registered whenever the fd number or the socket's inode changes.
-#include "session_glue.hpp"
-#include "session_impl.hpp"
+#include "engine/glue.hpp"
+#include "engine/session_impl.hpp"
 
 #include <boost/asio/post.hpp>
 

@@ -1,7 +1,7 @@
 // The session's watch registry: the one-shot watches the C client holds for us, what reaches
 // their waiters when they fire, are removed, or their session ends.
-#include "session_glue.hpp"
-#include "session_impl.hpp"
+#include "engine/glue.hpp"
+#include "engine/session_impl.hpp"
 
 #include <utility>
 

@@ -1,86 +1,10 @@
-#include "lock_fsm.hpp"
+#include "sansio/lock_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <algorithm>
 
-namespace zklock {
-const char* to_string(lock_kind k) noexcept {
-  switch (k) {
-    case lock_kind::exclusive: return "exclusive";
-    case lock_kind::read: return "read";
-    case lock_kind::write: return "write";
-    case lock_kind::lease: return "lease";
-  }
-  return "?";
-}
-}  // namespace zklock
 
 namespace zklock::detail {
-
-std::optional<parsed_name> parse_contender(std::string_view name) noexcept {
-  // "<anything><marker>(-?<10 digits>)": the patterns of kazoo's locks (with
-  // extra_lock_patterns naming Curator's markers), plus Curator's unprotected "lock-<seq>".
-  if (name.size() < 10) return std::nullopt;
-  std::string_view digits = name.substr(name.size() - 10);
-  for (char c : digits)
-    if (c < '0' || c > '9') return std::nullopt;
-  std::string_view head = name.substr(0, name.size() - 10);
-  auto marker_kind = [](std::string_view h) -> std::optional<lock_kind> {
-    if (h == "lock-" || h.ends_with("-lock-") || h.ends_with("__lock__")) return lock_kind::exclusive;
-    if (h.ends_with("__READ__") || h.ends_with("__rlock__")) return lock_kind::read;
-    if (h.ends_with("__WRIT__")) return lock_kind::write;
-    if (h == "lease-" || h.ends_with("-lease-")) return lock_kind::lease;
-    return std::nullopt;
-  };
-  bool negative = false;
-  auto kind = marker_kind(head);
-  if (!kind && head.ends_with("-")) {
-    kind = marker_kind(head.substr(0, head.size() - 1));
-    negative = true;
-  }
-  if (!kind) return std::nullopt;
-  std::int64_t v = 0;
-  for (char c : digits) v = v * 10 + (c - '0');
-  return parsed_name{negative ? -v : v, *kind};
-}
-
-std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept {
-  if (auto p = parse_contender(name)) return p->sequence;
-  return std::nullopt;
-}
-
-std::vector<contender> queue_order(const std::vector<std::string>& children) {
-  std::vector<contender> q;
-  q.reserve(children.size());
-  for (const auto& c : children)
-    if (auto p = parse_contender(c)) q.push_back({c, p->sequence, p->kind});
-  std::sort(q.begin(), q.end(), [](const contender& a, const contender& b) {
-    return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
-  });
-  return q;
-}
-
-std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind,
-                                      int max_leases) noexcept {
-  if (kind == lock_kind::lease) {
-    if (mine < static_cast<std::size_t>(std::max(max_leases, 1))) return std::nullopt;
-    return blockers{mine - 1, mine};
-  }
-  if (kind != lock_kind::read) {
-    if (mine == 0) return std::nullopt;
-    return blockers{mine - 1, mine};
-  }
-  std::optional<blockers> b;
-  for (std::size_t i = 0; i < mine && i < q.size(); ++i)
-    if (q[i].kind != lock_kind::read) b = blockers{i, b ? b->count + 1 : 1};
-  return b;
-}
-
-bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
-  auto q = queue_order(children);
-  q.push_back({{}, 0, kind});  // where our node would go: behind everyone
-  return find_blockers(q, q.size() - 1, kind, max_leases).has_value();
-}
 
 namespace {
 bool is_connection_loss(const error_code& ec) { return ec == condition::connection_lost; }

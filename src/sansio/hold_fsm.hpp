@@ -15,7 +15,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
-#include <zklock/mutex.hpp>
+#include <zklock/types.hpp>
 
 #include <vector>
 

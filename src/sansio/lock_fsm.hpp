@@ -16,6 +16,8 @@
 // costs no write.
 #pragma once
 
+#include "sansio/queue.hpp"
+
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
@@ -26,67 +28,6 @@
 #include <vector>
 
 namespace zklock::detail {
-
-/// A lock contender's node name: "<anything><marker><10 digits>" with a marker above; the
-/// sign covers the server's sequence overflow. nullopt for anything else (ignored).
-struct parsed_name {
-  std::int64_t sequence;
-  lock_kind kind;
-};
-std::optional<parsed_name> parse_contender(std::string_view name) noexcept;
-/// Just the sequence number (parse_contender(name)->sequence).
-std::optional<std::int64_t> lock_sequence(std::string_view name) noexcept;
-
-struct contender {
-  std::string name;
-  std::int64_t sequence;
-  lock_kind kind = lock_kind::exclusive;
-};
-/// The contenders among `children`, in queue order (sequence, then name).
-std::vector<contender> queue_order(const std::vector<std::string>& children);
-
-/// The grant rule: which contenders ahead of q[mine] block it (all of them for exclusive and
-/// write; the exclusive and write ones for read; for a lease, all of them once `max_leases`
-/// are ahead). Returns the index of the nearest blocker (the one to watch) and how many block
-/// it; nullopt when none does (q[mine] holds the lock, or a lease).
-struct blockers {
-  std::size_t nearest;
-  std::size_t count;
-};
-std::optional<blockers> find_blockers(const std::vector<contender>& q, std::size_t mine, lock_kind kind,
-                                      int max_leases = 1) noexcept;
-/// Whether a new node of `kind` would be blocked by the contenders among `children` (it would
-/// queue behind all of them): what a try-lock looks at before writing anything.
-bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
-
-enum class lock_mode { wait, try_once };
-
-/// Data of a zklock contender's node when created (the protocol's version: nodes of another
-/// version are treated like Curator's), and what a holder writes into it in the transaction
-/// that releases the lock: multi(setData(node, release_marker), delete(node)). Only a holder
-/// ever releases (a waiter that gives up just deletes its node), and nothing else writes to a
-/// zklock node (Curator and kazoo never change their nodes' data), so a data-changed event on
-/// a predecessor created with contender_marker says: the holder released, nobody is ahead of
-/// us. The successor takes the lock straight from that event, without a listing, and the
-/// release costs no extra write (the transaction is one log entry).
-inline constexpr std::string_view contender_marker = "zklock/2";
-inline constexpr std::string_view release_marker = "zklock/2:released";
-/// Data of a shared lock's nodes. Not contender_marker: a shared lock's holders are not alone
-/// (a released reader says nothing of the other readers) and a writer's data changes when it
-/// downgrades, so the release-marker shortcut stays with mutex nodes, where it is sound.
-inline constexpr std::string_view shared_marker = "zklock/2:rw";
-/// What a downgraded writer writes into its node: it holds the read side now. zklock readers
-/// stop counting it as a writer; writers still wait for it (it stays where it is in the queue,
-/// so no writer gets in between). Curator and kazoo readers keep waiting until it is deleted.
-inline constexpr std::string_view downgraded_marker = "zklock/2:downgraded";
-
-/// What the predecessor's data says about it.
-enum class predecessor_data { other, zklock_contender, downgraded };
-inline predecessor_data classify_predecessor(std::string_view data) noexcept {
-  if (data == contender_marker) return predecessor_data::zklock_contender;
-  if (data == downgraded_marker) return predecessor_data::downgraded;
-  return predecessor_data::other;
-}
 
 /// What a predecessor's watch says happened to it.
 enum class watch_change { deleted, data_changed, children_changed };

@@ -4,7 +4,7 @@
 // own would cost a parse of the engine's Asio headers for a few small functions.
 #pragma once
 
-#include "session_impl.hpp"
+#include "engine/session_impl.hpp"
 
 #include <zookeeper/zookeeper.h>
 

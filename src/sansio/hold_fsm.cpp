@@ -1,4 +1,4 @@
-#include "hold_fsm.hpp"
+#include "sansio/hold_fsm.hpp"
 
 namespace zklock::detail {
 

@@ -1,7 +1,7 @@
 // The session's lifecycle: connect, close, the session events of the C client, the state and
 // its listeners, and what the server has seen of us (the validity deadline of held locks).
-#include "session_glue.hpp"
-#include "session_impl.hpp"
+#include "engine/glue.hpp"
+#include "engine/session_impl.hpp"
 
 #include <zklock/path.hpp>
 
