@@ -3,6 +3,8 @@
 
 #include <zklock/mutex.hpp>
 
+#include <algorithm>
+
 namespace zklock {
 
 /// The guards of a multi_lock: releases them all. Move-only; destroying it releases every hold
@@ -47,11 +49,13 @@ class multi_guard {
 
 namespace detail {
 struct multi_lock_item {
-  std::shared_ptr<mutex_state> state;
+  std::shared_ptr<lock_dir> dir;
   lock_kind kind;
 };
 using multi_handler_t = asio::any_completion_handler<void(error_code, multi_guard)>;
-void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout);
+/// `ex`: the session's executor (an empty set completes through it too, never inline).
+void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
+                 asio::any_io_executor ex);
 }  // namespace detail
 
 /// Acquires several locks as one. Each is a mutex path or a side of a shared_mutex path;
@@ -71,7 +75,8 @@ class basic_multi_lock {
   struct rebind_executor {
     using other = basic_multi_lock<OtherExecutor>;
   };
-  enum class side { exclusive, read, write };  ///< a mutex, or a shared_mutex's read or write side
+  /// A mutex (exclusive), or a shared_mutex's read or write side.
+  using side = lock_kind;
   struct entry {
     std::string path;
     side mode = side::exclusive;
@@ -81,12 +86,12 @@ class basic_multi_lock {
   basic_multi_lock(basic_session<SessionExecutor>& s, std::vector<entry> entries) : ex_(executor_type(s.get_executor())) {
     std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) { return a.path < b.path; });
     for (auto& e : entries) {
-      auto k = e.mode == side::read ? lock_kind::read : e.mode == side::write ? lock_kind::write : lock_kind::exclusive;
-      if (!items_.empty() && detail::mutex_path(*items_.back().state) == e.path) {
+      auto k = e.mode;
+      if (!items_.empty() && detail::lock_dir_path(*items_.back().dir) == e.path) {
         if (items_.back().kind == lock_kind::read) items_.back().kind = k;  // the stronger side
         continue;
       }
-      items_.push_back({detail::make_mutex_state(detail::access::impl(s), std::move(e.path)), k});
+      items_.push_back({detail::make_lock_dir(detail::access::impl(s), std::move(e.path)), k});
     }
   }
   /// Mutexes only.
@@ -98,7 +103,7 @@ class basic_multi_lock {
   /// The paths in acquisition order.
   std::vector<std::string> paths() const {
     std::vector<std::string> out;
-    for (auto& i : items_) out.push_back(detail::mutex_path(*i.state));
+    for (auto& i : items_) out.push_back(detail::lock_dir_path(*i.dir));
     return out;
   }
 
@@ -121,8 +126,8 @@ class basic_multi_lock {
   template <class Token>
   auto initiate(Token& token, clock::duration timeout) {
     return asio::async_initiate<Token, void(error_code, multi_guard)>(
-        [items = items_](auto h, clock::duration timeout) {
-          detail::start_multi(items, detail::multi_handler_t(std::move(h)), timeout);
+        [items = items_, ex = ex_](auto h, clock::duration timeout) {
+          detail::start_multi(items, detail::multi_handler_t(std::move(h)), timeout, ex);
         },
         token, timeout);
   }

@@ -12,9 +12,8 @@ std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_im
                                                       int max_leases);
 const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
 int semaphore_max_leases(const semaphore_state& s) noexcept;
-std::shared_ptr<mutex_state> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
-void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_kind k,
-                 std::chrono::steady_clock::duration timeout);
+std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
+void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
 }  // namespace detail
 
 /// At most `max_leases` holders at once of the leases of `path`. A lease is a lock_guard on an
@@ -65,18 +64,18 @@ class basic_semaphore {
   /// Waits for a lease. Handler: void(error_code, lock_guard); guard.kind() is lock_kind::lease.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(Token&& token = {}) {
-    return initiate(token, detail::acquire_kind::wait, clock::duration::max());
+    return initiate(token, {.kind = lock_kind::lease});
   }
   /// errc::lock_timeout after `timeout` (both steps count), cleaned up.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_for(clock::duration timeout, Token&& token = {}) {
-    return initiate(token, detail::acquire_kind::wait, timeout);
+    return initiate(token, {.kind = lock_kind::lease, .timeout = timeout});
   }
   /// errc::lock_busy when all leases are taken (decided on one read of the leases dir: no
   /// write), or when another acquirer holds the internal mutex (it is waiting for a lease).
   template <class Token = detail::default_token_t<Executor>>
   auto async_try_acquire(Token&& token = {}) {
-    return initiate(token, detail::acquire_kind::try_once, clock::duration::max());
+    return initiate(token, {.mode = detail::lock_mode::try_once, .kind = lock_kind::lease});
   }
 
   /// The leases held now, oldest first (contender::kind is lock_kind::lease).
@@ -94,12 +93,12 @@ class basic_semaphore {
   friend class basic_semaphore;
 
   template <class Token>
-  auto initiate(Token& token, detail::acquire_kind k, clock::duration timeout) {
+  auto initiate(Token& token, detail::acquire_params p) {
     return asio::async_initiate<Token, void(error_code, lock_guard)>(
-        [state = state_](auto h, detail::acquire_kind k, clock::duration timeout) {
-          detail::start_lease(state, detail::acquire_handler(std::move(h)), k, timeout);
+        [state = state_](auto h, detail::acquire_params p) {
+          detail::start_lease(state, detail::acquire_handler(std::move(h)), std::move(p));
         },
-        token, k, timeout);
+        token, std::move(p));
   }
 
   std::shared_ptr<detail::semaphore_state> state_;

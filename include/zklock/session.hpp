@@ -128,7 +128,7 @@ struct access {
   static const std::shared_ptr<session_impl>& impl(const basic_session<Executor>& s) noexcept {
     return s.impl_;
   }
-  static lock_guard make_guard(std::shared_ptr<hold> h);  // src/mutex.cpp
+  static lock_guard make_guard(std::shared_ptr<hold> h);  // src/lock/guard.cpp
 };
 }  // namespace detail
 

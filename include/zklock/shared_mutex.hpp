@@ -55,43 +55,43 @@ class basic_shared_mutex {
   /// The write side: waits until no one ahead holds or waits.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, clock::duration::max(), std::nullopt, lock_kind::write);
+    return m_.initiate(token, {.kind = lock_kind::write});
   }
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_for(clock::duration timeout, Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, timeout, std::nullopt, lock_kind::write);
+    return m_.initiate(token, {.kind = lock_kind::write, .timeout = timeout});
   }
   /// errc::lock_busy on one read of the lock dir when anyone is queued: no write.
   template <class Token = detail::default_token_t<Executor>>
   auto async_try_acquire(Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::try_once, clock::duration::max(), std::nullopt, lock_kind::write);
+    return m_.initiate(token, {.mode = detail::lock_mode::try_once, .kind = lock_kind::write});
   }
   /// Reentrant write: another guard on the owner's hold if it holds the write side;
   /// errc::upgrade_refused if it holds the read side.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(owner_id owner, Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, clock::duration::max(), owner, lock_kind::write);
+    return m_.initiate(token, {.kind = lock_kind::write, .owner = owner});
   }
 
   /// The read side: waits only for writers queued ahead.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_shared(Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, clock::duration::max(), std::nullopt, lock_kind::read);
+    return m_.initiate(token, {.kind = lock_kind::read});
   }
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_shared_for(clock::duration timeout, Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, timeout, std::nullopt, lock_kind::read);
+    return m_.initiate(token, {.kind = lock_kind::read, .timeout = timeout});
   }
   /// errc::lock_busy on one read of the lock dir when a writer is queued: no write.
   template <class Token = detail::default_token_t<Executor>>
   auto async_try_acquire_shared(Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::try_once, clock::duration::max(), std::nullopt, lock_kind::read);
+    return m_.initiate(token, {.mode = detail::lock_mode::try_once, .kind = lock_kind::read});
   }
   /// Reentrant read: another guard on the owner's hold if it holds either side (a write hold
   /// covers reading).
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_shared(owner_id owner, Token&& token = {}) {
-    return m_.initiate(token, detail::acquire_kind::wait, clock::duration::max(), owner, lock_kind::read);
+    return m_.initiate(token, {.kind = lock_kind::read, .owner = owner});
   }
 
  private:

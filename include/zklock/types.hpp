@@ -134,4 +134,20 @@ enum class lock_status {
 };
 const char* to_string(lock_status s) noexcept;
 
+/// Identifies a reentrant owner (a coroutine, a request, a job): acquiring again with the same
+/// owner while it holds the lock through the same zklock::mutex succeeds at once.
+struct owner_id {
+  std::uint64_t value = 0;
+  friend bool operator==(owner_id, owner_id) = default;
+};
+
+/// One contender in a lock's queue, as mutex::async_contenders reports it.
+struct contender {
+  std::string node;           ///< the node's name (a child of the lock dir)
+  std::int64_t sequence = 0;  ///< its sequence number: the queue order
+  lock_kind kind = lock_kind::exclusive;  ///< from the name (a downgraded zklock writer: data "zklock/2:downgraded")
+  node_stat stat;             ///< stat.ephemeral_owner: the contender's session id; stat.ctime: when it queued
+  std::string data;           ///< the node's data ("zklock/2" for a zklock contender)
+};
+
 }  // namespace zklock

@@ -16,19 +16,6 @@
 
 namespace zklock {
 
-const char* to_string(session_state s) noexcept {
-  switch (s) {
-    case session_state::disconnected: return "disconnected";
-    case session_state::connecting: return "connecting";
-    case session_state::connected: return "connected";
-    case session_state::suspended: return "suspended";
-    case session_state::reconnected: return "reconnected";
-    case session_state::expired: return "expired";
-    case session_state::closed: return "closed";
-  }
-  return "?";
-}
-
 namespace detail {
 
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)

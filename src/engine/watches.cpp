@@ -7,17 +7,6 @@
 
 namespace zklock {
 
-const char* to_string(watch_event_type t) noexcept {
-  switch (t) {
-    case watch_event_type::created: return "created";
-    case watch_event_type::deleted: return "deleted";
-    case watch_event_type::changed: return "changed";
-    case watch_event_type::child: return "child";
-    case watch_event_type::not_watching: return "not_watching";
-  }
-  return "?";
-}
-
 namespace detail {
 
 void watch_state::deliver(error_code ec, watch_event ev) {

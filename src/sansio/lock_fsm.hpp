@@ -18,6 +18,7 @@
 
 #include "sansio/queue.hpp"
 
+#include <zklock/detail/acquire_params.hpp>
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 

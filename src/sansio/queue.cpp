@@ -2,18 +2,6 @@
 
 #include <algorithm>
 
-namespace zklock {
-const char* to_string(lock_kind k) noexcept {
-  switch (k) {
-    case lock_kind::exclusive: return "exclusive";
-    case lock_kind::read: return "read";
-    case lock_kind::write: return "write";
-    case lock_kind::lease: return "lease";
-  }
-  return "?";
-}
-}  // namespace zklock
-
 namespace zklock::detail {
 
 std::optional<parsed_name> parse_contender(std::string_view name) noexcept {

@@ -46,8 +46,6 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
 /// queue behind all of them): what a try-lock looks at before writing anything.
 bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
-enum class lock_mode { wait, try_once };
-
 /// Data of a zklock contender's node when created (the protocol's version: nodes of another
 /// version are treated like Curator's), and what a holder writes into it in the transaction
 /// that releases the lock: multi(setData(node, release_marker), delete(node)). Only a holder

@@ -1,0 +1,24 @@
+// What one acquire asks for: the recipes' public classes fill it, the lock runner and the lock
+// state machine read it. No Asio here: src/sansio includes it.
+#pragma once
+
+#include <zklock/types.hpp>
+
+#include <chrono>
+#include <optional>
+
+namespace zklock::detail {
+
+/// Wait in the queue, or give up when blocked (a try-lock: looks before it writes).
+enum class lock_mode { wait, try_once };
+
+struct acquire_params {
+  lock_mode mode = lock_mode::wait;
+  lock_kind kind = lock_kind::exclusive;
+  /// Gives up with errc::lock_timeout after this long (max: never).
+  std::chrono::steady_clock::duration timeout = std::chrono::steady_clock::duration::max();
+  /// Reentrant acquire: this owner gets another guard on its hold when it holds already.
+  std::optional<owner_id> owner = std::nullopt;
+};
+
+}  // namespace zklock::detail

@@ -1,0 +1,180 @@
+// zklock::lock_guard: one hold of a lock (mutex, shared_mutex side, semaphore lease), like
+// std::unique_lock: release, lost-tracking, validity deadline, fencing token, guarded writes.
+#pragma once
+
+#include <zklock/detail/pending.hpp>
+#include <zklock/error.hpp>
+#include <zklock/session.hpp>
+#include <zklock/types.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zklock {
+
+class multi_guard;
+
+namespace detail {
+/// The right to give back one hold, taken from a guard by async_release. Launched, it
+/// releases; destroyed unlaunched (a deferred release never awaited), it releases in the
+/// background. Either way exactly once, whatever became of the guard meanwhile.
+class release_ticket {
+ public:
+  release_ticket(std::shared_ptr<hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
+  release_ticket(release_ticket&& o) noexcept = default;
+  release_ticket& operator=(release_ticket&&) = delete;
+  ~release_ticket();
+  void launch(void_handler h);
+
+ private:
+  std::shared_ptr<hold> hold_;  // null once launched, or for an empty or released guard
+  asio::any_io_executor ex_;    // the guard's (empty for a default-constructed guard)
+};
+/// Completes `h` with `ec` through `ex` (or, when empty, the handler's associated executor),
+/// never inline.
+void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
+void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
+/// Launches every ticket; completes `h` once all are done, with the most telling error
+/// (lock_lost, then release_pending, then any other).
+void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
+}  // namespace detail
+
+/// Owns one hold of a lock, like std::unique_lock. Move-only.
+///
+/// Destroying (or move-assigning over) a guard that was not released releases its hold in the
+/// background: the destructor only posts to the session's executor, so a guard may be
+/// destroyed on any thread (e.g. one received through use_future). This holds for a guard
+/// whose lock was reported lost too: while its session lives, its node is still deleted.
+/// Other members: use from the session's executor only.
+class lock_guard {
+ public:
+  using executor_type = asio::any_io_executor;
+  /// Same guard type whatever the executor: guards are values handed out by the mutex.
+  template <class Executor>
+  struct rebind_executor {
+    using other = lock_guard;
+  };
+
+  lock_guard() = default;
+  lock_guard(lock_guard&& o) noexcept
+      : hold_(std::move(o.hold_)), ex_(o.ex_), released_(std::exchange(o.released_, false)) {}
+  lock_guard& operator=(lock_guard&& other) noexcept;
+  lock_guard(const lock_guard&) = delete;
+  lock_guard& operator=(const lock_guard&) = delete;
+  ~lock_guard();
+
+  /// The session's executor (empty for a default-constructed guard).
+  executor_type get_executor() const noexcept { return ex_; }
+  /// True while this guard holds (status held or maybe_lost).
+  bool owns_lock() const noexcept;
+  explicit operator bool() const noexcept { return owns_lock(); }
+  lock_status status() const noexcept;
+  /// Full path of our lock node, e.g. "/locks/a/_c_<uuid>-lock-0000000007".
+  const std::string& node_path() const noexcept;
+  /// The lock node's czxid: strictly increasing across successive holders of the same lock
+  /// path, even when the (container) lock dir is reaped and recreated, which would restart the
+  /// sequence numbers. Pass it with every write to the protected resource and have the
+  /// resource reject tokens lower than the highest it has seen.
+  std::int64_t fencing_token() const noexcept;
+  /// A ZooKeeper `check` of our lock node, to put first in a transaction (session::async_multi):
+  /// the transaction then applies only while our node exists, that is while nobody else can
+  /// hold the lock — a write guarded by the lock, ZooKeeper's counterpart of etcd's
+  /// Mutex.IsOwner(). If the lock is gone (session expired, node deleted), the multi fails as a
+  /// whole, nothing is written, and results[0].ec is zk_errc::no_node. (While a hold reported
+  /// lost still has its node, e.g. its session survived a partition, nobody else can hold the
+  /// lock either: the check passes, and rightly.) Needs a guard with a node (node_path()).
+  multi_op check_op() const { return multi_op::check(node_path(), -1); }
+  /// `ops` behind check_op(): `co_await s.async_multi(guard.guarded(std::move(ops)), ...)`.
+  std::vector<multi_op> guarded(std::vector<multi_op> ops) const {
+    ops.insert(ops.begin(), check_op());
+    return ops;
+  }
+  /// How many reentrant holds share this lock (1 when not reentrant).
+  int hold_count() const noexcept;
+  /// What this guard holds: lock_kind::exclusive (a mutex), write or read (a shared_mutex; a
+  /// downgraded write guard says read). exclusive for an empty guard.
+  lock_kind kind() const noexcept;
+  /// Until when the lock is certainly ours: the send time of our session's most recent request
+  /// that the server answered, plus the negotiated session timeout, minus a safety margin
+  /// (session_options::validity_margin). The server cannot expire our session, and so cannot
+  /// grant the lock to anyone else, before then. While the lock is held zklock keeps it ahead
+  /// with a cheap request of its own (an exists on our node) every third of the session
+  /// timeout; when it passes without a reply the guard turns lost (async_wait_lost completes).
+  /// time_point::min() when the guard does not hold.
+  std::chrono::steady_clock::time_point valid_until() const noexcept;
+  /// A cancellation slot emitted (terminal) when the lock is lost: bind the work of the
+  /// critical section to it (asio::bind_cancellation_slot(guard.lost_slot(), token)) and it is
+  /// cancelled through Asio's own cancellation as soon as the lock is lost. One handler at a
+  /// time, like any cancellation slot. Empty for an empty guard.
+  asio::cancellation_slot lost_slot() const noexcept;
+
+  /// Releases this hold (the last hold of a reentrant owner deletes the lock node).
+  /// Handler: void(error_code). Errors: errc::already_released (released or empty guard),
+  /// errc::lock_lost (lost first: the session ended, the validity deadline passed, or the node
+  /// was deleted by someone else; while the session lives the node is still deleted, in the
+  /// background), errc::release_pending (the connection is down: completes at once, and the
+  /// node is deleted after the reconnect, or goes with the session if it expires).
+  /// The guard counts as released from this call on; the operation captures the hold, not the
+  /// guard, so the guard may be moved or destroyed before a deferred operation is launched.
+  /// Not cancellable.
+  template <class Token = asio::deferred_t>
+  auto async_release(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, detail::release_ticket t) { t.launch(detail::void_handler(std::move(h))); }, token,
+        take_release_ticket());
+  }
+
+  /// Turns a shared_mutex write hold into a read hold without letting any writer in between:
+  /// our node keeps its place in the queue (writers behind it keep waiting) and says it is a
+  /// reader now (one setData), so zklock readers behind it are granted. Curator and kazoo
+  /// readers do not read that mark: they wait until the node is deleted (still correct).
+  /// Handler: void(error_code). Errors: errc::not_downgradable (not a write hold: a mutex's
+  /// guard, or already read), errc::already_released, errc::lock_lost, and ZooKeeper errors
+  /// (connection_loss: the outcome is unknown, kind() still says write; downgrading again is
+  /// safe). Not cancellable (one short write). Captures the hold, not the guard.
+  template <class Token = asio::deferred_t>
+  auto async_downgrade(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::downgrade(hold, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
+  }
+
+  /// Completes with errc::lock_lost when the lock is lost (session expired or closed while
+  /// held, validity deadline passed, node deleted by someone else); with
+  /// errc::already_released if released first (or an empty guard).
+  /// Handler: void(error_code). Cancellation: all types, operation_aborted, nothing left.
+  /// Captures the hold, not the guard.
+  template <class Token = asio::deferred_t>
+  auto async_wait_lost(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::wait_lost(hold, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
+  }
+
+ private:
+  friend struct detail::access;
+  friend class multi_guard;
+  lock_guard(std::shared_ptr<detail::hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
+  detail::release_ticket take_release_ticket() noexcept;
+
+  std::shared_ptr<detail::hold> hold_;
+  asio::any_io_executor ex_;
+  bool released_ = false;  // this guard's hold was given back (others of a reentrant owner may remain)
+};
+
+}  // namespace zklock

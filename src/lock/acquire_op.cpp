@@ -1,0 +1,227 @@
+#include "lock/acquire_op.hpp"
+
+#include "lock/client_id.hpp"
+#include "lock/hold.hpp"
+#include "sansio/lock_fsm.hpp"
+
+#include <zklock/path.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
+#include <boost/smart_ptr/intrusive_ref_counter.hpp>
+
+namespace zklock::detail {
+
+namespace {
+// One acquire: feeds lock_fsm and carries out its actions.
+class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread_unsafe_counter> {
+ public:
+  using ptr = boost::intrusive_ptr<acquire_op>;
+
+  acquire_op(std::shared_ptr<lock_dir> m, const acquire_params& p)
+      : m_(std::move(m)),
+        s_(m_->s),
+        fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
+        owner_(p.owner),
+        timer_(s_->executor()) {}
+  ~acquire_op() {
+    if (op_) op_->on_cancel = nullptr;
+  }
+
+  void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
+    op_ = std::move(op);
+    ptr self(this);
+    // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
+    // destructor unhooks it, so it never outlives us.
+    op_->on_cancel = [raw = this](asio::cancellation_type) {
+      ptr keep(raw);
+      keep->stop(asio::error::operation_aborted);
+    };
+    listener_ = s_->subscribe([self](session_state st) {
+      // called inside the C client's callback: continue on the executor
+      asio::post(self->s_->executor(), [self, st] { self->on_state(st); });
+    });
+    if (timeout != std::chrono::steady_clock::duration::max()) {
+      timer_.expires_after(timeout);
+      timer_.async_wait([self](error_code ec) {
+        if (!ec) self->stop(errc::lock_timeout);
+      });
+    }
+    run(fsm_.start());
+  }
+
+ private:
+  // Cancellation or timeout: clean up (our node, our watch), then complete. While the session
+  // is disconnected the cleanup waits for the reconnect (or the expiry, which removes both):
+  // complete the caller at once then, and let the cleanup finish in the background.
+  void stop(error_code reason) {
+    run(fsm_.cancel(reason));
+    if (!fsm_.done() && !is_connected(s_->state())) {
+      timer_.cancel();
+      op_->complete(reason, lock_guard{});
+    }
+  }
+
+  void on_state(session_state st) {
+    if (is_connected(st))
+      run(fsm_.on_reconnected());
+    else if (st == session_state::expired)
+      run(fsm_.on_expired(errc::session_expired));
+    else if (st == session_state::closed)
+      run(fsm_.on_expired(errc::session_closed));
+  }
+
+  void run(lock_fsm::actions actions) {
+    ptr self(this);
+    auto list = [&] {
+      s_->get_children(m_->path, nullptr, children_handler([self](error_code ec, children_result r) {
+                         self->run(self->fsm_.on_children(ec, r.children));
+                       }));
+    };
+    for (auto& a : actions) {
+      switch (a.type) {
+        case lock_action::create_and_list: {
+          session_impl::send_batch together(s_.get());  // one segment for both requests
+          s_->create(a.path, std::string(fsm_.node_data()), create_mode::ephemeral_sequential,
+                     create_handler([self](error_code ec, create_result r) {
+                       self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
+                     }));
+          list();
+          break;
+        }
+        case lock_action::list:
+          list();
+          break;
+        case lock_action::sync_and_list: {
+          session_impl::send_batch together(s_.get());
+          s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          list();
+          break;
+        }
+        case lock_action::ensure_parents:
+          ensure_parents();
+          break;
+        case lock_action::watch_predecessor: {
+          // One watch request at a time: the reply belongs to watch_ as set below.
+          s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
+                         auto w = self->watch_;
+                         self->run(self->fsm_.on_watch_set(ec, classify_predecessor(d.data)));
+                         if (!ec && w) self->wait(std::move(w));
+                       }));
+          break;
+        }
+        case lock_action::watch_dir: {
+          s_->get_children(a.path, &watch_, children_handler([self](error_code ec, children_result r) {
+                             auto w = self->watch_;
+                             self->run(self->fsm_.on_dir_watch_set(ec, r.children));
+                             if (!ec && w) self->wait(std::move(w));
+                           }));
+          break;
+        }
+        case lock_action::remove_watch:
+          s_->remove_watch(watch_, void_handler([self](error_code ec) { self->run(self->fsm_.on_watch_removed(ec)); }));
+          break;
+        case lock_action::delete_node:
+          s_->remove(a.path, -1, void_handler([self](error_code ec) { self->run(self->fsm_.on_deleted(ec)); }));
+          break;
+        case lock_action::stat_node:
+          s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat> st) {
+                       if (!ec && !st) ec = zk_errc::no_node;
+                       bool ours = st && st->ephemeral_owner == self->s_->session_id();
+                       self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
+                     }));
+          break;
+        case lock_action::wait_reconnect:
+          if (is_connected(s_->state()))
+            asio::post(s_->executor(), [self] { self->run(self->fsm_.on_reconnected()); });
+          break;
+        case lock_action::complete:
+          complete();
+          break;
+      }
+    }
+  }
+
+  void wait(boost::intrusive_ptr<watch_state> w) {
+    ptr self(this);
+    s_->wait_watch(w, watch_handler([self, w](error_code ec, watch_event ev) {
+      if (w != self->watch_) return;  // an older watch
+      if (ec == errc::session_expired) return self->run(self->fsm_.on_expired(errc::session_expired));
+      if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
+      if (ec || ev.type == watch_event_type::not_watching) return;
+      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted ? watch_change::deleted
+                                          : ev.type == watch_event_type::child ? watch_change::children_changed
+                                                                                : watch_change::data_changed));
+    }));
+  }
+
+  // Creates the lock dir and its missing ancestors as containers, pipelined in one round trip.
+  void ensure_parents() {
+    std::vector<std::string> paths;
+    for (std::string p = m_->path; !p.empty() && p != "/"; p = parent_path(p)) paths.push_back(p);
+    auto remaining = std::make_shared<std::size_t>(paths.size());
+    auto first_error = std::make_shared<error_code>();
+    ptr self(this);
+    session_impl::send_batch together(s_.get());
+    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+      s_->create(*it, {}, create_mode::container,
+                 create_handler([self, remaining, first_error](error_code ec, create_result) {
+                   if (ec && ec != zk_errc::node_exists && !*first_error) *first_error = ec;
+                   if (--*remaining == 0) self->run(self->fsm_.on_parents(*first_error));
+                 }));
+    }
+  }
+
+  void complete() {
+    timer_.cancel();
+    if (listener_) s_->unsubscribe(listener_), listener_ = 0;
+    const auto& r = fsm_.result();
+    if (r.ec) return op_->complete(r.ec, lock_guard{});
+    // A grant straight from a watch event sends no request: after a long wait the validity
+    // deadline (last answered request + session timeout - margin) is stale and the new hold
+    // would be lost on arrival. One exists on our node refreshes it first (waits longer than a
+    // third of the session timeout only: the keepalive's cadence).
+    if (!refreshed_ && s_->last_acknowledged() + s_->negotiated_timeout() / 3 <= std::chrono::steady_clock::now() &&
+        is_connected(s_->state())) {
+      refreshed_ = true;
+      ptr self(this);
+      s_->exists(r.node, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
+        if (ec == condition::session_lost) return self->op_->complete(errc::session_expired, lock_guard{});
+        self->complete();  // otherwise the hold's own checks take over (deadline, node gone)
+      }));
+      return;
+    }
+
+    auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
+    h->node = r.node;
+    h->token = r.fencing_token;
+    h->mark_release = r.mark_release;
+    h->kind = fsm_.kind();
+    h->start();
+    if (owner_) {
+      m_->owned = h;
+      m_->owner = *owner_;
+    }
+    op_->complete({}, make_guard(std::move(h)));
+  }
+
+  std::shared_ptr<lock_dir> m_;
+  std::shared_ptr<session_impl> s_;
+  lock_fsm fsm_;
+  std::optional<owner_id> owner_;
+  asio::steady_timer timer_;
+  pending<void(error_code, lock_guard)>::ptr op_;
+  boost::intrusive_ptr<watch_state> watch_;
+  std::uint64_t listener_ = 0;
+  bool refreshed_ = false;  // the validity deadline was refreshed before the grant
+};
+
+}  // namespace
+
+void run_acquire(std::shared_ptr<lock_dir> dir, pending<void(error_code, lock_guard)>::ptr op, acquire_params p) {
+  boost::intrusive_ptr<acquire_op> a(new acquire_op(std::move(dir), p));
+  a->start(std::move(op), p.timeout);
+}
+
+}  // namespace zklock::detail

@@ -1,0 +1,99 @@
+// lock_guard's members and the release ticket: what a user's guard does with its hold.
+#include "lock/hold.hpp"
+
+#include <zklock/lock_guard.hpp>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+namespace zklock {
+
+namespace detail {
+
+lock_guard access::make_guard(std::shared_ptr<hold> h) {
+  auto ex = h->s->executor();
+  return lock_guard(std::move(h), std::move(ex));
+}
+
+namespace {
+// Gives back one hold from any thread: only posts to the session's executor.
+void release_in_background(std::shared_ptr<hold> h) {
+  auto ex = h->s->executor();
+  asio::post(ex, [h = std::move(h)] { h->release_one(nullptr); });
+}
+}  // namespace
+
+release_ticket::~release_ticket() {
+  if (hold_) release_in_background(std::move(hold_));
+}
+
+void release_ticket::launch(void_handler h) {
+  if (!hold_) return post_result(ex_, std::move(h), errc::already_released);
+  std::exchange(hold_, nullptr)->release_one(std::move(h));
+}
+
+void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec) {
+  // asio::post(ex, handler) runs the handler on its associated executor (ex when it has none)
+  // and keeps that executor's work count up meanwhile. A default-constructed guard has no
+  // executor of its own.
+  post_completion(ex ? ex : asio::any_io_executor(asio::system_executor()), std::move(h), ec);
+}
+
+void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
+  auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+  switch (h->fsm.status()) {
+    case lock_status::released: return op->complete(errc::already_released);
+    case lock_status::lost: return op->complete(errc::lock_lost);
+    default: h->lost_waiters.push_back(op);
+  }
+}
+
+}  // namespace detail
+
+lock_guard& lock_guard::operator=(lock_guard&& other) noexcept {
+  if (this != &other) {
+    if (hold_ && !released_) detail::release_in_background(std::move(hold_));
+    hold_ = std::move(other.hold_);
+    ex_ = other.ex_;
+    released_ = std::exchange(other.released_, false);
+  }
+  return *this;
+}
+
+lock_guard::~lock_guard() {
+  if (hold_ && !released_) detail::release_in_background(std::move(hold_));
+}
+
+detail::release_ticket lock_guard::take_release_ticket() noexcept {
+  bool was_released = std::exchange(released_, true);
+  return detail::release_ticket(was_released ? nullptr : hold_, ex_);
+}
+
+bool lock_guard::owns_lock() const noexcept { return hold_ && !released_ && hold_->owns(); }
+
+lock_status lock_guard::status() const noexcept {
+  if (!hold_ || released_) return lock_status::released;
+  return hold_->fsm.status();
+}
+
+const std::string& lock_guard::node_path() const noexcept {
+  static const std::string empty;
+  return hold_ ? hold_->node : empty;
+}
+
+std::int64_t lock_guard::fencing_token() const noexcept { return hold_ ? hold_->token : 0; }
+
+int lock_guard::hold_count() const noexcept { return hold_ ? hold_->count : 0; }
+
+lock_kind lock_guard::kind() const noexcept { return hold_ ? hold_->kind : lock_kind::exclusive; }
+
+std::chrono::steady_clock::time_point lock_guard::valid_until() const noexcept {
+  if (!owns_lock()) return std::chrono::steady_clock::time_point::min();
+  return hold_->s->valid_until();
+}
+
+asio::cancellation_slot lock_guard::lost_slot() const noexcept {
+  return hold_ ? hold_->lost_signal.slot() : asio::cancellation_slot();
+}
+
+}  // namespace zklock

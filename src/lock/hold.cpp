@@ -1,0 +1,139 @@
+#include "lock/hold.hpp"
+#include "sansio/queue.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace zklock::detail {
+
+hold::hold(std::shared_ptr<session_impl> session, bool connected)
+    : s(std::move(session)), fsm(connected), deadline_timer(s->executor()) {}
+
+hold::~hold() {
+  if (listener) s->unsubscribe(listener);
+}
+
+bool hold::owns() const noexcept {
+  return fsm.status() == lock_status::held || fsm.status() == lock_status::maybe_lost;
+}
+
+void hold::start() {
+  session_id = s->session_id();
+  // Listeners run inside the C client's callbacks: continue on the executor.
+  listener = s->subscribe([weak = weak_from_this(), ex = s->executor()](session_state st) {
+    asio::post(ex, [weak, st] {
+      if (auto self = weak.lock()) self->on_session_state(st);
+    });
+  });
+  arm_deadline();
+}
+
+void hold::on_session_state(session_state st) {
+  if (st == session_state::suspended) {
+    run(fsm.on_suspended());
+  } else if (is_connected(st)) {
+    run(fsm.on_connected(s->session_id() == session_id));
+  } else if (st == session_state::expired || st == session_state::closed) {
+    run(fsm.on_session_ended());
+  }
+  arm_deadline();
+}
+
+// The validity deadline (see lock_guard::valid_until): keep it ahead with a cheap request of
+// our own while the connection is idle, and report the lock lost when it passes.
+void hold::arm_deadline() {
+  if (!owns()) {
+    deadline_timer.cancel();
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  auto until = s->valid_until();
+  if (until <= now) return run(fsm.on_deadline());
+  auto refresh = s->last_acknowledged() + s->negotiated_timeout() / 3;
+  if (refresh <= now && is_connected(s->state()) && !keepalive_in_flight) {
+    keepalive_in_flight = true;
+    // exists on our own node: refreshes the deadline, and finds a node deleted under us.
+    s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
+      self->keepalive_in_flight = false;
+      if (!ec && !st && self->fsm.status() != lock_status::released) self->run(self->fsm.on_node_gone());
+      self->arm_deadline();
+    }));
+  }
+  auto next = refresh > now ? std::min(refresh, until) : until;
+  deadline_timer.expires_at(next);
+  deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
+    if (ec) return;
+    if (auto self = weak.lock()) self->arm_deadline();
+  });
+}
+
+void hold::complete_lost_waiters(error_code ec) {
+  auto waiters = std::move(lost_waiters);
+  lost_waiters.clear();
+  for (auto& w : waiters) w->complete(ec);
+}
+
+void hold::run(const hold_fsm::actions& actions) {
+  for (const auto& a : actions) {
+    switch (a.type) {
+      case hold_action::send_release:
+        send_release();
+        break;
+      case hold_action::report_lost:
+        deadline_timer.cancel();
+        complete_lost_waiters(errc::lock_lost);
+        lost_signal.emit(asio::cancellation_type::terminal);
+        break;
+      case hold_action::complete_release:
+        if (auto w = std::move(release_waiter)) w->complete(a.ec);
+        break;
+    }
+  }
+  // (callers hold a strong reference: dropping this one never destroys us mid-call)
+  if (owed && !fsm.release_owed()) {
+    owed = false;
+    s->drop_owed(this);
+  }
+}
+
+void hold::release_one(void_handler h) {
+  pending<void(error_code)>::ptr op;
+  if (h) op = pending<void(error_code)>::make(std::move(h), s->executor());
+  if (fsm.status() != lock_status::released && --count > 0) {
+    if (op) op->complete({});
+    return;
+  }
+  bool was_open = fsm.status() != lock_status::released;
+  if (op) {
+    if (release_waiter) release_waiter->complete(errc::already_released);
+    release_waiter = op;
+  }
+  run(fsm.release(static_cast<bool>(op)));
+  if (fsm.release_owed() && !owed) {
+    owed = true;
+    s->keep_owed(shared_from_this());
+  }
+  if (was_open) {
+    deadline_timer.cancel();
+    complete_lost_waiters(errc::already_released);
+  }
+}
+
+// The release: one transaction that marks our node released and deletes it. The data change
+// fires our successor's watch and tells it we were the holder (see release_marker): it takes
+// the lock from that event without listing the dir again. Granted alone (nobody behind us
+// when we listed), a plain delete: cheaper; a waiter that queued since saw us at the head in
+// its own listing, so our deletion is its turn.
+void hold::send_release() {
+  auto done = [self = shared_from_this()](error_code ec) { self->run(self->fsm.on_release_reply(ec)); };
+  if (!mark_release) return s->remove(node, -1, void_handler(std::move(done)));
+  std::vector<multi_op> ops;
+  ops.push_back(multi_op::set_data(node, std::string(release_marker)));
+  ops.push_back(multi_op::remove(node));
+  s->multi(std::move(ops), multi_handler([done = std::move(done)](error_code ec, std::vector<multi_result>) mutable {
+    done(ec);
+  }));
+}
+
+lock_guard make_guard(std::shared_ptr<hold> h) { return access::make_guard(std::move(h)); }
+
+}  // namespace zklock::detail

@@ -1,0 +1,68 @@
+// One held lock (shared by the guards of a reentrant owner): carries out hold_fsm's actions,
+// watches the session and the validity deadline. Every recipe's guard holds one.
+//
+// The release path, top to bottom: lock_guard::async_release takes a release_ticket (guard.cpp)
+// -> hold::release_one -> hold_fsm::release decides -> hold::run carries out its actions
+// (send_release: the delete) -> the reply -> hold_fsm::on_release_reply -> run again
+// (complete_release: the caller's handler).
+#pragma once
+
+#include "engine/session_impl.hpp"
+#include "sansio/hold_fsm.hpp"
+
+#include <zklock/lock_guard.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zklock::detail {
+
+struct hold : std::enable_shared_from_this<hold> {
+  std::shared_ptr<session_impl> s;
+  std::string node;
+  std::int64_t token = 0;
+  std::int64_t session_id = 0;  // the ZooKeeper session our node belongs to
+  bool mark_release = true;
+  lock_kind kind = lock_kind::exclusive;
+  hold_fsm fsm;
+  int count = 1;
+  std::uint64_t listener = 0;
+  std::vector<pending<void(error_code)>::ptr> lost_waiters;
+  pending<void(error_code)>::ptr release_waiter;
+  asio::steady_timer deadline_timer;
+  bool keepalive_in_flight = false;
+  asio::cancellation_signal lost_signal;
+  // While a release is owed the guard may be gone (release_pending), and the session listener
+  // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so
+  // something sends it after the reconnect. Not a member pointing at ourselves: a cycle that
+  // only a reply or a state event breaks leaks when the io_context is destroyed without them.
+  bool owed = false;
+
+  hold(std::shared_ptr<session_impl> session, bool connected);
+  ~hold();
+
+  /// Starts following the session and the validity deadline (after the fields are set).
+  void start();
+  /// Gives back one hold of a reentrant owner; the last one releases the lock. `h` may be
+  /// empty (a guard destroyed without release).
+  void release_one(void_handler h);
+  /// Whether the guard still holds (held or maybe_lost).
+  bool owns() const noexcept;
+
+ private:
+  void on_session_state(session_state st);
+  void arm_deadline();
+  void run(const hold_fsm::actions& actions);
+  void send_release();
+  void complete_lost_waiters(error_code ec);
+};
+
+/// A guard on a new hold.
+lock_guard make_guard(std::shared_ptr<hold> h);
+
+}  // namespace zklock::detail

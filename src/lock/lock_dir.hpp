@@ -1,0 +1,27 @@
+// A lock dir as one recipe object sees it (a mutex, a shared_mutex, a semaphore's two dirs, a
+// multi_lock's entries): its path, its session, and the reentrant owner's hold. Acquires start
+// here (start_acquire, lock_dir.cpp); the runner that carries them out is acquire_op.hpp.
+#pragma once
+
+#include "engine/session_impl.hpp"
+
+#include <zklock/mutex.hpp>
+
+#include <memory>
+#include <string>
+
+namespace zklock::detail {
+
+struct hold;
+
+struct lock_dir {
+  std::shared_ptr<session_impl> s;
+  std::string path;
+  error_code path_error;  // reported by every operation; nothing is sent
+  // reentrancy: the hold currently owned through this object by a named owner
+  std::weak_ptr<hold> owned;
+  owner_id owner;
+  int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
+};
+
+}  // namespace zklock::detail

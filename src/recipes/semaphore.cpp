@@ -1,0 +1,88 @@
+#include "lock/chained_acquire.hpp"
+#include "lock/lock_dir.hpp"
+#include "sansio/queue.hpp"
+
+#include <zklock/path.hpp>
+#include <zklock/semaphore.hpp>
+
+namespace zklock::detail {
+
+// The semaphore: Curator's InterProcessSemaphoreV2 layout. Behind an internal mutex on
+// <path>/locks, create our lease node in <path>/leases and wait until at most max_leases lease
+// nodes are there (one waiter at a time watches the leases dir: no herd); then give the
+// internal mutex back. Both steps are the lock recipe's (lock_fsm): cancellation, timeouts and
+// connection loss clean up as for a mutex, and a lease create lost with the connection is found
+// again by its id instead of being orphaned.
+
+struct semaphore_state {
+  std::shared_ptr<lock_dir> locks, leases;  // leases->max_leases is the semaphore's maximum
+};
+
+std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
+                                                      int max_leases) {
+  auto st = std::make_shared<semaphore_state>();
+  st->locks = make_lock_dir(s, join_path(path, "locks"));
+  st->leases = make_lock_dir(s, join_path(path, "leases"), max_leases);
+  if (auto ec = validate_path(path); ec || path == "/") {
+    st->locks->path_error = st->leases->path_error = ec ? ec : error_code(errc::path_not_absolute);
+  }
+  return st;
+}
+
+const std::string& semaphore_leases_path(const semaphore_state& s) noexcept { return s.leases->path; }
+int semaphore_max_leases(const semaphore_state& s) noexcept { return s.leases->max_leases; }
+std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s) { return s->leases; }
+
+namespace {
+class lease_op : public chained_acquire<lease_op, lock_guard> {
+ public:
+  lease_op(std::shared_ptr<semaphore_state> st, pending<void(error_code, lock_guard)>::ptr op, lock_mode mode,
+           std::chrono::steady_clock::duration timeout)
+      : chained_acquire(std::move(op), timeout), st_(std::move(st)), mode_(mode) {}
+
+  void start() {
+    forward_cancellation();
+    if (mode_ == lock_mode::try_once) {
+      // All leases taken: say so on this one read, without queueing (no write).
+      auto self = shared_from_this();
+      st_->leases->s->get_children(st_->leases->path, nullptr, children_handler([self](error_code ec, children_result r) {
+        if (self->cancelled_) return self->op_->complete(asio::error::operation_aborted, lock_guard{});
+        if (!ec && blocked_at_tail(r.children, lock_kind::lease, self->st_->leases->max_leases))
+          return self->op_->complete(errc::lock_busy, lock_guard{});
+        self->take_internal();  // looks free (or no dir yet): the recipe decides
+      }));
+      return;
+    }
+    take_internal();
+  }
+
+ private:
+  void take_internal() { step(st_->locks, mode_, lock_kind::exclusive, &lease_op::on_internal); }
+
+  void on_internal(error_code ec, lock_guard g) {
+    if (ec) return op_->complete(ec, lock_guard{});
+    if (cancelled_) return op_->complete(asio::error::operation_aborted, lock_guard{});  // g releases
+    internal_ = std::move(g);
+    step(st_->leases, mode_, lock_kind::lease, &lease_op::on_lease);
+  }
+
+  void on_lease(error_code ec, lock_guard g) {
+    // Give the internal mutex back (in the background: the next acquirer may go on at once).
+    internal_ = lock_guard{};
+    op_->complete(ec, std::move(g));
+  }
+
+  std::shared_ptr<semaphore_state> st_;
+  lock_mode mode_;
+  lock_guard internal_;
+};
+}  // namespace
+
+void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p) {
+  auto op = pending<void(error_code, lock_guard)>::make(std::move(h), st->leases->s->executor());
+  if (st->leases->path_error) return op->complete(st->leases->path_error, lock_guard{});
+  if (st->leases->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});
+  std::make_shared<lease_op>(st, std::move(op), p.mode, p.timeout)->start();
+}
+
+}  // namespace zklock::detail
