@@ -91,8 +91,12 @@ class basic_mutex {
   /// behind since ephemerals go with it), ZooKeeper errors such as no_auth.
   /// Cancellation (terminal, partial, total) at any step: our node is deleted (when the create
   /// was in flight, once it appears) and our watch removed, then the handler gets
-  /// operation_aborted. Dropped connections are survived: a create lost in flight is found again
-  /// by the unique id in the node name instead of being created twice.
+  /// operation_aborted. While the session is disconnected that cleanup has to wait for the
+  /// reconnect (or the expiry, which removes node and watch): a terminal or partial
+  /// cancellation completes at once then and the cleanup finishes in the background; a total
+  /// cancellation (Asio: nothing happened) completes only once the cleanup is done. The timeout
+  /// of async_acquire_for behaves as terminal. Dropped connections are survived: a create lost in
+  /// flight is found again by the unique id in the node name instead of being created twice.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(Token&& token = {}) {
     return initiate(token, {});

@@ -34,9 +34,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
     // destructor unhooks it, so it never outlives us.
-    op_->on_cancel = [raw = this](asio::cancellation_type) {
+    op_->on_cancel = [raw = this](asio::cancellation_type type) {
       ptr keep(raw);
-      keep->stop(asio::error::operation_aborted);
+      keep->stop(asio::error::operation_aborted, type);
     };
     listener_ = s_->subscribe([self](session_state st) {
       // called inside the C client's callback: continue on the executor
@@ -54,10 +54,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
  private:
   // Cancellation or timeout: clean up (our node, our watch), then complete. While the session
   // is disconnected the cleanup waits for the reconnect (or the expiry, which removes both):
-  // complete the caller at once then, and let the cleanup finish in the background.
-  void stop(error_code reason) {
+  // a terminal or partial cancellation (and the timeout) completes the caller at once then,
+  // and the cleanup finishes in the background. A total cancellation promises that nothing
+  // happened, so it completes only once the cleanup is done.
+  void stop(error_code reason, asio::cancellation_type type = asio::cancellation_type::terminal) {
     run(fsm_.cancel(reason));
-    if (!fsm_.done() && !is_connected(s_->state())) {
+    bool at_once = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
+                   asio::cancellation_type::none;
+    if (at_once && !fsm_.done() && !is_connected(s_->state())) {
       timer_.cancel();
       op_->complete(reason, lock_guard{});
     }

@@ -478,3 +478,55 @@ TEST_CASE("check_op: a transaction guarded by the lock applies while held, never
     co_await g.async_release(tuple_awaitable);
   }());
 }
+
+TEST_CASE("total cancellation while disconnected completes only after the cleanup; terminal at once",
+          "[integration][mutex][cancel][fault]") {
+  // Asio's total cancellation promises that nothing happened: the handler may not run while our
+  // node may still be queued in the lock dir. Terminal cancellation does not wait for the network.
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex held_m(other, "/locks/total");
+    auto held = co_await held_m.async_acquire(asio::use_awaitable);  // so ours wait
+
+    mutex m(s, "/locks/total");
+    asio::cancellation_signal total_sig, terminal_sig;
+    bool total_done = false, terminal_done = false;
+    error_code total_ec, terminal_ec;
+    m.async_acquire(asio::bind_cancellation_slot(total_sig.slot(), [&](error_code ec, lock_guard) {
+      total_ec = ec;
+      total_done = true;
+    }));
+    m.async_acquire(asio::bind_cancellation_slot(terminal_sig.slot(), [&](error_code ec, lock_guard) {
+      terminal_ec = ec;
+      terminal_done = true;
+    }));
+    co_await sleep_for(300ms);  // both queued and watching
+    CHECK((co_await other.async_get_children("/locks/total", asio::use_awaitable)).children.size() == 3);
+
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    co_await await_state(s, session_state::suspended);
+    total_sig.emit(asio::cancellation_type::total);
+    terminal_sig.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(500ms);
+    CHECK(terminal_done);
+    CHECK(terminal_ec == asio::error::operation_aborted);
+    CHECK_FALSE(total_done);  // its node is still in the dir: something happened
+
+    proxy.set_accepting(true);
+    co_await await_state(s, session_state::reconnected);
+    for (int i = 0; i < 100 && !total_done; ++i) co_await sleep_for(20ms);
+    REQUIRE(total_done);
+    CHECK(total_ec == asio::error::operation_aborted);
+    // when the handler runs, nothing of ours is left
+    auto after = co_await other.async_get_children("/locks/total", asio::use_awaitable);
+    CHECK(after.children.size() == 1);
+    co_await held.async_release(asio::use_awaitable);
+  }(), 60s);
+}
