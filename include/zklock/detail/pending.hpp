@@ -15,6 +15,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
@@ -32,6 +33,15 @@ namespace asio = boost::asio;
 template <class Handler, class... Args>
 void post_completion(const asio::any_io_executor& ex, Handler h, Args... args) {
   asio::post(ex, asio::append(std::move(h), std::move(args)...));
+}
+
+/// Runs `f` on the session's executor `ex`: at once when the caller already runs there
+/// (asio::dispatch: inside the io_context's run or the strand), posted otherwise. Every entry
+/// point of an operation into the engine goes through it, so that operations may be started
+/// from any thread (e.g. `m.async_acquire(asio::use_future)` from main).
+template <class F>
+void on_executor(const asio::any_io_executor& ex, F&& f) {
+  asio::dispatch(ex, std::forward<F>(f));
 }
 
 template <class Signature>
