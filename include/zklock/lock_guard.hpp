@@ -42,6 +42,7 @@ class release_ticket {
 /// never inline.
 void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
 /// Launches every ticket; completes `h` once all are done, with the most telling error
 /// (lock_lost, then release_pending, then any other).
@@ -149,6 +150,25 @@ class lock_guard {
           detail::downgrade(hold, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
+  }
+
+  /// Supervision of work bound to the lock: completes (no error) once the validity deadline is
+  /// `lead` away and no reply from ZooKeeper has moved it on — the moment to stop work that
+  /// must be over before anyone else can hold the lock (zklock exec sends SIGTERM then, and
+  /// SIGKILL at the deadline, when the guard turns lost). While ZooKeeper answers, the library
+  /// keeps the deadline more than half a session timeout ahead, so a `lead` below that never
+  /// completes on a healthy session. Completes with errc::lock_lost if the lock is lost first,
+  /// errc::already_released if released first (or an empty guard).
+  /// Handler: void(error_code). Cancellation: all types, operation_aborted, nothing left.
+  /// Captures the hold, not the guard.
+  template <class Token = asio::deferred_t>
+  auto async_wait_deadline(std::chrono::steady_clock::duration lead, Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex, std::chrono::steady_clock::duration l) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::wait_deadline(hold, l, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_, lead);
   }
 
   /// Completes with errc::lock_lost when the lock is lost (session expired or closed while

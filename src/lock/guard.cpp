@@ -52,6 +52,25 @@ void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
   });
 }
 
+void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler) {
+  on_executor(h->s->executor(), [h, lead, handler = std::move(handler)]() mutable {
+    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+    switch (h->fsm.status()) {
+      case lock_status::released: return op->complete(errc::already_released);
+      case lock_status::lost: return op->complete(errc::lock_lost);
+      default: break;
+    }
+    std::weak_ptr<hold> weak = h;
+    auto* raw = op.get();
+    op->on_cancel = [weak, raw](asio::cancellation_type) {
+      if (auto self = weak.lock())
+        std::erase_if(self->deadline_waiters, [raw](const hold::deadline_waiter& w) { return w.op.get() == raw; });
+      raw->abort();
+    };
+    h->wait_deadline(lead, std::move(op));
+  });
+}
+
 }  // namespace detail
 
 lock_guard& lock_guard::operator=(lock_guard&& other) noexcept {

@@ -48,6 +48,17 @@ void hold::arm_deadline() {
   auto now = std::chrono::steady_clock::now();
   auto until = s->valid_until();
   if (until <= now) return run(fsm.on_deadline());
+  // async_wait_deadline: the deadline is within its lead and no reply has moved it on
+  auto next = until;
+  for (auto it = deadline_waiters.begin(); it != deadline_waiters.end();) {
+    if (until - it->lead <= now) {
+      it->op->complete({});
+      it = deadline_waiters.erase(it);
+    } else {
+      next = std::min(next, until - it->lead);
+      ++it;
+    }
+  }
   auto refresh = s->last_acknowledged() + s->negotiated_timeout() / 3;
   if (refresh <= now && is_connected(s->state()) && !keepalive_in_flight) {
     keepalive_in_flight = true;
@@ -58,7 +69,7 @@ void hold::arm_deadline() {
       self->arm_deadline();
     }));
   }
-  auto next = refresh > now ? std::min(refresh, until) : until;
+  if (refresh > now) next = std::min(next, refresh);
   deadline_timer.expires_at(next);
   deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
     if (ec) return;
@@ -66,10 +77,18 @@ void hold::arm_deadline() {
   });
 }
 
+void hold::wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op) {
+  deadline_waiters.push_back({lead, std::move(op)});
+  arm_deadline();  // completes it at once when the deadline is already that close
+}
+
 void hold::complete_lost_waiters(error_code ec) {
   auto waiters = std::move(lost_waiters);
   lost_waiters.clear();
   for (auto& w : waiters) w->complete(ec);
+  auto deadline = std::move(deadline_waiters);
+  deadline_waiters.clear();
+  for (auto& w : deadline) w.op->complete(ec);
 }
 
 void hold::run(const hold_fsm::actions& actions) {

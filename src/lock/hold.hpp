@@ -33,6 +33,12 @@ struct hold : std::enable_shared_from_this<hold> {
   int count = 1;
   std::uint64_t listener = 0;
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
+  // async_wait_deadline: complete once the validity deadline is `lead` away (see arm_deadline)
+  struct deadline_waiter {
+    std::chrono::steady_clock::duration lead;
+    pending<void(error_code)>::ptr op;
+  };
+  std::vector<deadline_waiter> deadline_waiters;
   pending<void(error_code)>::ptr release_waiter;
   asio::steady_timer deadline_timer;
   bool keepalive_in_flight = false;
@@ -53,6 +59,9 @@ struct hold : std::enable_shared_from_this<hold> {
   void release_one(void_handler h);
   /// Whether the guard still holds (held or maybe_lost).
   bool owns() const noexcept;
+  /// Completes `op` once the validity deadline is `lead` away with no reply moving it on (or
+  /// with lock_lost / already_released first).
+  void wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op);
 
  private:
   void on_session_state(session_state st);

@@ -860,3 +860,57 @@ TEST_CASE("an empty multi_lock completes through the session's executor and neve
   CHECK(got == errc::path_empty);
   CHECK(on_session_executor);
 }
+
+TEST_CASE("async_wait_deadline: quiet on a healthy session, a lead before the loss when ZooKeeper stops answering",
+          "[integration][promise][validity]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 3000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/deadline");
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    const auto lead = 1000ms;
+    bool early = false;
+    error_code early_ec;
+    asio::cancellation_signal stop_early;
+    // healthy: the keepalive keeps the deadline more than half a timeout ahead, so a lead of a
+    // third never comes within reach
+    g.async_wait_deadline(s.negotiated_timeout() / 3, asio::bind_cancellation_slot(stop_early.slot(), [&](error_code ec) {
+      early_ec = ec;
+      early = true;
+    }));
+    co_await sleep_for(s.negotiated_timeout() * 2);
+    CHECK_FALSE(early);
+    stop_early.emit(asio::cancellation_type::terminal);
+    co_await sleep_for(10ms);
+    CHECK(early_ec == asio::error::operation_aborted);
+
+    std::chrono::steady_clock::time_point at_deadline_lead, at_lost;
+    error_code lead_ec = errc::lock_busy, lost_ec;
+    g.async_wait_deadline(lead, [&](error_code ec) {
+      lead_ec = ec;
+      at_deadline_lead = std::chrono::steady_clock::now();
+    });
+    g.async_wait_lost([&](error_code ec) {
+      lost_ec = ec;
+      at_lost = std::chrono::steady_clock::now();
+    });
+    auto until = g.valid_until();
+    proxy.set_accepting(false);
+    proxy.drop_all();  // nothing answers any more: the deadline stops moving
+    while (at_lost == std::chrono::steady_clock::time_point{}) co_await sleep_for(10ms);
+    CHECK_FALSE(lead_ec);
+    CHECK(lost_ec == errc::lock_lost);
+    auto gap = std::chrono::duration_cast<std::chrono::milliseconds>(at_lost - at_deadline_lead);
+    INFO("deadline lead " << gap.count() << " ms before the loss");
+    CHECK(gap > lead - 150ms);
+    CHECK(gap < lead + 150ms);
+    CHECK(at_lost >= until - 50ms);
+    // once lost, it completes at once with lock_lost
+    auto [after] = co_await g.async_wait_deadline(lead, tuple_awaitable);
+    CHECK(after == errc::lock_lost);
+    proxy.set_accepting(true);
+  }(), 60s);
+}
