@@ -75,6 +75,7 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::not_downgradable: return "only the write side of a shared_mutex can be downgraded";
       case errc::upgrade_refused: return "upgrade refused: the owner holds the read side, and a write request would wait behind its own read (release the read side first)";
       case errc::invalid_max_leases: return "a semaphore needs max_leases >= 1";
+      case errc::connection_unavailable: return "not connected to ZooKeeper (the session is suspended or reconnecting): the lock could not be asked for; this says nothing about other holders";
       case errc::release_pending: return "released while the connection is down: the lock node is deleted once it is back, or goes with the session if it expires";
     }
     return "unknown zklock error " + std::to_string(ev);
@@ -89,6 +90,7 @@ class condition_category_impl final : public boost::system::error_category {
       case condition::connection_lost: return "the connection to ZooKeeper was lost";
       case condition::session_lost: return "the ZooKeeper session is over";
       case condition::lock_unavailable: return "the lock was held by someone else";
+      case condition::lock_lost: return "a lock that was held was lost";
     }
     return "unknown zklock condition " + std::to_string(ev);
   }
@@ -99,12 +101,15 @@ class condition_category_impl final : public boost::system::error_category {
         // connection over an out-of-order reply: as after a connection loss, each may or may not
         // have been applied (seen under connection cuts, test "a cancellation storm").
         return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout ||
-               ec == zk_errc::runtime_inconsistency;
+               ec == zk_errc::runtime_inconsistency || ec == errc::connection_unavailable;
       case condition::session_lost:
         return ec == zk_errc::session_expired || ec == zk_errc::closing || ec == zk_errc::invalid_state ||
-               ec == errc::session_expired || ec == errc::session_closed || ec == errc::not_connected;
+               ec == errc::session_expired || ec == errc::session_closed || ec == errc::not_connected ||
+               ec == errc::connect_timeout;
       case condition::lock_unavailable:
         return ec == errc::lock_busy || ec == errc::lock_timeout;
+      case condition::lock_lost:
+        return ec == errc::lock_lost;
     }
     return false;
   }

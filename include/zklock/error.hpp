@@ -76,14 +76,16 @@ enum class errc : int {
   upgrade_refused,                ///< a reentrant owner holding the read side asked for the write side (it would wait for itself)
   invalid_max_leases,             ///< a semaphore needs max_leases >= 1
   path_too_long,                  ///< a path is longer than zklock::max_path_length (a server would drop the connection)
+  connection_unavailable,         ///< a try-acquire, or a timed acquire whose time ran out, while the session was not connected (suspended or reconnecting): nobody may hold the lock; ZooKeeper could not be asked
 };
 
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one
 /// thing: `if (ec == zklock::condition::session_lost)`.
 enum class condition : int {
-  connection_lost = 1,  ///< zk connection_loss, operation_timeout, runtime_inconsistency (the C client drops the connection): the request may or may not have been applied
-  session_lost,         ///< the session is over: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected
+  connection_lost = 1,  ///< zk connection_loss, operation_timeout, runtime_inconsistency (the C client drops the connection): the request may or may not have been applied; errc connection_unavailable (not connected: nothing was asked)
+  session_lost,         ///< no session: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected, connect_timeout (none could be established)
   lock_unavailable,     ///< errc lock_busy, lock_timeout: someone else held the lock
+  lock_lost,            ///< errc lock_lost: a lock that was held may be held by someone else now
 };
 
 const boost::system::error_category& zk_category() noexcept;

@@ -24,6 +24,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         s_(m_->s),
         fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
         owner_(p.owner),
+        try_once_(p.mode == lock_mode::try_once),
         timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
@@ -45,7 +46,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (timeout != std::chrono::steady_clock::duration::max()) {
       timer_.expires_after(timeout);
       timer_.async_wait([self](error_code ec) {
-        if (!ec) self->stop(errc::lock_timeout);
+        // Out of time while not connected: ZooKeeper could not be asked, which says nothing of
+        // contention (lock_timeout would blame it).
+        if (!ec) self->stop(is_connected(self->s_->state()) ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable));
       });
     }
     run(fsm_.start());
@@ -68,6 +71,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   }
 
   void on_state(session_state st) {
+    // A try-acquire never waits, not for a reconnect either: it gives up (and cleans up in the
+    // background) as soon as the connection is lost.
+    if (st == session_state::suspended && try_once_) return stop(errc::connection_unavailable);
     if (is_connected(st))
       run(fsm_.on_reconnected());
     else if (st == session_state::expired)
@@ -214,6 +220,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::shared_ptr<session_impl> s_;
   lock_fsm fsm_;
   std::optional<owner_id> owner_;
+  bool try_once_;
   asio::steady_timer timer_;
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;

@@ -96,7 +96,7 @@ bool lock_guard::owns_lock() const noexcept { return hold_ && !released_ && hold
 
 lock_status lock_guard::status() const noexcept {
   if (!hold_ || released_) return lock_status::released;
-  return hold_->fsm.status();
+  return hold_->status();
 }
 
 const std::string& lock_guard::node_path() const noexcept {

@@ -12,8 +12,24 @@ hold::~hold() {
   if (listener) s->unsubscribe(listener);
 }
 
+lock_status hold::status() const noexcept {
+  // The session's state is told to its state handlers before our (posted) listener has run:
+  // say what it implies now, so that a handler of `suspended` sees maybe_lost.
+  auto st = fsm.status();
+  if (st != lock_status::held && st != lock_status::maybe_lost) return st;
+  switch (s->state()) {
+    case session_state::suspended:
+    case session_state::connecting: return lock_status::maybe_lost;
+    case session_state::expired:
+    case session_state::closed:
+    case session_state::disconnected: return lock_status::lost;
+    default: return st;
+  }
+}
+
 bool hold::owns() const noexcept {
-  return fsm.status() == lock_status::held || fsm.status() == lock_status::maybe_lost;
+  auto st = status();
+  return st == lock_status::held || st == lock_status::maybe_lost;
 }
 
 void hold::start() {

@@ -57,7 +57,10 @@ struct hold : std::enable_shared_from_this<hold> {
   /// Gives back one hold of a reentrant owner; the last one releases the lock. `h` may be
   /// empty (a guard destroyed without release).
   void release_one(void_handler h);
-  /// Whether the guard still holds (held or maybe_lost).
+  /// What the guard says: the state machine's status, made consistent with the session's
+  /// current state (its own event may still be queued).
+  lock_status status() const noexcept;
+  /// Whether the guard still holds (status held or maybe_lost).
   bool owns() const noexcept;
   /// Completes `op` once the validity deadline is `lead` away with no reply moving it on (or
   /// with lock_lost / already_released first).

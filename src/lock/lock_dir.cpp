@@ -84,6 +84,9 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
                           : state->s->state() == session_state::closed ? error_code(errc::session_closed)
                                                                         : error_code(errc::not_connected),
                           lock_guard{});
+    // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
+    if (p.mode == lock_mode::try_once && !is_connected(state->s->state()))
+      return op->complete(errc::connection_unavailable, lock_guard{});
     run_acquire(state, std::move(op), std::move(p));
   });
 }
