@@ -164,6 +164,7 @@ zklock::session_options make_session_options(const common_options& o, const std:
   so.digest_auth = o.digest;
   log->show = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
   so.log_threshold = zklock::log_level::debug;  // zk_log filters: it needs the info lines too
+  so.summarize_client_log = false;              // zk_log summarises, with counts for its messages
   so.log = [log](zklock::log_level l, std::string_view m) { (*log)(l, m); };
   return so;
 }

@@ -65,9 +65,16 @@ struct session_options {
   std::string digest_auth;
   /// ACL for nodes this session creates. creator_all needs digest_auth.
   acl_policy default_acl = acl_policy::open;
-  /// Where the C client's log goes. Default: lines at or above log_threshold to stderr.
+  /// Where the C client's log goes (and zklock's own lines). Default: lines at or above
+  /// log_threshold to stderr.
   log_sink log;
   log_level log_threshold = log_level::warn;
+  /// While a server is unreachable the C client logs a failure line per attempt, several a
+  /// second, at error level. Summarised (the default), each server's failure is reported once
+  /// per outage in a line of zklock's own at warn level ("zklock: ZooKeeper server HOST:PORT
+  /// unreachable: Connection refused (retrying; ...)") and the raw lines are passed at debug
+  /// level. false: every line at the C client's own level.
+  bool summarize_client_log = true;
   /// Called (on the executor) with the path of a node whose create was cancelled by the caller
   /// but which the server created anyway. Default: log a warning.
   std::function<void(const std::string& path)> on_abandoned_create;

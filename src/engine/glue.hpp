@@ -93,7 +93,7 @@ inline void log_callback(const char* message) {
   else if (m.find("ZOO_WARN@") != std::string_view::npos) level = log_level::warn;
   else if (m.find("ZOO_DEBUG@") != std::string_view::npos) level = log_level::debug;
   if (current_session)
-    current_session->log(level, m);
+    current_session->log_client(level, m);
   else if (level <= log_level::warn)
     std::fprintf(stderr, "%s\n", message);
 }

@@ -55,6 +55,14 @@ void session_impl::log(log_level level, std::string_view message) {
     std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
 }
 
+void session_impl::log_client(log_level level, std::string_view message) {
+  if (!opts_->summarize_client_log) return log(level, message);
+  std::optional<log_summary::line> summary;
+  level = log_summary_.classify(level, message, summary);
+  if (summary) log(summary->level, summary->text);
+  log(level, message);
+}
+
 void session_impl::on_abandoned_create(const std::string& path) {
   if (opts_->on_abandoned_create)
     opts_->on_abandoned_create(path);
@@ -150,6 +158,9 @@ void session_impl::connect(void_handler h) {
     auto self = weak.lock();
     if (ec || !self || !self->connect_op_) return;
     auto c = std::move(self->connect_op_);
+    // The count the summary kept of the attempts (the error code cannot carry it).
+    if (auto why = self->log_summary_.failures(); !why.empty())
+      self->log(log_level::error, "zklock: no ZooKeeper server accepted the session within the connect timeout (" + why + ")");
     self->close_handle(errc::connect_timeout);
     self->set_state(session_state::disconnected);
     c->complete(errc::connect_timeout);
@@ -256,6 +267,7 @@ void session_impl::on_session_event(int zstate) {
   if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
     bool first = !ever_connected_;
     ever_connected_ = true;
+    log_summary_.on_connected();  // the next outage is reported afresh
     if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
     finish_connect(error_code{});
     set_state(first ? session_state::connected : session_state::reconnected);

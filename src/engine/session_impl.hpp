@@ -15,6 +15,8 @@
 #include <zklock/session.hpp>
 #include <zklock/types.hpp>
 
+#include "engine/log_summary.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -94,6 +96,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void on_abandoned_create(const std::string& path);
   void drop_watch(watch_state* w);
   void log(log_level level, std::string_view message);
+  /// A line of the C client's log: summarised (see log_summary.hpp), then logged.
+  void log_client(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
@@ -163,6 +167,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::uint64_t next_listener_ = 1;
   std::unordered_set<watch_state*> watches_;  // holds one reference each
   std::vector<std::shared_ptr<void>> owed_;     // see keep_owed
+  log_summary log_summary_;
 
   std::chrono::steady_clock::time_point last_ack_{}, suspended_at_{};
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;

@@ -488,3 +488,26 @@ TEST_CASE("a 3-node ensemble survives losing the member we talk to", "[integrati
     CHECK(eeph.has_value());
   }(), 120s);
 }
+
+TEST_CASE("the default log during an outage: one line per unreachable server, not the C client's retries",
+          "[integration][session][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  auto o = options_for(srv.connect_string(), 20000ms);
+  o.log_threshold = log_level::warn;  // the default
+  std::vector<std::string> lines;
+  o.log = [&](log_level, std::string_view m) { lines.emplace_back(m); };
+  session s(ioc.get_executor(), o);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    srv.stop();  // unreachable: the C client retries several times a second
+    co_await sleep_for(6s);
+    srv.start();
+    co_await await_state(s, session_state::reconnected);
+  }(), 60s);
+  for (auto& l : lines) UNSCOPED_INFO(l);
+  CHECK(lines.size() <= 3);
+  int summaries = 0;
+  for (auto& l : lines) summaries += l.find("unreachable") != std::string::npos;
+  CHECK(summaries == 1);
+}

@@ -1,0 +1,48 @@
+#include "engine/log_summary.hpp"
+
+namespace zklock::detail {
+
+namespace {
+std::string_view between(std::string_view m, std::string_view before, std::string_view after) {
+  auto i = m.find(before);
+  if (i == std::string_view::npos) return {};
+  i += before.size();
+  auto j = m.find(after, i);
+  return j == std::string_view::npos ? std::string_view{} : m.substr(i, j - i);
+}
+}  // namespace
+
+log_level log_summary::classify(log_level level, std::string_view m, std::optional<line>& summary) {
+  summary.reset();
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.remove_suffix(1);
+  // "Socket HOST:PORT zk retcode=-4, errno=111(Connection refused): ..."
+  if (auto server = between(m, "Socket ", " zk retcode="); !server.empty()) {
+    // A session's expiry is news, not retry chatter.
+    if (m.find("has expired") != std::string_view::npos) return level;
+    auto it = failures_.find(server);
+    if (it == failures_.end()) it = failures_.emplace(std::string(server), server_failures{}).first;
+    auto& f = it->second;
+    if (f.last_line != m) {
+      f.last_line = std::string(m);
+      f.reason = std::string(between(m, "(", ")"));
+      if (++f.attempts == 1)
+        summary = line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
+                                            " (retrying; the C client's lines at debug level)"};
+    }
+    return log_level::debug;
+  }
+  if (m.find("Delaying connection after exhaustively trying") != std::string_view::npos ||
+      m.find("Exceeded deadline by") != std::string_view::npos)
+    return log_level::debug;
+  return level;
+}
+
+std::string log_summary::failures() const {
+  std::string r;
+  for (const auto& [server, f] : failures_)
+    r += (r.empty() ? "" : "; ") + server + ": " + f.reason + ", " + std::to_string(f.attempts) +
+         (f.attempts == 1 ? " attempt" : " attempts");
+  return r;
+}
+
+}  // namespace zklock::detail

@@ -1,0 +1,43 @@
+// What of the C client's log a program sees by default. While a server is unreachable the C
+// client logs a failure line per attempt (several a second: "Socket HOST:PORT zk retcode=-4,
+// errno=111(Connection refused): ...", "Delaying connection after exhaustively trying all
+// servers", "Exceeded deadline by N ms") at error level. The summary reports each server's
+// failure once, in a line of zklock's own at warn level, keeps the raw lines at debug level, and
+// starts over once a connection is established. Sans-I/O: lines in, lines out.
+#pragma once
+
+#include <zklock/types.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace zklock::detail {
+
+class log_summary {
+ public:
+  struct line {
+    log_level level;
+    std::string text;
+  };
+  /// A line of the C client: the level it is kept at (debug for routine retry chatter), and a
+  /// summary line to emit before it, if any (the first failure of a server since the last
+  /// connection).
+  log_level classify(log_level level, std::string_view message, std::optional<line>& summary);
+  /// A connection was established: report the next outage afresh.
+  void on_connected() noexcept { failures_.clear(); }
+  /// "HOST:PORT: reason, N attempts; ..." for the servers that failed since the last
+  /// connection (empty when none did).
+  std::string failures() const;
+
+ private:
+  struct server_failures {
+    int attempts = 0;
+    std::string reason;
+    std::string last_line;  // the C client logs some failures twice
+  };
+  std::map<std::string, server_failures, std::less<>> failures_;
+};
+
+}  // namespace zklock::detail

@@ -1,0 +1,52 @@
+// The C client's log as a program sees it by default: one line per unreachable server and
+// outage, the retry chatter at debug level.
+#include "engine/log_summary.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace zklock;
+using namespace zklock::detail;
+
+namespace {
+const char* refused =
+    "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@2985: Socket 127.0.0.1:56115 zk retcode=-4, "
+    "errno=111(Connection refused): server refused to accept the client";
+const char* refused_other =
+    "2026-11-24 21:16:20,655:15946:ZOO_ERROR@check_events@2985: Socket 127.0.0.1:40000 zk retcode=-4, "
+    "errno=111(Connection refused): server refused to accept the client";
+const char* delaying =
+    "2026-11-24 21:16:20,700:15946:ZOO_WARN@zookeeper_interest@2220: Delaying connection after exhaustively trying all "
+    "servers [127.0.0.1:56115]";
+const char* expired =
+    "2026-11-24 21:15:55,335:15946:ZOO_ERROR@check_events@3048: Socket 127.0.0.1:46145 zk retcode=-112, "
+    "errno=116(Stale file handle): sessionId=0x100001e74a60000 has expired.";
+}  // namespace
+
+TEST_CASE("log summary: one warn line per unreachable server and outage, the raw lines at debug", "[unit][log]") {
+  log_summary sum;
+  std::optional<log_summary::line> extra;
+  int shown = 0;
+  for (int attempt = 0; attempt < 30; ++attempt) {  // ~10 s of an outage
+    for (const char* l : {refused, refused_other, delaying}) {
+      auto level = sum.classify(log_level::error, l, extra);
+      CHECK(level == log_level::debug);
+      if (extra) {
+        ++shown;
+        CHECK(extra->level == log_level::warn);
+        CHECK(extra->text.find("unreachable: Connection refused") != std::string::npos);
+      }
+    }
+  }
+  CHECK(shown == 2);  // one per server
+  CHECK(sum.failures().find("127.0.0.1:56115: Connection refused, 1 attempt") != std::string::npos);
+  // a line logged twice counts once; a new outage after a connection is reported again
+  sum.on_connected();
+  CHECK(sum.failures().empty());
+  sum.classify(log_level::error, refused, extra);
+  CHECK(extra);
+  // news is not chatter: a session's expiry and other lines keep their level
+  CHECK(sum.classify(log_level::error, expired, extra) == log_level::error);
+  CHECK_FALSE(extra);
+  CHECK(sum.classify(log_level::info, "2026-11-24 ZOO_INFO@log_env@1: Client environment:zookeeper.version=3.8.0", extra) ==
+        log_level::info);
+}
