@@ -76,6 +76,10 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
         waiting_since.erase(it);
       }
     }
+    if (x.kind == "user_socket_stall") {
+      ++r.user_socket_stalls;
+      r.notes.push_back("user socket stalled: " + x.who + " (" + x.extra + ")");
+    }
     if (x.kind == "dead_grant") {
       ++r.dead_grants;
       r.notes.push_back("dead grant: " + x.who + " got a guard already past its validity deadline (" + x.extra + ")");

@@ -34,6 +34,8 @@ struct run_result {
   int dead_grants = 0;     // guards handed out already past their validity deadline
   int peer_leftovers = 0;  // nodes and watches left by Curator / kazoo clients
   int self_pauses = 0;      // holders stopped between their check and their write
+  int foreign_writes = 0;   // foreign-write: setData calls by the nemesis session on lock nodes
+  int user_socket_stalls = 0;  // storm: a user socket on a worker's io_context went unanswered
   int worker_failures = 0;
   // shared: write sections; reader pairs that overlapped (the read side really shared)
   int write_sections = 0;
@@ -47,7 +49,7 @@ struct run_result {
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
     return overlaps == 0 && stale_accepted == 0 && stuck == 0 && nodes_left == 0 && watches_left == 0 &&
-           worker_failures == 0;
+           worker_failures == 0 && user_socket_stalls == 0;
   }
 };
 

@@ -177,14 +177,26 @@ TEST_CASE("checker: stuck waiters", "[unit][fault]") {
   }
 }
 
-TEST_CASE("checker: dead grants and lost sections are counted", "[unit][fault]") {
+TEST_CASE("checker: dead grants, lost sections, stalled user sockets are counted", "[unit][fault]") {
   journal j;
   j.add("acquire", "a", 0, 0).add("dead_grant", "a", 10, 5, "status=maybe_lost");
   j.add("acquire", "b", 0, 0).add("grant", "b", 20, 6).add("lost", "b", 20, 20, "status=lost");
+  j.add("user_socket_stall", "c", 0, 30, "no reply for 2000 ms");
   auto r = checked(j);
   CHECK(r.dead_grants == 1);
   CHECK(r.lost == 1);
+  CHECK(r.user_socket_stalls == 1);
   CHECK(r.acquisitions == 1);
+}
+
+TEST_CASE("checker: several contenders of one process are told apart by name", "[unit][fault]") {
+  // a storm worker's sessions "a.1", "a.2" contend with each other: an overlap between them is
+  // one (only the same name is the same holder)
+  CHECK(process_of("zklock-0.2") == "zklock-0");
+  CHECK(process_of("zklock-0") == "zklock-0");
+  journal j;
+  j.section("a.1", 10, 0, 1, 30).section("a.2", 20, 2, 25, 40);
+  CHECK(checked(j).overlaps == 1);
 }
 
 TEST_CASE("checker: the shared lock lets readers overlap, never a writer", "[unit][fault]") {

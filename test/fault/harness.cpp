@@ -202,11 +202,13 @@ int main(int argc, char** argv) {
           t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
           t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
           t.worker_failures += r.worker_failures;
+          t.foreign_writes += r.foreign_writes;
+          t.user_socket_stalls += r.user_socket_stalls;
           // in --interop, overlaps caused by a peer's holder are the peer's behaviour, reported
           int ours = r.overlaps - r.per_kind_overlaps["curator"] - r.per_kind_overlaps["kazoo"];
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
-                        r.worker_failures == 0;
+                        r.worker_failures == 0 && r.user_socket_stalls == 0;
           // a holder that stopped right before a write resumed after its successor wrote: that
           // write must have reached the resource and been rejected (the fencing demonstration;
           // shared: the paused holder is a writer. Not for the semaphore: whether its late write
@@ -242,6 +244,7 @@ int main(int argc, char** argv) {
              << ",\"write_sections\":" << t.write_sections << ",\"reader_overlaps\":" << t.reader_overlaps
              << ",\"max_concurrent\":" << t.max_concurrent << ",\"at_capacity\":" << t.at_capacity
              << ",\"over_capacity_writes\":" << t.over_capacity_writes
+             << ",\"foreign_writes\":" << t.foreign_writes << ",\"user_socket_stalls\":" << t.user_socket_stalls
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
       }

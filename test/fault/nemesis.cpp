@@ -1,5 +1,7 @@
 #include "nemesis.hpp"
 
+#include "lockdir.hpp"
+
 #include <signal.h>
 
 #include <algorithm>
@@ -12,9 +14,15 @@ using namespace std::chrono_literals;
 
 namespace zklock::fault {
 
-bool direct_connections(const std::string&) { return false; }
+bool direct_connections(const std::string& scenario) { return scenario == "refuse"; }
 
-std::vector<std::string> worker_options(const std::string&) { return {}; }
+std::vector<std::string> worker_options(const std::string& scenario) {
+  if (scenario == "storm") return {"sessions:3"};
+  return {};
+}
+
+int exhaust_signal() { return SIGRTMIN + 1; }
+int restore_signal() { return SIGRTMIN + 2; }
 
 std::chrono::milliseconds nemesis::T(double f) const {
   return std::chrono::milliseconds(std::int64_t(e_.o.session_timeout_ms * f));
@@ -48,6 +56,8 @@ void nemesis::heal() {
     set_blackhole(c, false);
     ::kill(e_.clients[c].pid, SIGCONT);
   }
+  for (int c : e_.fds_exhausted) ::kill(e_.clients[c].pid, restore_signal());
+  e_.fds_exhausted.clear();
   for (int s = 0; s < e_.ens.size(); ++s)
     if (e_.ens.running(s)) e_.ens.resume(s);
   e_.ens.start_all();
@@ -173,6 +183,122 @@ std::string nemesis::apply(const std::string& fault) {
   } else if (fault == "none") {
     std::this_thread::sleep_for(T(1));
     d << ": no fault for " << e_.o.session_timeout_ms << " ms";
+  } else if (fault == "refuse") {
+    // Servers that refuse (issue 22, bugs 4 and 5): the clients connect to the servers
+    // directly, and a kill -9 lands 0-3 ms after a client's acquire (its create in flight)
+    // or its end write (its release in flight): its connection dies inside a request and its
+    // next connects find a closed port (ECONNREFUSED), not a proxy that accepts. Either every
+    // member (no server answers until the restart) or one (the next one tried may refuse).
+    const bool all = pick(2) == 0;
+    const std::string kind = pick(2) == 0 ? "end" : "acquire";
+    auto delay = std::chrono::microseconds(std::int64_t(uniform(0, 3000)));
+    auto down = all ? T(uniform(0.3, 1.0)) : T(uniform(0.5, 1.5));
+    const int victim = all ? -1 : pick(e_.ens.size());
+    e_.res.arm(kind, [](const record&) { return std::string(); });
+    auto fired = e_.res.wait_fired(10s);
+    std::this_thread::sleep_for(delay);
+    const int leader = e_.ens.leader();
+    auto t0 = std::chrono::steady_clock::now();
+    if (all) {
+      for (int s = 0; s < e_.ens.size(); ++s) e_.ens.kill(s);
+      d << ": every member killed";
+    } else {
+      e_.ens.kill(victim);
+      d << ": member " << victim << (victim == leader ? " (leader)" : " (follower)") << " killed";
+    }
+    d << " " << delay.count() << " us after " << (fired ? fired->who + "'s " : std::string("a ")) << kind
+      << (kind == "end" ? " (release in flight)" : " (create in flight)") << ", ports closed for " << down.count()
+      << " ms";
+    std::this_thread::sleep_for(down);
+    if (all)
+      e_.ens.start_all();
+    else
+      e_.ens.start(victim);
+    d << ", serving again after "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+      << " ms";
+  } else if (fault == "foreign-write") {
+    // Writes to lock nodes by another client (issue 22, bug 2): a holder holds two session
+    // timeouts, the others queue behind it, and a session of the harness's sets the data of
+    // every node in the queue (Curator's "__REVOKE__", zklock's markers, empty, junk), three
+    // rounds a quarter of a session timeout apart. No write may grant anyone.
+    const int hold = 2 * e_.o.session_timeout_ms;
+    e_.res.arm("grant", [hold](const record&) { return "HOLD " + std::to_string(hold); });
+    auto fired = e_.res.wait_fired(T(4) + 10s);
+    if (!fired) {
+      d << ": no grant";
+    } else {
+      auto t0 = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(200ms);  // the others queue behind it
+      const std::vector<std::string> dirs = e_.o.recipe == "semaphore"
+                                                ? std::vector<std::string>{e_.dir + "/locks", e_.dir + "/leases"}
+                                                : std::vector<std::string>{e_.dir};
+      std::vector<std::string> log;
+      int n = write_to_lock_nodes(e_.ens.connect_string(), dirs, 3, e_.o.session_timeout_ms / 4, e_.rng, &log);
+      e_.r.foreign_writes += n;
+      for (auto& l : log) e_.r.notes.push_back("foreign write: " + l);
+      d << ": " << fired->who << " holds " << hold << " ms; another session set the data of lock nodes " << n
+        << " times";
+      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(hold + 500));
+    }
+  } else if (fault == "fd-exhaust") {
+    // Descriptors used up while reconnecting (issue 22, bug 3): the next zklock holder (asked
+    // to hold 4 session timeouts) lowers its RLIMIT_NOFILE to the descriptors it has open,
+    // its connections are reset, and every socket() of its reconnects fails with EMFILE for
+    // 1.5-2.5 session timeouts: its session expires and a successor is granted meanwhile. It
+    // must stop by its validity deadline whatever its C client makes up locally.
+    const int hold = 4 * e_.o.session_timeout_ms;
+    int victim = -1;
+    e_.res.arm(
+        "grant",
+        [&, hold](const record& x) {
+          victim = client_of(x.who);
+          return "HOLD " + std::to_string(hold);
+        },
+        [&](const record& x) {
+          int c = client_of(x.who);
+          return c >= 0 && e_.clients[c].kind == "zklock";
+        });
+    auto fired = e_.res.wait_fired(T(4) + 10s);
+    if (!fired || victim < 0) {
+      d << ": no grant";
+    } else {
+      auto dur = T(uniform(1.5, 2.5));
+      const std::string who = e_.clients[victim].who;
+      ::kill(e_.clients[victim].pid, exhaust_signal());
+      e_.fds_exhausted.insert(victim);
+      bool said = e_.res.wait_for(2s, [&](const std::vector<record>& j) {
+        return std::any_of(j.begin(), j.end(), [&](auto& x) {
+          return x.kind == "fds" && x.who == who && x.extra.rfind("exhausted", 0) == 0;
+        });
+      });
+      on_io([&] {
+        for (auto& p : e_.proxies[victim]) p->reset_all();
+      });
+      d << " " << fired->who << " (holding, asked to hold " << hold << " ms): descriptors used up"
+        << (said ? "" : " (not confirmed by the worker)") << ", its connections reset, for " << dur.count()
+        << " ms";
+      std::this_thread::sleep_for(dur);
+      ::kill(e_.clients[victim].pid, restore_signal());
+      e_.fds_exhausted.erase(victim);
+    }
+  } else if (fault == "storm") {
+    // Reconnect storms (issue 22, bug 6): each zklock worker runs three sessions and a user
+    // socket on one io_context (worker_options); every client's connections are reset every
+    // 20-200 ms for 1-2 session timeouts, so that the sessions reconnect together and the C
+    // client's closed descriptors are reused by the others'.
+    auto dur = T(uniform(1.0, 2.0));
+    const auto until = std::chrono::steady_clock::now() + dur;
+    int resets = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      on_io([&] {
+        for (auto& ps : e_.proxies)
+          for (auto& p : ps) p->reset_all();
+      });
+      ++resets;
+      std::this_thread::sleep_for(std::chrono::milliseconds(int(uniform(20, 200))));
+    }
+    d << ": every client's connections reset " << resets << " times in " << dur.count() << " ms";
   }
   return d.str();
 }

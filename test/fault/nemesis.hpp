@@ -37,19 +37,25 @@ struct run_env {
   run_result& r;
   std::mt19937_64& rng;
   std::string dir;                     // the lock path
+  std::set<int> fds_exhausted;         // fd-exhaust: clients whose descriptors are used up
 };
 
-// The scenarios whose clients connect to the servers directly, without proxies (none yet).
+// The scenarios whose clients connect to the servers directly, without proxies: a killed
+// server's port refuses the reconnect (a proxy would accept it).
 bool direct_connections(const std::string& scenario);
-// zklock_fault_worker's options for a scenario's runs (none yet).
+// zklock_fault_worker's options for a scenario's runs ("sessions:3": three sessions and a user
+// socket on one io_context).
 std::vector<std::string> worker_options(const std::string& scenario);
+// fd-exhaust: the signals that make a worker use up its descriptors, and give them back
+int exhaust_signal();
+int restore_signal();
 
 class nemesis {
  public:
   explicit nemesis(run_env& env) : e_(env) {}
   // Applies `fault` (a scenario name, or what "mixed" drew); returns its description.
   std::string apply(const std::string& fault);
-  // Heals what the faults may have left: proxies open, clients running.
+  // Heals what the faults may have left: proxies open, clients running, descriptors back.
   void heal();
   // draws from the run's generator (the order of the draws is the replay: keep it)
   double uniform(double a, double b);

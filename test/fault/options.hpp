@@ -33,7 +33,7 @@ struct options {
 
 // The default set (no --scenarios): the short CI pass runs these.
 extern const std::vector<std::string> all_scenarios;
-// Further fault kinds, run only when named (--scenarios).
+// Issue 22's fault kinds, run only when named (--scenarios): see docs/RELIABILITY.md.
 extern const std::vector<std::string> extra_scenarios;
 // What "mixed" draws from (the seeded draw indexes this list: do not reorder it).
 extern const std::vector<std::string> fault_kinds;

@@ -81,7 +81,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
   }
   std::thread io([&] { ioc.run(); });
   std::vector<pause_interval> pauses;
-  run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir};
+  run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}};
   nemesis nem(env);
 
   // warm-up: every client granted once (a JVM takes a few seconds to start)
