@@ -1,6 +1,6 @@
 // A fault-harness client process: a zklock recipe in an acquire / hold / release loop, reporting
 // every step to the harness's fenced resource (resource_client.hpp).
-//   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold [RECIPE]
+//   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold [RECIPE [OPTIONS]]
 // RECIPE: mutex (default): zklock::mutex; shared:WRITE_PERCENT:SEED: zklock::shared_mutex, each
 //       acquisition the write side with that probability (drawn from SEED), else the read side;
 //       semaphore:N: a lease of zklock::semaphore with max_leases N. The grant message says
@@ -14,6 +14,14 @@
 //       measurement).
 // SIGUSR1: stop acquiring (a pending acquire is cancelled, a section in progress finishes),
 // report "idle" and keep the session open. SIGTERM: close the session and exit.
+// SIGRTMIN+1 / SIGRTMIN+2 (the harness's fd-exhaust scenario): lower RLIMIT_NOFILE to 3, so
+// that every new socket fails with EMFILE (the descriptors open keep working); then restore it. Reported as "fds exhausted ..." / "fds restored".
+// OPTIONS (after RECIPE): sessions:N (the storm scenario): N contenders, each with its own
+//       session, named WHO.1..WHO.N, on this one io_context, plus a user socket (a loopback
+//       connection to the resource, reopened every 20 pings, a ping every 50 ms) that reports
+//       "user_socket_stall" when a reply takes longer than 2 s: another socket on the same
+//       io_context must not lose its registration while the sessions reconnect. "idle" is sent
+//       as WHO once every contender is idle.
 #include "resource_client.hpp"
 
 #include <zklock/mutex.hpp>
@@ -24,8 +32,15 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -46,20 +61,50 @@ struct config {
   int write_percent = 100;       // shared: the share of acquisitions that take the write side
   std::uint64_t mix_seed = 0;    // shared: seeds the read/write draws
   int leases = 1;                // semaphore: max_leases
+  int sessions = 1;              // contenders (sessions) on this io_context; > 1: and a user socket
+};
+
+// fd exhaustion: RLIMIT_NOFILE lowered to 3 (stdin, stdout, stderr are open): every new
+// descriptor (a socket for a reconnect) fails with EMFILE, the ones open keep working. (Filling
+// the free slots instead does not hold: the C client closes its socket and gets the slot back.)
+struct fd_exhaustion {
+  rlimit saved{};
+  bool on = false;
+
+  std::string exhaust() {
+    if (on) return "exhausted already";
+    ::getrlimit(RLIMIT_NOFILE, &saved);
+    rlimit low = saved;
+    low.rlim_cur = 3;
+    if (::setrlimit(RLIMIT_NOFILE, &low) != 0) return std::string("setrlimit failed: ") + std::strerror(errno);
+    on = true;
+    const int probe = ::dup(0);  // must fail
+    if (probe >= 0) ::close(probe);
+    return std::string("exhausted limit=3") + (probe >= 0 ? " (a dup still succeeded)" : "");
+  }
+  std::string restore() {
+    if (!on) return "restored already";
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    on = false;
+    return "restored";
+  }
 };
 
 struct worker {
   config cfg;
-  resource_client res;
+  resource_client res;  // as WHO
   asio::any_io_executor ex;
   bool stopping = false;
   bool terminating = false;
-  bool pause_before_write = false;
-  asio::cancellation_signal cancel_acquire;  // emitted on SIGUSR1 / SIGTERM
+  std::vector<std::unique_ptr<asio::cancellation_signal>> cancel_acquire;  // one per contender, emitted on SIGUSR1 / SIGTERM
   asio::steady_timer parked;                 // idle until SIGTERM
+  int active = 0;                            // contenders not idle yet
+  std::optional<asio::ip::tcp::socket> user_socket;
 
   worker(config c, asio::any_io_executor e)
-      : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {}
+      : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {
+    for (int i = 0; i < cfg.sessions; ++i) cancel_acquire.push_back(std::make_unique<asio::cancellation_signal>());
+  }
 
   static bool ok(const std::string& reply) { return reply.rfind("OK", 0) == 0; }
 
@@ -69,8 +114,9 @@ struct worker {
   }
 
   // One critical section; returns when it ended (normally, lost, or rejected).
-  asio::awaitable<void> hold(zklock::lock_guard& g) {
+  asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res) {
     const std::int64_t token = g.fencing_token();
+    bool pause_before_write = false;
     // A guard may come back already past its validity deadline (e.g. granted by a watch event
     // after a wait with no request answered): it must not be used.
     if (std::chrono::steady_clock::now() >= g.valid_until()) {
@@ -110,16 +156,93 @@ struct worker {
     if (!ok(res.send("end", token))) res.send("lost", token, "rejected");
   }
 
+  // This contender is idle: report it (with several, once all are), and park with the session
+  // open until SIGTERM.
+  asio::awaitable<void> go_idle(resource_client& mine) {
+    if (cfg.sessions == 1)
+      mine.send("idle", 0);
+    else if (--active == 0)
+      res.send("idle", 0);
+    if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
   asio::awaitable<void> run() {
-    std::mt19937 rng(std::hash<std::string>{}(cfg.who) ^ static_cast<unsigned>(::getpid()));
-    std::mt19937_64 mix(cfg.mix_seed);  // the read/write draws: replayed by the harness's seed
+    active = cfg.sessions;
+    std::vector<std::unique_ptr<resource_client>> mine;  // one connection per contender, when several
+    if (cfg.sessions > 1)
+      for (int i = 1; i <= cfg.sessions; ++i)
+        mine.push_back(std::make_unique<resource_client>(cfg.resource_port, cfg.who + "." + std::to_string(i)));
+    int done = 0;
+    asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+    for (int i = 0; i < cfg.sessions; ++i)
+      asio::co_spawn(ex, contend(i, cfg.sessions == 1 ? res : *mine[i]), [&](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+        if (++done == cfg.sessions) all_done.cancel();
+      });
+    if (cfg.sessions > 1) asio::co_spawn(ex, user_socket_loop(), asio::detached);
+    co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+  // A user's socket on the same io_context: a ping every 50 ms to the resource, which answers
+  // at once; a reply later than 2 s is a stall (its registration lost?). Reopened every 20 pings,
+  // so that it gets the descriptor numbers the sessions' reconnects free.
+  asio::awaitable<void> user_socket_loop() {
+    using namespace asio::experimental::awaitable_operators;
+    const asio::ip::tcp::endpoint to{asio::ip::make_address("127.0.0.1"), cfg.resource_port};
+    while (!stopping) {
+      user_socket.emplace(ex);
+      auto [cec] = co_await user_socket->async_connect(to, asio::as_tuple(asio::use_awaitable));
+      if (cec) {
+        if (stopping) break;
+        res.send("user_socket_error", 0, "connect: " + cec.message());
+        co_await sleep(100ms);
+        continue;
+      }
+      asio::streambuf in;
+      for (int n = 0; n < 20 && !stopping; ++n) {
+        std::string line = "ping " + cfg.who + " 0 " + std::to_string(zklock::fault::mono_ns()) + "\n";
+        auto [wec, wn] = co_await asio::async_write(*user_socket, asio::buffer(line), asio::as_tuple(asio::use_awaitable));
+        if (wec) break;
+        const auto sent = std::chrono::steady_clock::now();
+        bool reported = false;
+        boost::system::error_code rec;
+        for (;;) {
+          asio::steady_timer t(ex, 2s);
+          auto r = co_await (asio::async_read_until(*user_socket, in, '\n', asio::as_tuple(asio::use_awaitable)) ||
+                             t.async_wait(asio::as_tuple(asio::use_awaitable)));
+          if (r.index() == 0) {
+            rec = std::get<0>(std::get<0>(r));
+            break;
+          }
+          if (stopping) break;
+          if (!reported) {
+            reported = true;
+            res.send("user_socket_stall", 0, "no reply for 2000 ms (fd " + std::to_string(user_socket->native_handle()) + ")");
+          }
+        }
+        if (reported && !rec)
+          res.send("user_socket_note", 0, "reply after " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent).count()) + " ms");
+        if (rec || stopping) break;
+        in.consume(in.size());
+        co_await sleep(50ms);
+      }
+      boost::system::error_code ignored;
+      user_socket->close(ignored);
+    }
+  }
+
+  asio::awaitable<void> contend(int index, resource_client& res) {
+    const std::string who = cfg.sessions == 1 ? cfg.who : cfg.who + "." + std::to_string(index + 1);
+    asio::cancellation_signal& cancel = *cancel_acquire[index];
+    std::mt19937 rng(std::hash<std::string>{}(who) ^ static_cast<unsigned>(::getpid()));
+    std::mt19937_64 mix(cfg.mix_seed + static_cast<std::uint64_t>(index));  // the read/write draws: replayed by the harness's seed
     while (!stopping) {
       zklock::session_options o;
       o.connect = cfg.connect;
       o.session_timeout = cfg.session_timeout;
       o.connect_timeout = 60s;
       zklock::session s{ex, o};
-      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable)));
+      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
       if (cec) {
         res.send("error", 0, "connect:" + cec.message());
         if (!stopping) co_await sleep(200ms);
@@ -140,7 +263,7 @@ struct worker {
         if (st == zklock::session_state::expired || st == zklock::session_state::closed) break;
         const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent;
         res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : "");
-        auto token = asio::bind_cancellation_slot(cancel_acquire.slot(), asio::as_tuple(asio::use_awaitable));
+        auto token = asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable));
         std::tuple<boost::system::error_code, zklock::lock_guard> acquired;
         // (no co_await in the arms of ?: — GCC 12.2 runs both arms' operations: here a write
         // acquire and then a read acquire queued behind it on the same session, which waited
@@ -159,7 +282,7 @@ struct worker {
           if (!stopping) co_await sleep(100ms);
           continue;
         }
-        co_await hold(g);
+        co_await hold(g, res);
         if (g.owns_lock()) {
           auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
           res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
@@ -171,23 +294,21 @@ struct worker {
         co_await sleep(std::chrono::milliseconds(rng() % 20));
       }
       if (stopping || !cfg.loop) {
-        res.send("idle", 0);
-        if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await go_idle(res);
         co_await s.async_close(asio::as_tuple(asio::use_awaitable));
         co_return;
       }
     }
-    res.send("idle", 0);
-    if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await go_idle(res);
   }
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 8 && argc != 9) {
+  if (argc < 8 || argc > 10) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
-                 " [mutex|shared:WRITE_PERCENT:SEED|semaphore:N]\n";
+                 " [mutex|shared:WRITE_PERCENT:SEED|semaphore:N [sessions:N]]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -199,7 +320,14 @@ int main(int argc, char** argv) {
   c.session_timeout = std::chrono::milliseconds(std::stoi(argv[5]));
   c.hold_ms = std::stoi(argv[6]);
   c.loop = std::string(argv[7]) == "loop";
-  if (argc == 9) {
+  if (argc == 10) {
+    std::string opt = argv[9];
+    if (opt.rfind("sessions:", 0) != 0 || (c.sessions = std::atoi(opt.c_str() + 9)) < 1) {
+      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N)\n";
+      return 2;
+    }
+  }
+  if (argc >= 9) {
     // "shared:30:1234" -> recipe shared, 30 % writes, seed 1234; "semaphore:2" -> 2 leases
     std::string spec = argv[8];
     std::vector<std::string> f;
@@ -226,14 +354,27 @@ int main(int argc, char** argv) {
   std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
     if (ec) return;
     w.stopping = true;
-    w.cancel_acquire.emit(asio::cancellation_type::terminal);
+    for (auto& cancel : w.cancel_acquire) cancel->emit(asio::cancellation_type::terminal);
     if (sig != SIGUSR1) {
       w.terminating = true;
       w.parked.cancel();
     }
+    if (w.user_socket) {
+      boost::system::error_code ignored;
+      w.user_socket->close(ignored);
+    }
     sigs.async_wait(on_signal);
   };
   sigs.async_wait(on_signal);
+  // the harness's fd-exhaust scenario
+  fd_exhaustion fds;
+  asio::signal_set fd_sigs(ioc, SIGRTMIN + 1, SIGRTMIN + 2);
+  std::function<void(boost::system::error_code, int)> on_fd_signal = [&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    w.res.send("fds", 0, sig == SIGRTMIN + 1 ? fds.exhaust() : fds.restore());
+    fd_sigs.async_wait(on_fd_signal);
+  };
+  fd_sigs.async_wait(on_fd_signal);
   int status = 1;
   asio::co_spawn(ioc, w.run(), [&](std::exception_ptr e) {
     status = 0;
@@ -244,6 +385,7 @@ int main(int argc, char** argv) {
         status = 1;
       }
     sigs.cancel();
+    fd_sigs.cancel();
   });
   ioc.run();
   return status;

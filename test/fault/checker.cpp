@@ -1,0 +1,238 @@
+#include "checker.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+namespace zklock::fault {
+
+// The longest wait for a grant while the lock (a lease) was free, for the shared lock and the
+// semaphore: from the moment fewer than `capacity` conflicting sections started before this one
+// were held (a holder's successful release; or this one's acquire, if later) to its grant.
+// Grants that followed a holder's loss (no release seen) are not counted, as for the mutex.
+// The semaphore's grants go one at a time through its internal mutex (FIFO): a waiter behind
+// another waits for that one's grant too, so its wait counts from the previous grant at the
+// earliest.
+double max_free_grant_delay_ms(const std::vector<section>& v, const recipe_rule& rule) {
+  double worst = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& s = v[i];
+    std::int64_t ta = s.acquired_at ? s.acquired_at : s.start;
+    if (rule.recipe == "semaphore" && i > 0) ta = std::max(ta, v[i - 1].start);
+    struct ev {
+      std::int64_t t;
+      int d;
+      bool tainted;
+    };
+    std::vector<ev> evs;
+    int count = 0;
+    for (std::size_t k = 0; k < i; ++k) {
+      const auto& o = v[k];
+      if (o.who == s.who || !rule.conflict(o, s)) continue;
+      const std::int64_t rel = o.released_ok ? o.released_at : o.end;
+      if (o.start <= ta && rel > ta) ++count;
+      if (o.start > ta) evs.push_back({o.start, +1, false});
+      if (rel > ta && rel <= s.start) evs.push_back({rel, -1, !o.released_ok});
+    }
+    std::sort(evs.begin(), evs.end(), [](auto& a, auto& b) { return a.t < b.t; });
+    constexpr std::int64_t held = std::numeric_limits<std::int64_t>::min();
+    std::int64_t free_from = count < rule.capacity ? ta : held;
+    bool tainted = false;
+    for (auto& e : evs) {
+      count += e.d;
+      if (count >= rule.capacity) {
+        free_from = held;
+      } else if (free_from == held) {
+        free_from = e.t;
+        tainted = e.tainted;
+      }
+    }
+    if (free_from != held && !tainted) worst = std::max(worst, (s.start - free_from) / 1e6);
+  }
+  return worst;
+}
+
+void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
+           const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
+           const recipe_rule& rule) {
+  // sections, keyed by holder and token
+  std::map<std::pair<std::string, std::int64_t>, section> secs;
+  std::map<std::string, std::pair<std::string, std::int64_t>> current;  // who -> its open section
+  std::map<std::string, std::int64_t> waiting_since;                    // who -> acquire start
+  std::map<std::string, std::int64_t> last_acquire;
+  std::vector<std::tuple<std::int64_t, std::int64_t, bool>> grants;  // (time, token, not a reader)
+  for (auto& x : j) {
+    if (x.kind == "acquire") {
+      waiting_since[x.who] = x.t_client;
+      last_acquire[x.who] = x.t_client;
+    } else if (x.kind == "grant" || x.kind == "dead_grant" || x.kind == "acquire_error" || x.kind == "idle") {
+      if (auto it = waiting_since.find(x.who); it != waiting_since.end()) {
+        double w = (x.t_client - it->second) / 1e6;
+        r.max_wait_ms = std::max(r.max_wait_ms, w);
+        if (x.t_client - it->second > stuck_bound_ns) {
+          ++r.stuck;
+          r.notes.push_back(x.who + " waited " + std::to_string(int(w)) + " ms for the lock");
+        }
+        waiting_since.erase(it);
+      }
+    }
+    if (x.kind == "user_socket_stall") {
+      ++r.user_socket_stalls;
+      r.notes.push_back("user socket stalled: " + x.who + " (" + x.extra + ")");
+    }
+    if (x.kind == "dead_grant") {
+      ++r.dead_grants;
+      r.notes.push_back("dead grant: " + x.who + " got a guard already past its validity deadline (" + x.extra + ")");
+    }
+    if (x.kind == "grant") {
+      ++r.acquisitions;
+      auto& s = secs[{x.who, x.token}];
+      s.who = x.who;
+      s.side = side_of_grant(x.extra);
+      if (s.side == "write") ++r.write_sections;
+      s.token = x.token;
+      if (auto it = last_acquire.find(x.who); it != last_acquire.end()) s.acquired_at = it->second;
+      s.start = s.end = x.t_client;
+      current[x.who] = {x.who, x.token};
+      grants.push_back({x.t_client, x.token, !is_reader(s.side)});
+    }
+    if (is_write(x.kind)) ++r.writes;
+    if (x.kind == "write" || x.kind == "end" || x.kind == "lost") {
+      auto it = secs.find({x.who, x.token});
+      if (it != secs.end()) {
+        it->second.end = std::max(it->second.end, x.t_client);
+        if (x.kind == "lost") {
+          it->second.lost = true;
+          ++r.lost;
+        }
+      }
+    }
+    if (x.kind == "released" && x.extra == "ok") {
+      auto it = secs.find({x.who, x.token});
+      if (it != secs.end()) {
+        it->second.released_ok = true;
+        it->second.released_at = x.t_client;
+      }
+    }
+  }
+  for (auto& [who, since] : waiting_since)
+    if (t_end - since > stuck_bound_ns) {
+      ++r.stuck;
+      r.notes.push_back(who + " still waiting after " + std::to_string((t_end - since) / 1000000) + " ms");
+    }
+  // stale writes: received after a holder with a higher token was granted (shared: a
+  // conflicting holder, i.e. a writer, or anyone for a writer's write). The semaphore has no
+  // stale writes by token order: its leases are not exclusive (see the over-capacity writes).
+  std::sort(grants.begin(), grants.end());
+  for (auto& x : j) {
+    if (!is_write(x.kind) || rule.recipe == "semaphore") continue;
+    auto sec = secs.find({x.who, x.token});
+    const bool by_reader = rule.recipe == "shared" && sec != secs.end() && is_reader(sec->second.side);
+    bool stale = false;
+    for (auto& [t, tok, excl] : grants) {
+      if (t >= x.t_recv) break;
+      if (tok > x.token && (excl || !by_reader)) {
+        stale = true;
+        break;
+      }
+    }
+    if (!stale) continue;
+    if (x.verdict > 0) {
+      ++r.stale_accepted;
+      r.notes.push_back("stale write ACCEPTED: " + x.kind + " by " + x.who + " token " + std::to_string(x.token));
+    } else {
+      ++r.stale_rejected;
+    }
+  }
+  // overlaps, in grant order
+  std::vector<section> v;
+  for (auto& [k, s] : secs) v.push_back(s);
+  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  auto paused_in = [&](const section& s) {
+    return std::any_of(pauses.begin(), pauses.end(),
+                       [&](auto& p) { return p.who == s.who && p.from <= s.end && p.to >= s.start; });
+  };
+  // an overlap (an over-capacity grant) not explained by a pause, charged to `whose` kind
+  auto violation = [&](const section& whose, std::string note) {
+    ++r.overlaps;
+    ++r.per_kind_overlaps[kind_of.count(whose.who) ? kind_of.at(whose.who) : "?"];
+    r.notes.push_back(std::move(note));
+  };
+  if (rule.recipe == "semaphore") {
+    // at each grant: the sections open then; more than N is a violation unless one of them
+    // was paused (its lease expired while it was stopped: the token cannot fence that)
+    for (std::size_t b = 0; b < v.size(); ++b) {
+      int open = 1, live = 1;
+      bool any_paused = paused_in(v[b]);
+      for (std::size_t a = 0; a < b; ++a)
+        if (v[a].who != v[b].who && v[a].end > v[b].start) {
+          ++open;
+          if (paused_in(v[a])) any_paused = true;
+          else ++live;
+        }
+      if (!paused_in(v[b])) r.max_concurrent = std::max(r.max_concurrent, live);
+      if (live == rule.capacity && !paused_in(v[b])) ++r.at_capacity;
+      if (open <= rule.capacity) continue;
+      if (any_paused)
+        ++r.overlaps_paused;
+      else
+        violation(v[b], "OVER CAPACITY: " + std::to_string(open) + " sections at once when " + v[b].who +
+                            " was granted (token " + std::to_string(v[b].token) + ")");
+    }
+    // writes that reached the resource while N other holders, none of them paused, were in
+    // their sections: a holder whose lease had gone (paused) and that the resource could not
+    // refuse
+    for (auto& x : j) {
+      if (!is_write(x.kind) || x.kind == "grant") continue;
+      int others = 0;
+      for (auto& s : v)
+        if (s.who != x.who && s.start <= x.t_recv && s.end >= x.t_recv && !paused_in(s)) ++others;
+      if (others >= rule.capacity) {
+        ++r.over_capacity_writes;
+        r.notes.push_back("over-capacity write: " + x.kind + " by " + x.who + " token " + std::to_string(x.token) +
+                          " with " + std::to_string(others) + " other sections open");
+      }
+    }
+    r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
+    return;
+  }
+  // counted per critical section that overlapped a later holder's (shared: a writer's with
+  // anyone's, a reader's with a writer's; readers overlapping each other are counted apart)
+  for (std::size_t a = 0; a < v.size(); ++a) {
+    for (std::size_t b = a + 1; b < v.size() && v[b].start < v[a].end; ++b) {
+      if (v[b].who == v[a].who) continue;
+      if (!rule.conflict(v[a], v[b])) {
+        ++r.reader_overlaps;
+        continue;
+      }
+      if (paused_in(v[a]))
+        ++r.overlaps_paused;
+      else
+        violation(v[a], "OVERLAP: " + v[a].who + " (token " + std::to_string(v[a].token) + ", " +
+                            (kind_of.count(v[a].who) ? kind_of.at(v[a].who) : "?") + ", " + v[a].side + ") until +" +
+                            std::to_string((v[a].end - v[b].start) / 1000000) + " ms after " + v[b].who + " (" +
+                            v[b].side + ") was granted");
+      break;
+    }
+  }
+  if (rule.recipe == "shared") {
+    r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
+    return;
+  }
+  // grant delay while the lock was free: previous holder released -> next grant
+  for (std::size_t i = 1; i < v.size(); ++i) {
+    auto& prev = v[i - 1];
+    if (!prev.released_ok) continue;
+    std::int64_t free_from = prev.released_at;
+    if (auto it = last_acquire.find(v[i].who); it != last_acquire.end()) {
+      // the acquire that led to this grant: the last "acquire" before it
+      std::int64_t acq = 0;
+      for (auto& x : j)
+        if (x.kind == "acquire" && x.who == v[i].who && x.t_client <= v[i].start) acq = x.t_client;
+      free_from = std::max(free_from, acq);
+    }
+    r.max_grant_delay_ms = std::max(r.max_grant_delay_ms, (v[i].start - free_from) / 1e6);
+  }
+}
+
+}  // namespace zklock::fault

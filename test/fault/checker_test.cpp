@@ -1,0 +1,263 @@
+// The fault harness's checker on its own (issue 18 §5): synthetic journals, as the fenced
+// resource would have recorded them, and what the checker must make of them. No server.
+#include "checker.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace zklock::fault;
+
+namespace {
+
+constexpr std::int64_t ms = 1'000'000;  // journal times are ns
+
+// A journal written by hand: times in ms, received when sent unless told otherwise; writes
+// accepted unless told otherwise.
+struct journal {
+  std::vector<record> v;
+  journal& add(std::string kind, std::string who, std::int64_t token, std::int64_t t_ms, std::string extra = "",
+               int verdict = 0, std::int64_t recv_ms = -1) {
+    record r;
+    r.kind = std::move(kind);
+    r.who = std::move(who);
+    r.token = token;
+    r.t_client = t_ms * ms;
+    r.t_recv = (recv_ms < 0 ? t_ms : recv_ms) * ms;
+    r.extra = std::move(extra);
+    r.verdict = is_write(r.kind) ? (verdict == 0 ? 1 : verdict) : 0;
+    v.push_back(std::move(r));
+    return *this;
+  }
+  // acquire at `acq`, grant at `from` (token), a write every 5 ms, end at `to`, released ok
+  journal& section(const std::string& who, std::int64_t token, std::int64_t acq, std::int64_t from, std::int64_t to,
+                   const std::string& side = "") {
+    add("acquire", who, 0, acq);
+    add("grant", who, token, from, side.empty() ? "/l/n" : "/l/n side=" + side);
+    for (std::int64_t t = from + 5; t < to; t += 5) add("write", who, token, t);
+    add("end", who, token, to);
+    add("released", who, token, to + 1, "ok");
+    return *this;
+  }
+  // the journal in receive order, as the resource keeps it
+  std::vector<record> sorted() const {
+    auto j = v;
+    std::stable_sort(j.begin(), j.end(), [](auto& a, auto& b) { return a.t_recv < b.t_recv; });
+    return j;
+  }
+};
+
+const std::map<std::string, std::string> kinds = {
+    {"a", "zklock"}, {"b", "zklock"}, {"c", "zklock"}, {"cur", "curator"}};
+constexpr std::int64_t bound = 50'000 * ms;  // the stuck bound
+
+run_result checked(const journal& j, const std::vector<pause_interval>& pauses = {}, const recipe_rule& rule = {},
+                   std::int64_t t_end_ms = 1'000) {
+  run_result r;
+  check(r, j.sorted(), pauses, kinds, bound, t_end_ms * ms, rule);
+  return r;
+}
+
+bool noted(const run_result& r, const std::string& what) {
+  return std::any_of(r.notes.begin(), r.notes.end(), [&](auto& n) { return n.find(what) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("checker: a clean handoff has no overlap, no stale write, no stuck waiter", "[unit][fault]") {
+  journal j;
+  j.section("a", 10, 0, 1, 20).section("b", 20, 2, 25, 40).section("c", 30, 3, 45, 60);
+  auto r = checked(j);
+  CHECK(r.acquisitions == 3);
+  CHECK(r.overlaps == 0);
+  CHECK(r.overlaps_paused == 0);
+  CHECK(r.stale_accepted == 0);
+  CHECK(r.stale_rejected == 0);
+  CHECK(r.stuck == 0);
+  CHECK(r.lost == 0);
+  // a released at 21, b granted at 25; b released at 41, c granted at 45
+  CHECK(r.max_grant_delay_ms == Approx(4.0));
+  CHECK(r.max_wait_ms == Approx(42.0));  // c: acquire at 3, grant at 45
+  CHECK(r.writes == 13);                 // per section a grant, its writes (3, 2, 2) and an end
+}
+
+TEST_CASE("checker: a holder still writing after the next grant is an overlap", "[unit][fault]") {
+  journal j;
+  j.section("a", 10, 0, 1, 30).section("b", 20, 2, 25, 40);
+  auto r = checked(j);
+  CHECK(r.overlaps == 1);
+  CHECK(r.overlaps_paused == 0);
+  CHECK(r.per_kind_overlaps["zklock"] == 1);
+  CHECK(noted(r, "OVERLAP: a (token 10, zklock, exclusive) until +5 ms after b (exclusive) was granted"));
+  // a's write at 26 and end at 30 (token 10) reached the resource after b's grant (token 20):
+  // stale, and accepted here (every write in this journal is)
+  CHECK(r.stale_accepted == 2);
+}
+
+TEST_CASE("checker: an overlap behind a paused holder is counted apart", "[unit][fault]") {
+  journal j;
+  j.section("a", 10, 0, 1, 30).section("b", 20, 2, 25, 40);
+  auto r = checked(j, {{"a", 3 * ms, 28 * ms}});
+  CHECK(r.overlaps == 0);
+  CHECK(r.overlaps_paused == 1);
+  // a pause of another client, or of `a` outside its section, explains nothing
+  CHECK(checked(j, {{"b", 3 * ms, 28 * ms}}).overlaps == 1);
+  CHECK(checked(j, {{"a", 50 * ms, 60 * ms}}).overlaps == 1);
+}
+
+TEST_CASE("checker: an overlap is charged to the earlier holder's kind", "[unit][fault]") {
+  journal j;
+  j.section("cur", 10, 0, 1, 30).section("a", 20, 2, 25, 40);
+  auto r = checked(j);
+  CHECK(r.overlaps == 1);
+  CHECK(r.per_kind_overlaps["curator"] == 1);
+  CHECK(r.per_kind_overlaps["zklock"] == 0);
+}
+
+TEST_CASE("checker: stale writes, accepted and rejected, by receive time", "[unit][fault]") {
+  SECTION("a paused holder's write, rejected by the fencing check") {
+    journal j;
+    j.section("b", 20, 0, 10, 30);
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("write", "a", 10, 5);
+    // sent at 6 (before b's grant), received at 35 (after it): the resource refused it
+    j.add("write", "a", 10, 6, "", -1, 35).add("lost", "a", 10, 36, "rejected");
+    auto r = checked(j, {{"a", 6 * ms, 34 * ms}});
+    CHECK(r.stale_rejected == 1);
+    CHECK(r.stale_accepted == 0);
+    CHECK(r.overlaps == 0);
+    CHECK(r.overlaps_paused == 1);
+    CHECK(r.lost == 1);
+  }
+  SECTION("the same write accepted is the failure the harness exists to find") {
+    journal j;
+    j.section("b", 20, 0, 10, 30);
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("write", "a", 10, 5);
+    j.add("write", "a", 10, 6, "", 1, 35);
+    auto r = checked(j, {{"a", 6 * ms, 34 * ms}});
+    CHECK(r.stale_accepted == 1);
+    CHECK(r.stale_rejected == 0);
+    CHECK(noted(r, "stale write ACCEPTED: write by a token 10"));
+  }
+  SECTION("a write received before the newer grant is not stale") {
+    journal j;
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("end", "a", 10, 9, "", 1, 9);
+    j.add("released", "a", 10, 9, "ok");
+    j.add("acquire", "b", 0, 2).add("grant", "b", 20, 10).add("end", "b", 20, 15);
+    auto r = checked(j);
+    CHECK(r.stale_accepted == 0);
+    CHECK(r.stale_rejected == 0);
+  }
+}
+
+TEST_CASE("checker: stuck waiters", "[unit][fault]") {
+  SECTION("a wait longer than the bound, then granted") {
+    journal j;
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 60'000).add("end", "a", 10, 60'010);
+    auto r = checked(j, {}, {}, 70'000);
+    CHECK(r.stuck == 1);
+    CHECK(noted(r, "a waited 60000 ms for the lock"));
+    CHECK(r.max_wait_ms == Approx(60'000.0));
+  }
+  SECTION("a wait still open at the end, past the bound") {
+    journal j;
+    j.add("acquire", "a", 0, 0);
+    auto r = checked(j, {}, {}, 60'000);
+    CHECK(r.stuck == 1);
+    CHECK(noted(r, "a still waiting after 60000 ms"));
+    // within the bound it is not stuck
+    CHECK(checked(j, {}, {}, 40'000).stuck == 0);
+  }
+  SECTION("a cancelled or failed acquire, an idle report end the wait") {
+    for (auto end : {"acquire_error", "idle", "dead_grant"}) {
+      journal j;
+      j.add("acquire", "a", 0, 0).add(end, "a", 0, 1'000);
+      auto r = checked(j, {}, {}, 60'000);
+      CHECK(r.stuck == 0);
+    }
+  }
+}
+
+TEST_CASE("checker: dead grants, lost sections, stalled user sockets are counted", "[unit][fault]") {
+  journal j;
+  j.add("acquire", "a", 0, 0).add("dead_grant", "a", 10, 5, "status=maybe_lost");
+  j.add("acquire", "b", 0, 0).add("grant", "b", 20, 6).add("lost", "b", 20, 20, "status=lost");
+  j.add("user_socket_stall", "c", 0, 30, "no reply for 2000 ms");
+  auto r = checked(j);
+  CHECK(r.dead_grants == 1);
+  CHECK(r.lost == 1);
+  CHECK(r.user_socket_stalls == 1);
+  CHECK(r.acquisitions == 1);
+}
+
+TEST_CASE("checker: several contenders of one process are told apart by name", "[unit][fault]") {
+  // a storm worker's sessions "a.1", "a.2" contend with each other: an overlap between them is
+  // one (only the same name is the same holder)
+  CHECK(process_of("zklock-0.2") == "zklock-0");
+  CHECK(process_of("zklock-0") == "zklock-0");
+  journal j;
+  j.section("a.1", 10, 0, 1, 30).section("a.2", 20, 2, 25, 40);
+  CHECK(checked(j).overlaps == 1);
+}
+
+TEST_CASE("checker: the shared lock lets readers overlap, never a writer", "[unit][fault]") {
+  recipe_rule shared{"shared", 1};
+  SECTION("two readers") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 5, 40, "read");
+    auto r = checked(j, {}, shared);
+    CHECK(r.overlaps == 0);
+    CHECK(r.reader_overlaps == 1);
+    // a reader's writes after a later reader's grant are not stale
+    CHECK(r.stale_accepted == 0);
+    CHECK(r.stale_rejected == 0);
+  }
+  SECTION("a writer and a reader") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "write").section("b", 20, 2, 5, 40, "read");
+    auto r = checked(j, {}, shared);
+    CHECK(r.overlaps == 1);
+    CHECK(r.write_sections == 1);
+    CHECK(noted(r, "OVERLAP: a (token 10, zklock, write)"));
+  }
+  SECTION("a reader writing after a writer's grant is stale") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 25, 40, "write");
+    auto r = checked(j, {}, shared);
+    CHECK(r.overlaps == 1);
+    CHECK(r.stale_accepted == 2);  // a's write at 26 and end at 30
+  }
+  SECTION("the same journal under the mutex rule is an overlap") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 5, 40, "read");
+    CHECK(checked(j).overlaps == 1);
+  }
+}
+
+TEST_CASE("checker: the semaphore allows N sections at once, not N + 1", "[unit][fault]") {
+  recipe_rule two{"semaphore", 2};
+  SECTION("two leases at once") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 45, 60, "lease");
+    auto r = checked(j, {}, two);
+    CHECK(r.overlaps == 0);
+    CHECK(r.max_concurrent == 2);
+    CHECK(r.at_capacity == 1);
+    CHECK(r.over_capacity_writes == 0);
+    CHECK(r.stale_accepted == 0);  // no token order between leases
+  }
+  SECTION("three at once") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 10, 60, "lease");
+    auto r = checked(j, {}, two);
+    CHECK(r.overlaps == 1);
+    CHECK(noted(r, "OVER CAPACITY: 3 sections at once when c was granted"));
+    CHECK(r.over_capacity_writes > 0);
+  }
+  SECTION("three at once, one of them paused") {
+    journal j;
+    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 10, 60, "lease");
+    auto r = checked(j, {{"a", 2 * ms, 29 * ms}}, two);
+    CHECK(r.overlaps == 0);
+    CHECK(r.overlaps_paused == 1);
+  }
+}

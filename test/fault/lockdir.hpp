@@ -1,0 +1,35 @@
+// The lock dir seen from outside the clients, by sessions of the harness's own (direct to the
+// ensemble): what a run left behind (nodes, watches), and the foreign-write nemesis's writes.
+#pragma once
+
+#include "zk_server.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace zklock::fault {
+
+struct leftovers {
+  int nodes = -1;
+  std::vector<std::string> node_names;
+  int watches = 0;
+  std::vector<std::string> watch_lines;
+};
+
+// Children of `dir` (-1 when it could not be read); `names`: "name owner=0x<session>".
+int count_nodes(const std::string& connect, const std::string& dir, std::vector<std::string>* names);
+
+// `wchp` (path -> sessions) of every serving member: watches on the lock dir or its children.
+int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, std::vector<std::string>* lines);
+
+// Another client writing to lock nodes (issue 22, bug 2): one session lists each dir in `dirs`
+// and sets the data of every child (the holder's and the waiters' nodes), `rounds` times,
+// `gap_ms` apart. The data cycles through Curator's revocation request "__REVOKE__", zklock's
+// own markers, empty and random bytes. Returns the setData calls that succeeded; `log` gets one
+// line per write ("<node> <- <what>").
+int write_to_lock_nodes(const std::string& connect, const std::vector<std::string>& dirs, int rounds, int gap_ms,
+                        std::mt19937_64& rng, std::vector<std::string>* log);
+
+}  // namespace zklock::fault

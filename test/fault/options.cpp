@@ -1,0 +1,119 @@
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+namespace zklock::fault {
+
+const std::vector<std::string> all_scenarios = {
+    "none",         "kill-leader",     "kill-follower", "pause-server-short", "pause-server-long",
+    "partition-short", "partition-long", "cut",        "pause-client",       "restart-ensemble",
+    "long-hold",       "mixed"};
+const std::vector<std::string> extra_scenarios = {"refuse", "foreign-write", "fd-exhaust", "storm"};
+const std::vector<std::string> fault_kinds = {
+    "kill-leader",     "kill-follower",  "pause-server-short", "pause-server-long", "partition-short",
+    "partition-long",  "cut",            "pause-client",       "restart-ensemble"};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string x; std::getline(in, x, sep);)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+int usage_error(const std::string& what) {
+  std::cerr << "zklock-faultharness: " << what << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int parse_options(int argc, char** argv, options& o) {
+  CLI::App app{"zklock-faultharness: a fault-injection harness on a real 3-node ZooKeeper ensemble "
+               "(docs/RELIABILITY.md)."};
+  app.name("zklock-faultharness");
+  // as the hand-written parser did: an option given twice takes the last value
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::string scenarios, interop, window;
+  app.add_option("--seed", o.seed, "replay this seed (default: a new one, printed)");
+  app.add_option("--scenarios", scenarios,
+                 "A,B,... default all: " + joined(all_scenarios) + "; run only when named (issue 22): " +
+                     joined(extra_scenarios));
+  app.add_option("--runs", o.runs, "runs per scenario (default 1)");
+  app.add_option("--faults", o.faults, "faults per run (default 1)");
+  app.add_option("--clients", o.clients, "zklock client processes (default 3)");
+  app.add_option("--interop", interop,
+                 "curator|kazoo|both: add a Curator InterProcessMutex and/or a kazoo Lock "
+                 "(extra_lock_patterns=[\"-lock-\"]) client on the same path (\"both\" puts Curator and kazoo "
+                 "on one path, which they do not share safely: see docs/RELIABILITY.md)");
+  app.add_option("--recipe", o.recipe,
+                 "mutex|shared|semaphore: what the zklock clients take (default mutex): shared is "
+                 "zklock::shared_mutex, each acquisition the write side with probability --writers (seeded), "
+                 "else the read side; semaphore is a lease of zklock::semaphore with --leases. The checker "
+                 "checks that recipe's property (shared: a writer overlaps nobody, readers overlap each other; "
+                 "semaphore: never more than N sections at once)");
+  app.add_option("--leases", o.leases, "semaphore: max_leases (default 2)");
+  app.add_option("--writers", o.write_percent, "shared: write acquisitions in percent (default 30)");
+  app.add_option("--session-timeout", o.session_timeout_ms,
+                 "MS: clients' session timeout (default 3000; servers' tickTime is 200 ms)");
+  app.add_option("--hold-ms", o.hold_ms, "MS: critical section length (default 20)");
+  app.add_option("--stuck-bound", o.stuck_bound_ms,
+                 "MS: a wait for the lock longer than this is a stuck waiter (default 5 session timeouts + 10 s)");
+  app.add_option("--window", window,
+                 "zklock|zklock-lib|curator|kazoo|all (or a comma list): instead, measure the partition window "
+                 "(issue 10 §2): holder behind a blackholed proxy, waiter connected directly; window = holder's "
+                 "stop (zklock exec's command exit / the library guard's lost notification / Curator SUSPENDED, "
+                 "LOST / kazoo listener) minus the successor's grant");
+  app.add_option("--window-runs", o.window_runs, "runs per client (default 3)");
+  app.add_option("--window-session-timeout", o.window_session_timeout_ms, "MS (default 6000)");
+  app.add_option("--work", o.work, "DIR: logs and journals here (default: a temp dir, removed unless --keep)");
+  app.add_flag("--keep", o.keep, "keep the work dir");
+  app.add_option("--json", o.json, "FILE: write the results as JSON");
+  app.footer(
+      "Exit status: 0 when every invariant held (for zklock clients: no overlap except behind a paused holder, "
+      "no stale write accepted, no stuck waiter, no node or watch left, every window negative), 1 otherwise, "
+      "2 on a usage error.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  o.seed_given = app.count("--seed") > 0;
+  o.scenarios = split(scenarios, ',');
+  o.window = window;
+  if (!interop.empty()) {
+    if (interop != "both" && interop != "curator" && interop != "kazoo")
+      return usage_error("--interop: expected curator, kazoo or both, got '" + interop + "'");
+    o.peers = interop == "both" ? std::vector<std::string>{"curator", "kazoo"} : std::vector<std::string>{interop};
+    o.interop = true;
+  }
+  if (o.recipe != "mutex" && o.recipe != "shared" && o.recipe != "semaphore")
+    return usage_error("--recipe: expected mutex, shared or semaphore, got '" + o.recipe + "'");
+  if (o.scenarios.empty()) o.scenarios = all_scenarios;
+  if (o.recipe != "mutex" && (o.interop || !o.window.empty()))
+    return usage_error("--recipe " + o.recipe + " runs zklock clients only (no --interop, no --window)");
+  if (o.leases < 1 || o.write_percent < 0 || o.write_percent > 100)
+    return usage_error("--leases must be >= 1 and --writers 0-100");
+  for (auto& s : o.scenarios)
+    if (std::find(all_scenarios.begin(), all_scenarios.end(), s) == all_scenarios.end() &&
+        std::find(extra_scenarios.begin(), extra_scenarios.end(), s) == extra_scenarios.end())
+      return usage_error("unknown scenario '" + s + "'");
+  return -1;
+}
+
+}  // namespace zklock::fault

@@ -1,0 +1,47 @@
+// The harness's command line (CLI11). Every flag keeps the name and meaning it had when argv
+// was parsed by hand: ctest (CMakeLists.txt) and docs/RELIABILITY.md call them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zklock::fault {
+
+struct options {
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  std::vector<std::string> peers;  // --interop: curator, kazoo or both
+  bool interop = false;
+  std::vector<std::string> scenarios;
+  int runs = 1;
+  int faults = 1;
+  int clients = 3;
+  int session_timeout_ms = 3000;
+  int hold_ms = 20;
+  int stuck_bound_ms = 0;  // 0: 5 session timeouts + 10 s
+  std::string work;
+  bool keep = false;
+  std::string json;
+  std::string window;  // zklock, curator, kazoo, all
+  int window_runs = 3;
+  int window_session_timeout_ms = 6000;
+  std::string recipe = "mutex";  // mutex, shared (zklock::shared_mutex), semaphore
+  int leases = 2;                // semaphore: max_leases
+  int write_percent = 30;        // shared: the share of acquisitions taking the write side
+};
+
+// The default set (no --scenarios): the short CI pass runs these.
+extern const std::vector<std::string> all_scenarios;
+// Issue 22's fault kinds, run only when named (--scenarios): see docs/RELIABILITY.md.
+extern const std::vector<std::string> extra_scenarios;
+// What "mixed" draws from (the seeded draw indexes this list: do not reorder it).
+extern const std::vector<std::string> fault_kinds;
+
+std::vector<std::string> split(const std::string& s, char sep);
+
+// Parses argv into `o`. Returns -1 to go on, else the exit status (0 after --help, 2 on a
+// usage error, with a message on stderr).
+int parse_options(int argc, char** argv, options& o);
+
+}  // namespace zklock::fault

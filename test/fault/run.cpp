@@ -1,0 +1,200 @@
+#include "run.hpp"
+
+#include "lockdir.hpp"
+#include "nemesis.hpp"
+#include "processes.hpp"
+#include "resource.hpp"
+#include "tcp_proxy.hpp"
+
+#include <boost/asio.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <thread>
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace zklock::fault {
+
+run_result harness::run(const std::string& scenario, int run_index) {
+  run_result r;
+  r.scenario = scenario;
+  r.run = run_index;
+  r.seed = base_seed ^ (std::hash<std::string>{}(scenario) * 1000003u) ^ std::uint64_t(run_index);
+  std::mt19937_64 rng(r.seed);
+  const std::int64_t T_ns = std::int64_t(o.session_timeout_ms) * 1000000;
+
+  const std::string dir = "/fault/" + scenario + "-" + std::to_string(base_seed % 1000000) + "-" +
+                          std::to_string(run_index);
+  const std::string run_dir = work + "/" + scenario + "-" + std::to_string(run_index);
+  fs::create_directories(run_dir);
+
+  asio::io_context ioc;
+  auto guard = asio::make_work_guard(ioc);
+  resource res(ioc, o.recipe);
+  std::vector<std::string> kinds(o.clients, "zklock");
+  for (auto& p : o.peers) kinds.push_back(p);
+  const int k = static_cast<int>(kinds.size());
+  std::vector<std::vector<std::unique_ptr<zklock::test::tcp_proxy>>> proxies(k);
+  std::vector<child> clients(k);
+  std::map<std::string, int> index_of;
+  std::map<std::string, std::string> kind_of;
+  const std::vector<std::string> extra = worker_options(scenario);
+  int sessions = 1;  // per zklock worker ("sessions:N")
+  for (auto& x : extra)
+    if (x.rfind("sessions:", 0) == 0) sessions = std::stoi(x.substr(9));
+  for (int c = 0; c < k; ++c) {
+    std::string connect;
+    if (direct_connections(scenario)) {
+      connect = ens->connect_string();
+    } else {
+      for (int s = 0; s < ens->size(); ++s) {
+        proxies[c].push_back(std::make_unique<zklock::test::tcp_proxy>(ioc.get_executor(), ens->port(s)));
+        connect += (connect.empty() ? "" : ",") + proxies[c].back()->connect_string();
+      }
+    }
+    clients[c].who = kinds[c] + "-" + std::to_string(c);
+    clients[c].kind = kinds[c];
+    index_of[clients[c].who] = c;
+    kind_of[clients[c].who] = kinds[c];
+    if (kinds[c] == "zklock" && sessions > 1)
+      for (int i = 1; i <= sessions; ++i) kind_of[clients[c].who + "." + std::to_string(i)] = kinds[c];
+    // the worker's recipe; the shared lock's read/write draws are seeded by the run's seed
+    std::string spec;
+    if (o.recipe == "shared")
+      spec = "shared:" + std::to_string(o.write_percent) + ":" + std::to_string((r.seed + std::uint64_t(c)) % 1000000007u);
+    else if (o.recipe == "semaphore")
+      spec = "semaphore:" + std::to_string(o.leases);
+    std::vector<std::string> worker_args;
+    if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
+    worker_args.insert(worker_args.end(), extra.begin(), extra.end());
+    auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms, work,
+                              kinds[c] == "zklock" ? worker_args : std::vector<std::string>{});
+    clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
+  }
+  std::thread io([&] { ioc.run(); });
+  std::vector<pause_interval> pauses;
+  run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}};
+  nemesis nem(env);
+
+  // warm-up: every client granted once (a JVM takes a few seconds to start)
+  auto granted_all = [&](const std::vector<record>& j) {
+    std::set<std::string> g;
+    for (auto& x : j)
+      if (x.kind == "grant") g.insert(process_of(x.who));
+    return static_cast<int>(g.size()) == k;
+  };
+  if (!res.wait_for(60s, granted_all)) r.notes.push_back("warm-up: not every client was granted within 60 s");
+  std::this_thread::sleep_for(300ms);
+  for (auto& c : clients)
+    if (c.kind == "zklock") r.rss_before_kb += rss_kb(c.pid);
+
+  // the nemesis
+  for (int f = 0; f < o.faults; ++f) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(int(nem.uniform(200, 1000))));
+    auto d = nem.apply(scenario == "mixed" ? fault_kinds[nem.pick(int(fault_kinds.size()))] : scenario);
+    r.faults.push_back(d);
+    std::cerr << "  [" << scenario << " #" << run_index << "] " << d << "\n";
+  }
+
+  // heal everything, let it settle, stop the clients
+  nem.heal();
+  std::this_thread::sleep_for(1s);
+  // t_stop before the signals: a client idle between sections answers at once, possibly
+  // before this thread runs again (seen on a loaded machine: an idle report 44 ms before the
+  // others', recorded before t_stop, counted that client as stuck)
+  const std::int64_t t_stop = mono_ns();
+  for (auto& c : clients) ::kill(c.pid, SIGUSR1);
+  auto idle_all = [&](const std::vector<record>& j) {
+    std::set<std::string> g;
+    for (auto& x : j)
+      if (x.kind == "idle" && x.t_recv >= t_stop) g.insert(x.who);
+    return static_cast<int>(g.size()) == k;
+  };
+  const std::int64_t stuck_ns =
+      o.stuck_bound_ms > 0 ? std::int64_t(o.stuck_bound_ms) * 1000000 : 5 * T_ns + 10'000'000'000LL;
+  if (!res.wait_for(std::chrono::milliseconds(stuck_ns / 1000000), idle_all)) {
+    auto j = res.journal();
+    for (auto& c : clients) {
+      bool idle = std::any_of(j.begin(), j.end(), [&](auto& x) { return x.kind == "idle" && x.who == c.who && x.t_recv >= t_stop; });
+      if (!idle) {
+        ++r.stuck;
+        r.notes.push_back(c.who + " did not stop (no idle report)");
+      }
+    }
+  }
+  const std::int64_t t_end = mono_ns();
+  // leftovers: a released or lost guard's node is deleted in the background; give it 2 s
+  // (the semaphore's nodes are in two dirs: its internal mutex's and its leases')
+  const std::vector<std::string> node_dirs =
+      o.recipe == "semaphore" ? std::vector<std::string>{dir + "/locks", dir + "/leases"} : std::vector<std::string>{dir};
+  leftovers left;
+  for (auto until = std::chrono::steady_clock::now() + 2s;;) {
+    left.node_names.clear();
+    left.watch_lines.clear();
+    left.nodes = 0;
+    for (auto& d : node_dirs) {
+      std::vector<std::string> names;
+      int n = count_nodes(ens->connect_string(), d, &names);
+      left.nodes = n < 0 || left.nodes < 0 ? -1 : left.nodes + n;
+      for (auto& x : names) left.node_names.push_back(d.substr(dir.size()) + (d == dir ? "" : "/") + x);
+    }
+    left.watches = count_watches(*ens, dir, &left.watch_lines);
+    if ((left.nodes == 0 && left.watches == 0) || std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  r.nodes_left = left.nodes;
+  r.watches_left = left.watches;
+  {
+    // whose: the clients said their session ids in "hello"
+    std::map<std::string, std::string> owner;
+    for (auto& x : res.journal())
+      if (x.kind == "hello") owner[x.extra] = x.who;
+    auto whose = [&](const std::string& line) {
+      for (auto& [sid, who] : owner)
+        if (line.find(sid) != std::string::npos) return who;
+      return std::string("?");
+    };
+    for (auto& n : left.node_names) {
+      auto who = whose(n);
+      if (kind_of[who] != "zklock") ++r.peer_leftovers;
+      r.notes.push_back("node left: " + dir + (n.rfind('/', 0) == 0 ? "" : "/") + n + " (" + who + ")");
+    }
+    for (auto& w : left.watch_lines) {
+      auto who = whose(w);
+      if (kind_of[who] != "zklock") ++r.peer_leftovers;
+      r.notes.push_back("watch left: " + w + " (" + who + ")");
+    }
+  }
+  for (auto& c : clients)
+    if (c.kind == "zklock") r.rss_after_kb += rss_kb(c.pid);
+  for (auto& c : clients) {
+    end_child(c, 15s);
+    bool ok = WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0;
+    // a JVM ends on SIGTERM with 143 by design
+    if (c.kind == "curator" && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 143) ok = true;
+    if (!ok) {
+      ++r.worker_failures;
+      r.notes.push_back(c.who + " ended with wait status " + std::to_string(c.status) + " (log " + run_dir + "/" +
+                        c.who + ".log)");
+    }
+  }
+  guard.reset();
+  ioc.stop();
+  io.join();
+  auto j = res.journal();
+  write_journal(run_dir + "/journal.tsv", j);
+  recipe_rule rule;
+  rule.recipe = o.recipe;
+  rule.capacity = o.recipe == "semaphore" ? o.leases : 1;
+  check(r, j, pauses, kind_of, stuck_ns, t_end, rule);
+  return r;
+}
+}  // namespace zklock::fault
