@@ -4,6 +4,7 @@
 // It includes every header of include/zklock/ (check_headers.py fails when one is missing here).
 // Not linked nor run: the functions below are only compiled (-fsyntax-only).
 #include <zklock/error.hpp>
+#include <zklock/lock_guard.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>

@@ -3,6 +3,7 @@
 // every such example verbatim (check_snippets.py, ctest -R snippets, checks it). Compiled, not
 // run, by the zklock_snippets target of the test build.
 #include <zklock/error.hpp>
+#include <zklock/lock_guard.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
@@ -30,11 +31,11 @@ bool session_ended(zklock::error_code ec) {
 }
 // [zklock/error.hpp]
 
-// [zklock/mutex.hpp]
+// [zklock/lock_guard.hpp]
 // lock_guard::guarded: a transaction that applies only while the lock is ours.
 asio::awaitable<void> guarded_write(zklock::session& s, const zklock::lock_guard& guard, std::vector<zklock::multi_op> ops) {
   co_await s.async_multi(guard.guarded(std::move(ops)), asio::use_awaitable);
 }
-// [zklock/mutex.hpp]
+// [zklock/lock_guard.hpp]
 
 }  // namespace header_examples
