@@ -160,8 +160,8 @@ template <class Executor = asio::any_io_executor>
 class basic_session {
  public:
   using executor_type = Executor;
-  /// The same session type on another executor type (asio::use_awaitable_t<>::as_default_on_t
-  /// and asio::as_default_on use it).
+  /// The same session type on another executor type (`asio::use_awaitable_t<>::as_default_on_t`
+  /// and `asio::use_awaitable.as_default_on(std::move(s))` use it).
   template <class OtherExecutor>
   struct rebind_executor {
     using other = basic_session<OtherExecutor>;
@@ -173,7 +173,7 @@ class basic_session {
     requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
   explicit basic_session(ExecutionContext& context, session_options opts = {})
       : basic_session(executor_type(context.get_executor()), std::move(opts)) {}
-  /// Takes over a session of another executor type (e.g. asio::as_default_on(std::move(s))).
+  /// Takes over a session of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(s))`).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_session(basic_session<OtherExecutor>&& other) noexcept
