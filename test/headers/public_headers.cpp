@@ -80,6 +80,7 @@ void with_callbacks(zklock::session& s, zklock::watch& w, zklock::lock_guard& g,
   mg.async_release([](error_code) {});
 
   g.async_wait_lost(asio::bind_cancellation_slot(g.lost_slot(), [](error_code) {}));
+  g.async_wait_deadline(std::chrono::seconds(1), [](error_code) {});
   g.async_downgrade([](error_code) {});
   g.async_release([](error_code) {});
 }
@@ -112,6 +113,7 @@ asio::awaitable<void> with_deferred(zklock::session& s) {
   auto g = co_await m.async_try_acquire();
   co_await g.async_downgrade(asio::deferred);
   co_await g.async_wait_lost();
+  co_await g.async_wait_deadline(std::chrono::milliseconds(500));
   zklock::shared_mutex rw{s, "/locks/rw"};
   auto w = co_await rw.async_acquire(asio::deferred);
   zklock::semaphore sem{s, "/locks/sem", 2};

@@ -17,10 +17,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <future>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +30,15 @@
 namespace asio = boost::asio;
 
 namespace header_examples {
+
+// [zklock/detail/pending.hpp]
+// Operations may start on any thread: a mutex acquired with use_future from main while another
+// thread runs the session's io_context.
+zklock::lock_guard acquire_from_main(zklock::mutex& m) {
+  std::future<zklock::lock_guard> guard = m.async_acquire(asio::use_future);
+  return guard.get();
+}
+// [zklock/detail/pending.hpp]
 
 // [zklock/error.hpp]
 // A return code `rc` of the C client:
