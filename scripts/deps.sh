@@ -8,6 +8,7 @@ packages=(
   zookeeper default-jre-headless
   python3 python3-kazoo libcurator-recipes-java default-jdk-headless
   gnuplot-nox procps iproute2
+  clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -113,7 +113,7 @@ class lock_guard {
   /// time_point::min() when the guard does not hold.
   std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// A cancellation slot emitted (terminal) when the lock is lost: bind the work of the
-  /// critical section to it (asio::bind_cancellation_slot(guard.lost_slot(), token)) and it is
+  /// critical section to it (`asio::bind_cancellation_slot(guard.lost_slot(), token)`) and it is
   /// cancelled through Asio's own cancellation as soon as the lock is lost. One handler at a
   /// time, like any cancellation slot. Empty for an empty guard.
   asio::cancellation_slot lost_slot() const noexcept;

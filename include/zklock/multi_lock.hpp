@@ -37,8 +37,8 @@ class multi_guard {
     auto ex = guards_.empty() ? asio::any_io_executor() : guards_.front().get_executor();
     guards_.clear();
     return asio::async_initiate<Token, void(error_code)>(
-        [](auto h, std::vector<detail::release_ticket> tickets, asio::any_io_executor ex) {
-          detail::release_all(std::move(tickets), std::move(ex), detail::void_handler(std::move(h)));
+        [](auto h, std::vector<detail::release_ticket> all, asio::any_io_executor guards_ex) {
+          detail::release_all(std::move(all), std::move(guards_ex), detail::void_handler(std::move(h)));
         },
         token, std::move(tickets), std::move(ex));
   }
@@ -126,8 +126,8 @@ class basic_multi_lock {
   template <class Token>
   auto initiate(Token& token, clock::duration timeout) {
     return asio::async_initiate<Token, void(error_code, multi_guard)>(
-        [items = items_, ex = ex_](auto h, clock::duration timeout) {
-          detail::start_multi(items, detail::multi_handler_t(std::move(h)), timeout, ex);
+        [items = items_, ex = ex_](auto h, clock::duration t) {
+          detail::start_multi(items, detail::multi_handler_t(std::move(h)), t, ex);
         },
         token, timeout);
   }

@@ -61,7 +61,7 @@ class basic_mutex {
   explicit basic_mutex(basic_session<SessionExecutor>& s, std::string path)
       : state_(detail::make_lock_dir(detail::access::impl(s), std::move(path))),
         ex_(executor_type(s.get_executor())) {}
-  /// Takes over a mutex of another executor type (e.g. asio::as_default_on(std::move(m))).
+  /// Takes over a mutex of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(m))`).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_mutex(basic_mutex<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
@@ -133,8 +133,8 @@ class basic_mutex {
   template <class Token>
   auto initiate(Token& token, detail::acquire_params p) {
     return asio::async_initiate<Token, void(error_code, lock_guard)>(
-        [state = state_](auto h, detail::acquire_params p) {
-          detail::start_acquire(state, detail::acquire_handler(std::move(h)), std::move(p));
+        [state = state_](auto h, detail::acquire_params params) {
+          detail::start_acquire(state, detail::acquire_handler(std::move(h)), std::move(params));
         },
         token, std::move(p));
   }

@@ -33,7 +33,7 @@ std::string parent_path(std::string_view path);
 /// Last segment: "/a/b/c" -> "c".
 std::string_view node_name(std::string_view path) noexcept;
 
-/// join("/a", "b") -> "/a/b"; join("/", "b") -> "/b".
+/// `join_path("/a", "b")` -> "/a/b"; `join_path("/", "b")` -> "/b".
 std::string join_path(std::string_view parent, std::string_view child);
 
 }  // namespace zklock

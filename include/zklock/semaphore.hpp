@@ -95,8 +95,8 @@ class basic_semaphore {
   template <class Token>
   auto initiate(Token& token, detail::acquire_params p) {
     return asio::async_initiate<Token, void(error_code, lock_guard)>(
-        [state = state_](auto h, detail::acquire_params p) {
-          detail::start_lease(state, detail::acquire_handler(std::move(h)), std::move(p));
+        [state = state_](auto h, detail::acquire_params params) {
+          detail::start_lease(state, detail::acquire_handler(std::move(h)), std::move(params));
         },
         token, std::move(p));
   }

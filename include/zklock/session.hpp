@@ -160,8 +160,8 @@ template <class Executor = asio::any_io_executor>
 class basic_session {
  public:
   using executor_type = Executor;
-  /// The same session type on another executor type (asio::use_awaitable_t<>::as_default_on_t
-  /// and asio::as_default_on use it).
+  /// The same session type on another executor type (`asio::use_awaitable_t<>::as_default_on_t`
+  /// and `asio::use_awaitable.as_default_on(std::move(s))` use it).
   template <class OtherExecutor>
   struct rebind_executor {
     using other = basic_session<OtherExecutor>;
@@ -173,7 +173,7 @@ class basic_session {
     requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
   explicit basic_session(ExecutionContext& context, session_options opts = {})
       : basic_session(executor_type(context.get_executor()), std::move(opts)) {}
-  /// Takes over a session of another executor type (e.g. asio::as_default_on(std::move(s))).
+  /// Takes over a session of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(s))`).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_session(basic_session<OtherExecutor>&& other) noexcept
@@ -239,8 +239,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_wait_state(session_state known, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, session_state)>(
-        [impl = impl_](auto h, session_state known) {
-          detail::session_ops::wait_state(*impl, known, detail::state_handler(std::move(h)));
+        [impl = impl_](auto h, session_state k) {
+          detail::session_ops::wait_state(*impl, k, detail::state_handler(std::move(h)));
         },
         token, known);
   }
@@ -253,8 +253,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_create(std::string path, std::string data, create_mode mode, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, create_result)>(
-        [impl = impl_](auto h, std::string path, std::string data, create_mode mode) {
-          detail::session_ops::create(*impl, std::move(path), std::move(data), mode,
+        [impl = impl_](auto h, std::string p, std::string d, create_mode m) {
+          detail::session_ops::create(*impl, std::move(p), std::move(d), m,
                                       detail::create_handler(std::move(h)));
         },
         token, std::move(path), std::move(data), mode);
@@ -266,8 +266,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_delete(std::string path, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
-        [impl = impl_](auto h, std::string path, int version) {
-          detail::session_ops::remove(*impl, std::move(path), version, detail::void_handler(std::move(h)));
+        [impl = impl_](auto h, std::string p, int v) {
+          detail::session_ops::remove(*impl, std::move(p), v, detail::void_handler(std::move(h)));
         },
         token, std::move(path), version);
   }
@@ -278,8 +278,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_exists(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
-        [impl = impl_](auto h, std::string path) {
-          detail::session_ops::exists(*impl, std::move(path), nullptr, detail::exists_handler(std::move(h)));
+        [impl = impl_](auto h, std::string p) {
+          detail::session_ops::exists(*impl, std::move(p), nullptr, detail::exists_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -291,9 +291,9 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_exists(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<node_stat>)>(
-        [impl = impl_, &w](auto h, std::string path) {
+        [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
-          detail::session_ops::exists(*impl, std::move(path), &st, detail::exists_handler(std::move(h)));
+          detail::session_ops::exists(*impl, std::move(p), &st, detail::exists_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -303,8 +303,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_get_children(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, children_result)>(
-        [impl = impl_](auto h, std::string path) {
-          detail::session_ops::get_children(*impl, std::move(path), nullptr, detail::children_handler(std::move(h)));
+        [impl = impl_](auto h, std::string p) {
+          detail::session_ops::get_children(*impl, std::move(p), nullptr, detail::children_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -313,9 +313,9 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_get_children(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, children_result)>(
-        [impl = impl_, &w](auto h, std::string path) {
+        [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
-          detail::session_ops::get_children(*impl, std::move(path), &st, detail::children_handler(std::move(h)));
+          detail::session_ops::get_children(*impl, std::move(p), &st, detail::children_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -325,8 +325,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_get_data(std::string path, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, data_result)>(
-        [impl = impl_](auto h, std::string path) {
-          detail::session_ops::get_data(*impl, std::move(path), nullptr, detail::data_handler(std::move(h)));
+        [impl = impl_](auto h, std::string p) {
+          detail::session_ops::get_data(*impl, std::move(p), nullptr, detail::data_handler(std::move(h)));
         },
         token, std::move(path));
   }
@@ -335,9 +335,9 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_get_data(std::string path, watch& w, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, data_result)>(
-        [impl = impl_, &w](auto h, std::string path) {
+        [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
-          detail::session_ops::get_data(*impl, std::move(path), &st, detail::data_handler(std::move(h)));
+          detail::session_ops::get_data(*impl, std::move(p), &st, detail::data_handler(std::move(h)));
           w = detail::access::make_watch(std::move(st));
         },
         token, std::move(path));
@@ -349,8 +349,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_set_data(std::string path, std::string data, int version = -1, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, node_stat)>(
-        [impl = impl_](auto h, std::string path, std::string data, int version) {
-          detail::session_ops::set_data(*impl, std::move(path), std::move(data), version,
+        [impl = impl_](auto h, std::string p, std::string d, int v) {
+          detail::session_ops::set_data(*impl, std::move(p), std::move(d), v,
                                         detail::stat_handler(std::move(h)));
         },
         token, std::move(path), std::move(data), version);
@@ -364,8 +364,8 @@ class basic_session {
   template <class Token = detail::default_token_t<Executor>>
   auto async_multi(std::vector<multi_op> ops, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::vector<multi_result>)>(
-        [impl = impl_](auto h, std::vector<multi_op> ops) {
-          detail::session_ops::multi(*impl, std::move(ops), detail::multi_handler(std::move(h)));
+        [impl = impl_](auto h, std::vector<multi_op> o) {
+          detail::session_ops::multi(*impl, std::move(o), detail::multi_handler(std::move(h)));
         },
         token, std::move(ops));
   }

@@ -14,7 +14,8 @@ import json
 import os
 import sys
 
-from bench_common import run as run_bench, throwaway_server
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_common import run as run_bench, throwaway_server  # noqa: E402  (bench/bench_common.py)
 
 
 def run(cmd):

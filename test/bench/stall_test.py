@@ -24,7 +24,8 @@ import argparse
 import os
 import sys
 
-from bench_common import mntr, four_letter, run as run_echo, throwaway_server
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from bench_common import mntr, four_letter, run as run_echo, throwaway_server  # noqa: E402  (bench/bench_common.py)
 
 LIMIT_MS = 100.0
 

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Public headers compile clean under a user's strict warning flags.
+
+    check_headers.py --compiler CXX [--root DIR] [--isystem DIR ...]
+
+Compiles test/headers/public_headers.cpp (every public header, the main templates instantiated
+with callbacks, use_awaitable, deferred and use_future) with -std=c++20 -fsyntax-only and
+FLAGS below plus -Werror. Fails, saying so, when the compiler is missing (scripts/deps.sh
+installs g++ and clang-14), when a header of include/zklock/ is not included by that file, or
+on any diagnostic; prints each warning location once with how often it came.
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+FLAGS = ["-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-pedantic"]
+SOURCE = "test/headers/public_headers.cpp"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    ap.add_argument("--isystem", action="append", default=[], help="a dependency's include dir (Boost's)")
+    a = ap.parse_args()
+
+    cxx = shutil.which(a.compiler)
+    if not cxx:
+        print("check_headers: FAILED: compiler %r not found (bash scripts/deps.sh installs g++ and clang-14)"
+              % a.compiler)
+        return 1
+    source = os.path.join(a.root, SOURCE)
+    text = open(source, encoding="utf-8").read()
+    included = set(re.findall(r"^#include <(zklock/[^>]+)>", text, re.M))
+    headers = sorted("zklock/" + f for f in os.listdir(os.path.join(a.root, "include/zklock")) if f.endswith(".hpp"))
+    missing = [h for h in headers if h not in included]
+    if missing:
+        print("check_headers: FAILED: %s does not include %s" % (SOURCE, ", ".join(missing)))
+        return 1
+
+    cmd = [cxx, "-std=c++20", "-fsyntax-only"] + FLAGS + ["-Werror", "-I", os.path.join(a.root, "include")]
+    for d in a.isystem:
+        if os.path.normpath(d) not in ("/usr/include", "/usr/local/include"):  # -isystem there breaks include_next
+            cmd += ["-isystem", d]
+    cmd.append(source)
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    diagnostics = collections.Counter(
+        m.group(1) for m in re.finditer(r"^(\S+:\d+:\d+: (?:warning|error): .*)$", out, re.M))
+    if p.returncode != 0 or diagnostics:
+        sys.stdout.write(out[-20000:])
+        print("\ncheck_headers: FAILED with %s: %d distinct diagnostics:" % (os.path.basename(cxx), len(diagnostics)))
+        for d, n in sorted(diagnostics.items()):
+            print("  %3dx %s" % (n, d.replace(a.root.rstrip("/") + "/", "", 1)))
+        return 1
+    print("check_headers: ok: %d public headers, clean under %s (%s)" % (len(headers), " ".join(FLAGS + ["-Werror"]),
+                                                                          os.path.basename(cxx)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+// The C++ code blocks of the Markdown documentation (README.md, docs/, examples/, apps/),
+// compiled. Each block is a region of this file between two `// [name]` lines, character for
+// character once the region's common indentation is removed: check_snippets.py (ctest -R
+// snippets) fails when a ```cpp block has no such region, or a region no block. A fragment's
+// surroundings (includes, the variables it uses, the coroutine around it) stay outside the
+// markers. Compiled, not run, by the zklock_snippets target of the test build.
+#include <zklock/mutex.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdint>
+
+namespace asio = boost::asio;
+
+namespace readme {
+
+struct order_record {
+  int id = 0;
+};
+// The store the README's first program writes to: it rejects writes with a token lower than
+// the highest it has seen.
+void write_to_store(const order_record& order, std::int64_t fencing_token);
+
+// README.md, the first program.
+asio::awaitable<void> first_program(asio::io_context& ioc, order_record order) {
+  // [readme-first-program]
+  zklock::session_options options;
+  options.connect = "zk1:2181,zk2:2181,zk3:2181/app";
+  zklock::session session{ioc.get_executor(), options};
+  co_await session.async_connect(asio::use_awaitable);
+
+  zklock::mutex lock{session, "/locks/orders/42"};
+  auto guard = co_await lock.async_acquire(asio::use_awaitable);   // no thread blocks
+  write_to_store(order, guard.fencing_token());                      // the store rejects stale tokens
+  co_await guard.async_release(asio::use_awaitable);                 // or let the guard go out of scope
+  // [readme-first-program]
+}
+
+}  // namespace readme
