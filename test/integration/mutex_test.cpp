@@ -479,7 +479,7 @@ TEST_CASE("check_op: a transaction guarded by the lock applies while held, never
   }());
 }
 
-TEST_CASE("total cancellation while disconnected completes only after the cleanup; terminal at once",
+TEST_CASE("total cancellation while disconnected completes only after the cleanup, terminal at once",
           "[integration][mutex][cancel][fault]") {
   // Asio's total cancellation promises that nothing happened: the handler may not run while our
   // node may still be queued in the lock dir. Terminal cancellation does not wait for the network.

@@ -141,7 +141,7 @@ TEST_CASE("shared_mutex: a writer waits for the readers ahead, and readers behin
   }());
 }
 
-TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer behind it; upgrade refused",
+TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer behind it, upgrade refused",
           "[integration][shared]") {
   zk_server srv;
   asio::io_context ioc;
@@ -258,7 +258,7 @@ TEST_CASE("semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, an
   CHECK(max_inside == 2);
 }
 
-TEST_CASE("semaphore: try on a full semaphore reads only; timeouts and cancellation leave nothing; "
+TEST_CASE("semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
           "a dead session's lease comes back",
           "[integration][semaphore][cancel][fault]") {
   zk_server srv;
@@ -351,7 +351,7 @@ TEST_CASE("semaphore: connections cut during acquires leave no orphaned lease",
 // ---------------------------------------------------------------------------------------------
 // multi_lock
 
-TEST_CASE("multi_lock: opposite orders do not deadlock; each lock stays exclusive", "[integration][multi]") {
+TEST_CASE("multi_lock: opposite orders do not deadlock, each lock stays exclusive", "[integration][multi]") {
   zk_server srv;
   asio::io_context ioc;
   sessions f(ioc, srv.connect_string(), 3);
@@ -381,7 +381,7 @@ TEST_CASE("multi_lock: opposite orders do not deadlock; each lock stays exclusiv
   CHECK(violations == 0);
 }
 
-TEST_CASE("multi_lock: all or nothing on timeout and cancellation; mixed sides", "[integration][multi][cancel]") {
+TEST_CASE("multi_lock: all or nothing on timeout and cancellation, mixed sides", "[integration][multi][cancel]") {
   zk_server srv;
   asio::io_context ioc;
   sessions f(ioc, srv.connect_string(), 2);

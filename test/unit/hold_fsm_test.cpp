@@ -84,7 +84,7 @@ TEST_CASE("release while suspended, then the session expires: nothing to send, f
   CHECK(d.losts == 0);  // released first: nothing was lost
 }
 
-TEST_CASE("lost at the deadline while suspended; the session survived: the node is still deleted",
+TEST_CASE("lost at the deadline while suspended, the session survived: the node is still deleted",
           "[unit][hold][fault]") {
   // the review's bug: a guard reported lost kept its node for the life of the session
   driver d;

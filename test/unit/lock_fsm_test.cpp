@@ -146,7 +146,7 @@ TEST_CASE("try-acquire on a held lock fails with lock_busy on one read: no write
   CHECK(s.watches.empty());
 }
 
-TEST_CASE("try-acquire on a free lock creates; a contender that came between look and create wins", "[unit][lock]") {
+TEST_CASE("try-acquire on a free lock creates, a contender that came between look and create wins", "[unit][lock]") {
   {
     sim s(lock_mode::try_once);
     s.apply(s.fsm.start());
