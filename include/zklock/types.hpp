@@ -147,7 +147,7 @@ struct contender {
   std::int64_t sequence = 0;  ///< its sequence number: the queue order
   lock_kind kind = lock_kind::exclusive;  ///< from the name (a downgraded zklock writer: data "zklock/2:downgraded")
   node_stat stat;             ///< stat.ephemeral_owner: the contender's session id; stat.ctime: when it queued
-  std::string data;           ///< the node's data ("zklock/2" for a zklock contender)
+  std::string data;           ///< the node's data ("zklock/3" for a zklock mutex contender)
 };
 
 }  // namespace zklock

@@ -142,6 +142,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                        self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
                      }));
           break;
+        case lock_action::read_data:
+          s_->get_data(a.path, nullptr, data_handler([self](error_code ec, data_result d) {
+                         self->run(self->fsm_.on_data(ec, classify_predecessor(d.data)));
+                       }));
+          break;
         case lock_action::wait_reconnect:
           if (is_connected(s_->state()))
             asio::post(s_->executor(), [self] { self->run(self->fsm_.on_reconnected()); });
@@ -206,7 +211,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
     h->node = r.node;
     h->token = r.fencing_token;
-    h->mark_release = r.mark_release;
     h->kind = fsm_.kind();
     h->start();
     if (owner_) {

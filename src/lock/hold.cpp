@@ -153,19 +153,11 @@ void hold::release_one(void_handler h) {
   }
 }
 
-// The release: one transaction that marks our node released and deletes it. The data change
-// fires our successor's watch and tells it we were the holder (see release_marker): it takes
-// the lock from that event without listing the dir again. Granted alone (nobody behind us
-// when we listed), a plain delete: cheaper; a waiter that queued since saw us at the head in
-// its own listing, so our deletion is its turn.
+// The release: a plain delete. Its *deleted* event is our successor's turn when we were its
+// last blocker (no data write ever grants: see contender_marker).
 void hold::send_release() {
-  auto done = [self = shared_from_this()](error_code ec) { self->run(self->fsm.on_release_reply(ec)); };
-  if (!mark_release) return s->remove(node, -1, void_handler(std::move(done)));
-  std::vector<multi_op> ops;
-  ops.push_back(multi_op::set_data(node, std::string(release_marker)));
-  ops.push_back(multi_op::remove(node));
-  s->multi(std::move(ops), multi_handler([done = std::move(done)](error_code ec, std::vector<multi_result>) mutable {
-    done(ec);
+  s->remove(node, -1, void_handler([self = shared_from_this()](error_code ec) {
+    self->run(self->fsm.on_release_reply(ec));
   }));
 }
 

@@ -27,7 +27,6 @@ struct hold : std::enable_shared_from_this<hold> {
   std::string node;
   std::int64_t token = 0;
   std::int64_t session_id = 0;  // the ZooKeeper session our node belongs to
-  bool mark_release = true;
   lock_kind kind = lock_kind::exclusive;
   hold_fsm fsm;
   int count = 1;

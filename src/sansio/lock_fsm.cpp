@@ -117,12 +117,23 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
     if (is_connection_loss(ec)) return after_connection_loss(retry::list);
     if (ec && ec != zk_errc::no_node) return fail(failure(ec));
-    probing_ = false;
-    if (!ec && blocked_at_tail(children, kind_, max_leases_)) {
-      phase_ = phase::done;
-      result_ = {errc::lock_busy, {}, 0};
-      return {{lock_action::complete, {}}};
+    if (!ec) {
+      auto q = queue_order(children);
+      q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
+      if (auto b = find_blockers(q, q.size() - 1, kind_, max_leases_)) {
+        // A reader's one blocker at the head may be a writer that downgraded (it holds the
+        // read side; a blocking read would be granted beside it): read its data first. Only
+        // the head can be one: a writer holds (and may downgrade) with nobody ahead of it,
+        // and none can get ahead later; a second writer ahead of us waits, so it blocks us.
+        if (kind_ == lock_kind::read && b->count == 1 && b->nearest == 0) {
+          pending_read_ = true;
+          read_node_ = q[0].name;
+          return {{lock_action::read_data, join_path(dir_, q[0].name)}};
+        }
+        return busy();
+      }
     }
+    probing_ = false;
     return create_and_list();  // looks free (or no dir yet): the create-and-list decides
   }
   if (!ec) return evaluate(children);
@@ -138,6 +149,26 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     return create_and_list();
   }
   return fail(failure(ec));
+}
+
+lock_fsm::actions lock_fsm::busy() {
+  phase_ = phase::done;
+  result_ = {errc::lock_busy, {}, 0};
+  return {{lock_action::complete, {}}};
+}
+
+lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
+  if (!pending_read_ || phase_ == phase::done) return {};
+  pending_read_ = false;
+  if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+  if (is_connection_loss(ec)) return after_connection_loss(retry::list);  // look again
+  if (ec && ec != zk_errc::no_node) return fail(failure(ec));
+  if (!ec && data != predecessor_data::downgraded) return busy();
+  // Downgraded (evaluate counts it as a reader from now on), or gone: the create-and-list
+  // decides, as for a dir that looks free.
+  if (!ec) downgraded_.push_back(read_node_);
+  probing_ = false;
+  return create_and_list();
 }
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
@@ -162,7 +193,6 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     return finish_cleaning_if_idle();
   }
   if (idx < 0) return create_and_list();  // never created, or our node vanished: queue again
-  contenders_behind_ = static_cast<std::size_t>(idx) + 1 < q.size();
   // Writers seen downgraded count as readers (they stay in place, so writers still wait).
   for (auto& c : q)
     if (c.kind != lock_kind::read && std::find(downgraded_.begin(), downgraded_.end(), c.name) != downgraded_.end())
@@ -187,7 +217,6 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   }
   predecessor_ = join_path(dir_, q[b->nearest].name);
   last_blocker_ = b->count == 1;
-  predecessor_is_zklock_ = false;
   pending_watch_ = true;
   return {{lock_action::watch_predecessor, predecessor_}};
 }
@@ -198,8 +227,7 @@ lock_fsm::actions lock_fsm::acquired() {
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::done;
-  // Shared lock nodes release with a plain delete: nobody takes the lock from their marker.
-  result_ = {{}, node_, czxid_, kind_ == lock_kind::exclusive && (!predecessor_.empty() || contenders_behind_)};
+  result_ = {{}, node_, czxid_};
   return {{lock_action::complete, {}}};
 }
 
@@ -251,7 +279,6 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   }
   if (!ec) {
     watch_active_ = true;
-    predecessor_is_zklock_ = data == predecessor_data::zklock_contender;
     if (data == predecessor_data::downgraded && kind_ == lock_kind::read) {
       // A writer that now holds the read side: not our blocker any more. Remove the watch
       // (nothing left behind), then look again.
@@ -281,14 +308,11 @@ lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
     return {{lock_action::watch_dir, dir_}};
   }
   if (what == watch_change::data_changed) {
-    // A zklock mutex node changes its data only in the transaction that releases the lock
-    // (and deletes the node): it was the holder, and a mutex node holds alone, so nobody is
-    // ahead of us.
-    if (predecessor_is_zklock_) return acquired();
-    // Someone wrote to a Curator or kazoo node, or a shared lock's writer downgraded: read it
-    // again (and watch it again).
-    pending_watch_ = true;
-    return {{lock_action::watch_predecessor, predecessor_}};
+    // Never a grant: the event does not say who wrote (a release of a zklock 2 holder, a
+    // Revoker's "__REVOKE__", an operator's set, a writer's downgrade). List again: one round
+    // trip that decides everything (evaluate watches the predecessor again while it is there).
+    pending_list_ = true;
+    return {{lock_action::list, dir_}};
   }
   if (last_blocker_) return acquired();  // our last blocker went: nobody blocks us
   pending_list_ = true;
@@ -355,6 +379,7 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
   phase_ = phase::done;
   pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
+  pending_read_ = false;
   watch_active_ = false;
   retry_ = retry::none;
   result_ = {ec, {}, 0};

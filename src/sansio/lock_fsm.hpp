@@ -8,12 +8,15 @@
 //  2. the grant rule (grant_rule below) says which contenders ahead of us block us: all of them
 //     for a mutex or a writer, the writers for a reader. None: we hold the lock;
 //  3. else set a data watch (getData) on the nearest blocker only, and wait for it to go; if it
-//     was our last blocker, or it is a zklock mutex node whose data changed (a zklock holder
-//     releases with one transaction that writes release_marker into its node and deletes it),
-//     we hold the lock; after any other deletion list again (it may have given up rather than
-//     released, or others may still block us).
-// A try-lock lists first and gives up on that read alone when a blocker is there: a busy lock
-// costs no write.
+//     was our last blocker (per our latest listing), its deletion is our grant, with no request;
+//     after any other deletion list again (it may have given up rather than released, or others
+//     may still block us). A data change never grants: the event carries only its type, so a
+//     release cannot be told from a foreign write (Curator's Revoker writes "__REVOKE__" into
+//     the holder's node). It makes us list again, which re-watches the predecessor if it is
+//     still there (a reader then sees a writer's downgrade in the data the watch returns).
+// A try-lock lists first and gives up on that read alone when a blocker is there (a busy lock
+// costs no write); a try-read whose one blocker is the head writer reads that writer's data
+// first (no watch): downgraded, it holds the read side, and the try goes on.
 #pragma once
 
 #include "sansio/queue.hpp"
@@ -44,6 +47,7 @@ struct lock_action {
     remove_watch,       ///< remove our data watch on `path`
     delete_node,        ///< delete `path`
     stat_node,          ///< exists `path` (to learn its czxid after recovery)
+    read_data,          ///< getData `path` without a watch: is the try-read's one blocker downgraded?
     wait_reconnect,     ///< nothing to send until the session is connected again
     complete,           ///< the operation is over: see lock_fsm::result()
   };
@@ -55,11 +59,6 @@ struct lock_result {
   error_code ec;
   std::string node;            ///< full path of our lock node
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
-  /// Release with the marking transaction (see release_marker): we may have a successor. We
-  /// waited behind someone, or our listing showed contenders behind us. Granted alone, a plain
-  /// delete costs less; a waiter that queued meanwhile listed us as the head, so the deletion
-  /// is its turn.
-  bool mark_release = false;
 };
 
 class lock_fsm {
@@ -79,6 +78,8 @@ class lock_fsm {
   /// Reply to watch_predecessor, with what the predecessor's data says.
   actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
   actions on_watch_event(watch_change what);    ///< the predecessor's watch fired
+  /// Reply to read_data: what the node's data says (no_node: it went meanwhile).
+  actions on_data(error_code ec, predecessor_data data);
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
@@ -106,6 +107,7 @@ class lock_fsm {
 
   actions evaluate(const std::vector<std::string>& children);
   actions acquired();
+  actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec
   actions finish_cleaning_if_idle();
   actions after_watch_removed();  // our watch is gone: grant, look again, or go on cleaning
@@ -126,16 +128,15 @@ class lock_fsm {
   std::int64_t czxid_ = 0;
   bool create_outcome_unknown_ = false;  // create lost with the connection
   bool pending_create_ = false, pending_list_ = false, pending_watch_ = false;
-  bool pending_remove_ = false, pending_delete_ = false, pending_stat_ = false;
+  bool pending_remove_ = false, pending_delete_ = false, pending_stat_ = false, pending_read_ = false;
   bool watch_active_ = false;
   bool node_gone_ = false;      // deleted (or never created) during cleanup
   retry retry_ = retry::none;
   int parent_attempts_ = 0;
   std::string predecessor_;
   bool last_blocker_ = false;
-  bool predecessor_is_zklock_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
-  bool contenders_behind_ = false;  // our last listing showed nodes after ours
+  std::string read_node_;                // the try-read's blocker whose data we read
   lock_result result_;
 };
 

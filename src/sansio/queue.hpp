@@ -46,19 +46,21 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
 /// queue behind all of them): what a try-lock looks at before writing anything.
 bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
-/// Data of a zklock contender's node when created (the protocol's version: nodes of another
-/// version are treated like Curator's), and what a holder writes into it in the transaction
-/// that releases the lock: multi(setData(node, release_marker), delete(node)). Only a holder
-/// ever releases (a waiter that gives up just deletes its node), and nothing else writes to a
-/// zklock node (Curator and kazoo never change their nodes' data), so a data-changed event on
-/// a predecessor created with contender_marker says: the holder released, nobody is ahead of
-/// us. The successor takes the lock straight from that event, without a listing, and the
-/// release costs no extra write (the transaction is one log entry).
-inline constexpr std::string_view contender_marker = "zklock/2";
+/// Data of a zklock mutex contender's node when created. No data write ever grants the lock:
+/// the watch event carries only its type, so a data change on a predecessor cannot tell a
+/// release from a foreign write (Curator's Revoker writes "__REVOKE__" into the holder's node;
+/// an operator may `set` anything): a waiter that sees one lists the dir again. "zklock/3"
+/// because zklock 2 waiters took a data change on a "zklock/2" predecessor as its release:
+/// they treat a "zklock/3" node like Curator's (a data change makes them read it again).
+inline constexpr std::string_view contender_marker = "zklock/3";
+/// What zklock 2 contenders were created with (still a zklock contender when read).
+inline constexpr std::string_view contender_marker_v2 = "zklock/2";
+/// What a zklock 2 holder wrote into its node in the transaction that released the lock,
+/// multi(setData(node, release_marker), delete(node)). zklock holders now release with a plain
+/// delete; behind an older holder, this write is just "changed": the waiter lists again.
 inline constexpr std::string_view release_marker = "zklock/2:released";
-/// Data of a shared lock's nodes. Not contender_marker: a shared lock's holders are not alone
-/// (a released reader says nothing of the other readers) and a writer's data changes when it
-/// downgrades, so the release-marker shortcut stays with mutex nodes, where it is sound.
+/// Data of a shared lock's nodes (not contender_marker: zklock 2 waiters trusted a data change
+/// on a contender_marker node, never on these).
 inline constexpr std::string_view shared_marker = "zklock/2:rw";
 /// What a downgraded writer writes into its node: it holds the read side now. zklock readers
 /// stop counting it as a writer; writers still wait for it (it stays where it is in the queue,
@@ -68,7 +70,7 @@ inline constexpr std::string_view downgraded_marker = "zklock/2:downgraded";
 /// What the predecessor's data says about it.
 enum class predecessor_data { other, zklock_contender, downgraded };
 inline predecessor_data classify_predecessor(std::string_view data) noexcept {
-  if (data == contender_marker) return predecessor_data::zklock_contender;
+  if (data == contender_marker || data == contender_marker_v2) return predecessor_data::zklock_contender;
   if (data == downgraded_marker) return predecessor_data::downgraded;
   return predecessor_data::other;
 }

@@ -5,8 +5,8 @@
 //
 // The inputs come from a `Source`: `operator()` gives the next choice (an unsigned number) and
 // `exhausted()` says the input is used up (a seeded generator never is; the fuzzer's bytes
-// are). The seeded tests draw exactly what they drew before this header existed, so a seed
-// printed by an old failure still replays the same run.
+// are). The draws changed with issue 22 (node data, foreign writes, downgrades): a seed printed
+// by a failure before it replays another run.
 #pragma once
 
 #include "sansio/hold_fsm.hpp"
@@ -100,7 +100,8 @@ struct sim {
   std::map<std::string, std::int64_t> children;  // name -> czxid
   std::int64_t next_seq = 0, zxid = 100;
   std::set<std::string> watches;                 // paths watched by the fsm
-  std::set<std::string> zklock_nodes;            // nodes created with the contender marker
+  std::map<std::string, std::string> data;       // node name -> its data (absent: empty)
+  std::set<std::string> downgraded;              // writers whose holder downgraded (hold the read side)
   std::deque<reply> replies;
   std::deque<std::function<lock_fsm::actions()>> held_events;  // fired while disconnected
   lock_fsm fsm;
@@ -114,10 +115,15 @@ struct sim {
 
   explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
 
-  std::string add_foreign(const std::string& prefix = mutex_prefix) {
+  std::string add_foreign(const std::string& prefix = mutex_prefix, std::string_view node_data = {}) {
     std::string name = prefix + seq10(next_seq++);
     children[name] = ++zxid;
+    if (!node_data.empty()) data[name] = std::string(node_data);
     return name;
+  }
+  std::string data_of(const std::string& name) const {
+    auto it = data.find(name);
+    return it == data.end() ? std::string() : it->second;
   }
   // a watch fires: delivered now, or after the reconnect (the C client sets watches again)
   void fire(watch_change what) {
@@ -127,26 +133,41 @@ struct sim {
     else
       held_events.push_back(event);
   }
-  // a foreign zklock holder releases: multi(setData, delete), so a watcher sees "changed"
+  // a zklock 2 holder releases: multi(setData(release_marker), delete), so a watcher sees
+  // "changed" (the data watch fires once, on the setData)
   void release_zklock(const std::string& name) {
     children.erase(name);
+    data.erase(name);
+    downgraded.erase(name);
+    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
+    if (watches.erase(dir)) fire(watch_change::children_changed);
+  }
+  // someone writes to a node (a foreign client: Curator's Revoker, an operator's set)
+  void change_data(const std::string& name, std::string_view new_data = "__REVOKE__") {
+    data[name] = std::string(new_data);
     if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
   }
-  // someone changes a node's data (not the holder marker)
-  void change_data(const std::string& name) {
-    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
+  // The head, a zklock writer holding the write side, downgrades: it holds the read side now.
+  // Only the head can (a writer holds with nobody ahead). False when the head is no such node.
+  bool downgrade_head() {
+    auto q = detail::queue_order(listing());
+    if (q.empty() || !q.front().name.starts_with(writer_prefix) || downgraded.count(q.front().name)) return false;
+    downgraded.insert(q.front().name);
+    change_data(q.front().name, detail::downgraded_marker);
+    return true;
   }
-  // Queues us third, behind a head and a second (a zklock node or not); returns their names.
-  std::pair<std::string, std::string> queue_third(bool second_is_zklock) {
+  // Queues us third, behind a head and a second (created with `second_data`); returns their names.
+  std::pair<std::string, std::string> queue_third(std::string_view second_data = {}) {
     auto head = add_foreign();
-    auto second = add_foreign();
-    if (second_is_zklock) zklock_nodes.insert(second);
+    auto second = add_foreign(mutex_prefix, second_data);
     apply(fsm.start());
     drain();
     return {head, second};
   }
   void delete_foreign(const std::string& name) {
     children.erase(name);
+    data.erase(name);
+    downgraded.erase(name);
     if (watches.erase(join_path(dir, name))) fire(watch_change::deleted);
     if (watches.erase(dir)) fire(watch_change::children_changed);
   }
@@ -187,10 +208,11 @@ struct sim {
           }
           std::string name = std::string(node_name(a.path)) + seq10(next_seq++);
           auto z = children[name] = ++zxid;
+          data[name] = std::string(fsm.node_data());
           std::string path = join_path(dir, name);
           replies.push_back(reply([this, path, z] { return fsm.on_create({}, path, z); },
                                   [this] { return fsm.on_create(zk_errc::connection_loss, {}, 0); },
-                                  [this, name] { children.erase(name); }));
+                                  [this, name] { children.erase(name), data.erase(name); }));
           auto snapshot = listing();
           ++lists;
           replies.push_back(reply([this, snapshot] { return fsm.on_children({}, snapshot); },
@@ -224,12 +246,12 @@ struct sim {
         case lock_action::watch_predecessor: {
           std::string name(node_name(a.path));
           bool exists = children.count(name) > 0;
-          auto data = exists && zklock_nodes.count(name) ? predecessor_data::zklock_contender : predecessor_data::other;
+          auto seen = exists ? detail::classify_predecessor(data_of(name)) : predecessor_data::other;
           if (exists) watches.insert(a.path);
           // lost: the C client registers a watcher only with a reply
           replies.push_back(reply(
-              [this, exists, data] {
-                return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), data);
+              [this, exists, seen] {
+                return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), seen);
               },
               [this, path = a.path] {
                 watches.erase(path);
@@ -269,13 +291,23 @@ struct sim {
           auto it = children.find(name);
           bool had = it != children.end();
           auto z = had ? it->second : 0;
-          if (had) children.erase(it);
+          auto d = data_of(name);
+          if (had) children.erase(it), data.erase(name);
           replies.push_back(reply(
               [this, had] { return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node)); },
               [this] { return fsm.on_deleted(zk_errc::connection_loss); },
-              [this, had, name, z] {
-                if (had) children[name] = z;
+              [this, had, name, z, d] {
+                if (had) children[name] = z, data[name] = d;
               }));
+          break;
+        }
+        case lock_action::read_data: {
+          std::string name(node_name(a.path));
+          bool exists = children.count(name) > 0;
+          auto seen = exists ? detail::classify_predecessor(data_of(name)) : predecessor_data::other;
+          replies.push_back(reply(
+              [this, exists, seen] { return fsm.on_data(exists ? error_code{} : error_code(zk_errc::no_node), seen); },
+              [this] { return fsm.on_data(zk_errc::connection_loss, predecessor_data::other); }));
           break;
         }
         case lock_action::stat_node: {
@@ -319,6 +351,9 @@ struct sim {
       case lock_action::remove_watch: replies.push_back([this, loss] { return fsm.on_watch_removed(loss); }); break;
       case lock_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
       case lock_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
+      case lock_action::read_data:
+        replies.push_back([this, loss] { return fsm.on_data(loss, predecessor_data::other); });
+        break;
       case lock_action::wait_reconnect:
       case lock_action::complete: break;
     }
@@ -366,12 +401,17 @@ struct sim {
 };
 
 /// The grant rule, written out again (not find_blockers: an oracle of its own): whether the
-/// node at `mine` of the queue `q` holds a lock of `kind`.
-inline bool oracle_granted(const std::vector<detail::queued_node>& q, std::size_t mine, lock_kind kind, int max_leases) {
+/// node at `mine` of the queue `q` holds a lock of `kind`. `downgraded`: writers whose holder
+/// downgraded (they hold the read side: readers may join them). Decided by what happened to the
+/// nodes, never by their data (which anyone may write).
+inline bool oracle_granted(const std::vector<detail::queued_node>& q, std::size_t mine, lock_kind kind, int max_leases,
+                           const std::set<std::string>& downgraded = {}) {
   if (kind == lock_kind::lease) return mine < static_cast<std::size_t>(max_leases);
-  for (std::size_t i = 0; i < mine; ++i)
-    if (kind == lock_kind::exclusive || kind == lock_kind::write || (kind == lock_kind::read && q[i].kind != lock_kind::read))
-      return false;
+  for (std::size_t i = 0; i < mine; ++i) {
+    if (kind == lock_kind::exclusive || kind == lock_kind::write) return false;
+    bool reads = q[i].kind == lock_kind::read || downgraded.count(q[i].name);
+    if (!reads) return false;
+  }
   return true;
 }
 
@@ -391,7 +431,7 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   std::size_t mine = 0;
   for (std::size_t i = 0; i < q.size(); ++i)
     if (q[i].name.starts_with(s.fsm.node_prefix())) mine = i;
-  if (!oracle_granted(q, mine, kind, max_leases))
+  if (!oracle_granted(q, mine, kind, max_leases, s.downgraded))
     return "granted against the grant rule (" + std::string(to_string(kind)) + ", position " + std::to_string(mine) + ")";
   if (r.node != join_path(s.dir, q[mine].name)) return "granted with the wrong node " + r.node;
   if (r.fencing_token != s.children.at(q[mine].name)) return "granted with a fencing token not the node's czxid";
@@ -401,6 +441,9 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
 
 /// One run of the lock property: random kind, mode, queue, releases, arrivals, data changes,
 /// cancellation, expiry (and with `faults`, connection drops and reconnects) in random order.
+/// Data changes: foreign writes to any contender, the holder included ("__REVOKE__", anything:
+/// never a grant), the head writer's downgrade (readers may join it), the release transaction
+/// of a zklock 2 holder (setData then delete).
 /// Invariants: one completion and nothing after it; never two nodes of ours; no request the
 /// state forbids (sim::violation); check_completion at the completion; at the end, with the
 /// connection back and every contender gone, a waiting acquire completes. Returns the first
@@ -419,8 +462,21 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
     // leases only meet leases (their own dir); the others meet every lock kind
     return kind == lock_kind::lease ? prefixes[3] : prefixes[rng() % 3];
   };
+  // A contender arrives, with its node's data: a mutex node is Curator's or kazoo's (no
+  // marker), a zklock 2 one or a zklock 3 one; shared nodes carry the shared marker.
+  auto arrive = [&] {
+    auto prefix = foreign_prefix();
+    std::string_view d;
+    if (prefix == mutex_prefix) {
+      std::string_view markers[] = {{}, detail::contender_marker_v2, detail::contender_marker};
+      d = markers[rng() % 3];
+    } else if (prefix != lease_prefix) {
+      d = detail::shared_marker;
+    }
+    return s.add_foreign(prefix, d);
+  };
   std::vector<std::string> foreign;
-  for (int i = rng() % 4; i > 0; --i) foreign.push_back(s.add_foreign(foreign_prefix()));
+  for (int i = rng() % 4; i > 0; --i) foreign.push_back(arrive());
   s.apply(s.fsm.start());
   bool cancelled = false, expired = false, checked = false;
   auto check = [&]() -> std::optional<std::string> {
@@ -443,25 +499,33 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
         }
         break;
       case 1:
-        if (rng() % 3 == 0) {
-          foreign.push_back(s.add_foreign(foreign_prefix()));
-          // some are zklock mutex nodes (created with contender_marker)
-          if (foreign.back().starts_with(prefixes[0]) && rng() % 2) s.zklock_nodes.insert(foreign.back());
-        }
+        if (rng() % 3 == 0) foreign.push_back(arrive());
         break;
       case 4:
         if (!foreign.empty()) {
           auto i = rng() % foreign.size();
-          if (s.zklock_nodes.count(foreign[i])) {
-            // a zklock holder's release: data changed, then gone; only the head holds (a
-            // zklock waiter that gives up deletes its node without the marker)
-            if (detail::queue_order(s.listing()).front().name == foreign[i])
-              s.release_zklock(foreign[i]);
-            else
-              s.delete_foreign(foreign[i]);
-            foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
-          } else {
-            s.change_data(foreign[i]);  // someone writes to a Curator/kazoo node: proves nothing
+          switch (rng() % 3) {
+            case 0:
+              // A foreign write to any contender, the holder included (Curator's Revoker,
+              // an operator's set): the holder still holds, nobody may be granted by it.
+              s.change_data(foreign[i], rng() % 2 ? "__REVOKE__" : "operator data");
+              break;
+            case 1:
+              s.downgrade_head();  // the head writer downgrades (when the head is one)
+              break;
+            default:
+              if (s.data_of(foreign[i]) == detail::contender_marker_v2) {
+                // a zklock 2 holder's release: data changed, then gone; only the head holds
+                // (a zklock 2 waiter that gives up deletes its node without the marker)
+                if (detail::queue_order(s.listing()).front().name == foreign[i])
+                  s.release_zklock(foreign[i]);
+                else
+                  s.delete_foreign(foreign[i]);
+                foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
+              } else {
+                s.change_data(foreign[i], "x");
+              }
+              break;
           }
         }
         break;

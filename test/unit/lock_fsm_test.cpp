@@ -318,53 +318,101 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
   CHECK(s.ours() == 0);
 }
 
-TEST_CASE("a zklock predecessor's release (data change) hands over without a listing", "[unit][lock]") {
+TEST_CASE("a zklock 2 holder's release (marker transaction, data change) is granted after one listing",
+          "[unit][lock][foreign]") {
   sim s;
-  auto [head, second] = s.queue_third(true);
+  auto [head, second] = s.queue_third(contender_marker_v2);
   CHECK_FALSE(s.fsm.watching_last_blocker());
   s.delete_foreign(head);  // not watched by us: no event
   int lists = s.lists;
-  s.release_zklock(second);  // the second got the lock and released it
+  s.release_zklock(second);  // the second got the lock and released it: multi(setData, delete)
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
-  CHECK(s.lists == lists);  // granted straight from the event
+  CHECK(s.lists == lists + 1);  // the change proves nothing by itself: the listing grants
   CHECK(s.watches.empty());
 }
 
-TEST_CASE("granted alone: plain delete on release, else the marking transaction", "[unit][lock]") {
-  SECTION("alone in the listing") {
-    sim s;
-    s.apply(s.fsm.start());
-    s.drain();
-    REQUIRE(s.completed);
-    CHECK_FALSE(s.fsm.result().mark_release);
+TEST_CASE("a write to the holder's node never grants: list, watch it again, wait for its deletion",
+          "[unit][lock][foreign]") {
+  for (std::string_view holder_data : {contender_marker, contender_marker_v2, std::string_view{}}) {
+    for (std::string_view written : {std::string_view("__REVOKE__"), release_marker, std::string_view("x")}) {
+      CAPTURE(holder_data, written);
+      sim s;
+      auto holder = s.add_foreign(testing::mutex_prefix, holder_data);
+      s.apply(s.fsm.start());
+      s.drain();
+      REQUIRE(s.fsm.watching_last_blocker());
+      int lists = s.lists, requests = s.requests;
+      s.change_data(holder, written);  // Curator's Revoker, an operator's set, a forged marker
+      s.drain();
+      CHECK_FALSE(s.completed);
+      CHECK(s.lists == lists + 1);        // one listing...
+      CHECK(s.requests == requests + 2);  // ...and the watch set again
+      CHECK(s.watches == std::set<std::string>{join_path(s.dir, holder)});
+      CHECK(s.fsm.watching_last_blocker());
+      lists = s.lists;
+      s.delete_foreign(holder);  // the holder's release, a plain delete: our turn, no listing
+      s.drain();
+      REQUIRE(s.completed);
+      CHECK_FALSE(s.fsm.result().ec);
+      CHECK(s.lists == lists);
+    }
   }
-  SECTION("head, with a contender behind us in the listing") {
-    lock_fsm fsm("/locks/a", "11111111-2222-3333-4444-555555555555", lock_mode::wait);
-    auto a = fsm.start();
-    std::string mine = "/locks/a/" + fsm.node_prefix() + "0000000005";
-    CHECK(fsm.on_create({}, mine, 7).empty());
-    auto done = fsm.on_children({}, {fsm.node_prefix() + "0000000005", "_c_ffffffff-0000-0000-0000-000000000000-lock-0000000006"});
-    REQUIRE(done.size() == 1);
-    CHECK(done[0].type == lock_action::complete);
-    CHECK(fsm.result().mark_release);
-  }
-  SECTION("waited behind a predecessor") {
-    sim s;
-    auto head = s.add_foreign();
-    s.apply(s.fsm.start());
-    s.drain();
-    s.delete_foreign(head);
-    s.drain();
-    REQUIRE(s.completed);
-    CHECK(s.fsm.result().mark_release);
-  }
+}
+
+TEST_CASE("a write to a waiting predecessor never grants: the holder ahead still blocks", "[unit][lock][foreign]") {
+  sim s;
+  auto [head, second] = s.queue_third(contender_marker);
+  CHECK(s.fsm.predecessor() == join_path(s.dir, second));
+  s.change_data(second, "__REVOKE__");
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.fsm.predecessor() == join_path(s.dir, second));
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, second)});
+  // the predecessor's deletion (not our last blocker): list, then watch the head
+  s.delete_foreign(second);
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  s.change_data(head, "__REVOKE__");
+  s.drain();
+  CHECK_FALSE(s.completed);
+  s.delete_foreign(head);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+TEST_CASE("a data change whose listing finds the predecessor gone and nobody ahead grants", "[unit][lock][foreign]") {
+  // written to, then released before our listing: the watch fired once, on the write
+  sim s;
+  auto holder = s.add_foreign(testing::mutex_prefix, contender_marker);
+  s.apply(s.fsm.start());
+  s.drain();
+  s.change_data(holder, "__REVOKE__");
+  s.children.erase(holder);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.watches.empty());
+}
+
+TEST_CASE("mutex nodes are created with zklock/3, shared lock nodes with the shared marker", "[unit][lock]") {
+  sim s;
+  CHECK(s.fsm.node_data() == "zklock/3");
+  CHECK(lock_fsm("/d", "x", lock_mode::wait, lock_kind::read).node_data() == shared_marker);
+  CHECK(lock_fsm("/d", "x", lock_mode::wait, lock_kind::write).node_data() == shared_marker);
+  // both versions still read as zklock contenders
+  CHECK(classify_predecessor("zklock/3") == predecessor_data::zklock_contender);
+  CHECK(classify_predecessor("zklock/2") == predecessor_data::zklock_contender);
+  CHECK(classify_predecessor("__REVOKE__") == predecessor_data::other);
+  CHECK(classify_predecessor(downgraded_marker) == predecessor_data::downgraded);
 }
 
 TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list again", "[unit][lock]") {
   sim s;
-  auto [head, second] = s.queue_third(true);
+  auto [head, second] = s.queue_third(contender_marker);
   int lists = s.lists;
   s.delete_foreign(second);  // cancelled: deleted without the release marker; the head still holds
   s.drain();
@@ -379,7 +427,7 @@ TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list a
 
 TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list again", "[unit][lock]") {
   sim s;
-  auto [head, second] = s.queue_third(false);  // second: not a zklock node
+  auto [head, second] = s.queue_third();  // second: not a zklock node
   s.change_data(second);  // someone changes its data
   REQUIRE(s.step());
   s.delete_foreign(second);  // it gives up; the head still holds
@@ -514,7 +562,6 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
     s.drain();
     REQUIRE(s.completed);
     CHECK_FALSE(s.fsm.result().ec);
-    CHECK_FALSE(s.fsm.result().mark_release);  // shared lock nodes release with a plain delete
   }
   // writer, reader, (reader: us) -> we watch the writer, not the reader between us
   {
@@ -560,39 +607,161 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
 
 TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a writer", "[unit][lock][shared]") {
   // (writer W holding), (reader: us). W writes downgraded_marker: its watch fires (data
-  // changed), we read it again, see it downgraded, remove our watch and relist: granted.
+  // changed), we list, watch W again and read its data: downgraded. We remove our watch and
+  // list again: granted.
   sim s;
   s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
-  auto w = s.add_foreign(writer_prefix);
+  auto w = s.add_foreign(writer_prefix, shared_marker);
   s.apply(s.fsm.start());
   s.drain();
   REQUIRE_FALSE(s.completed);
-  // the downgrade: the sim answers the re-read with the downgraded data
-  s.watches.erase(join_path(s.dir, w));
-  s.apply(s.fsm.on_watch_event(watch_change::data_changed));
-  REQUIRE(s.replies.size() == 1);  // the re-read (getData + watch)
-  s.replies.clear();
-  s.watches.insert(join_path(s.dir, w));
-  s.apply(s.fsm.on_watch_set({}, predecessor_data::downgraded));
+  REQUIRE(s.downgrade_head());
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
   CHECK(s.watches.empty());  // the downgraded writer's watch was removed
+  CHECK(s.children.count(w) == 1);
 
   // A writer behind the same downgraded node keeps waiting for it.
   sim t;
   t.fsm = lock_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
-  auto w2 = t.add_foreign(writer_prefix);
+  auto w2 = t.add_foreign(writer_prefix, shared_marker);
   t.apply(t.fsm.start());
   t.drain();
-  t.watches.erase(join_path(t.dir, w2));
-  t.apply(t.fsm.on_watch_event(watch_change::data_changed));
-  t.replies.clear();
-  t.watches.insert(join_path(t.dir, w2));
-  t.apply(t.fsm.on_watch_set({}, predecessor_data::downgraded));
+  REQUIRE(t.downgrade_head());
   t.drain();
   CHECK_FALSE(t.completed);
   CHECK(t.fsm.predecessor() == join_path(t.dir, w2));
+  CHECK(t.watches == std::set<std::string>{join_path(t.dir, w2)});
+  t.delete_foreign(w2);
+  t.drain();
+  REQUIRE(t.completed);
+  CHECK_FALSE(t.fsm.result().ec);
+}
+
+TEST_CASE("try-read behind a downgraded writer reads its data and is granted; behind a holding writer, busy",
+          "[unit][lock][shared][foreign]") {
+  auto try_read = [](sim& s) { s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read); };
+  SECTION("downgraded head writer, a reader beside it: list, read its data, create and list") {
+    sim s;
+    try_read(s);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.add_foreign(reader_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    auto a = s.fsm.start();
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].type == lock_action::list);
+    s.apply(a);
+    REQUIRE(s.step());  // the listing: one blocker, the head writer -> read its data
+    REQUIRE(s.replies.size() == 1);
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.requests == 3);  // list, getData (no watch), create-and-list
+    CHECK(s.watches.empty());
+    CHECK(s.ours() == 1);
+    CHECK(s.children.count(w) == 1);
+  }
+  SECTION("the head writer holds (not downgraded): busy on two reads, nothing written") {
+    sim s;
+    try_read(s);
+    s.add_foreign(writer_prefix, shared_marker);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.requests == 2);
+    CHECK(s.next_seq == 1);
+    CHECK(s.ours() == 0);
+  }
+  SECTION("a foreign write on the head writer is no downgrade: busy") {
+    sim s;
+    try_read(s);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.change_data(w, "__REVOKE__");
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+  }
+  SECTION("a writer behind a downgraded one waits, so it blocks: busy on the listing alone") {
+    sim s;
+    try_read(s);
+    s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    s.add_foreign(writer_prefix, shared_marker);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.requests == 1);
+  }
+  SECTION("a writer that is not the head waits (a reader holds ahead of it): busy on the listing alone") {
+    sim s;
+    try_read(s);
+    s.add_foreign(reader_prefix, shared_marker);
+    s.add_foreign(writer_prefix, shared_marker);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.requests == 1);
+  }
+  SECTION("a try-write behind a downgraded writer: busy on the listing alone") {
+    sim s;
+    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::write);
+    s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.requests == 1);
+  }
+  SECTION("the writer goes between the listing and the read: the create-and-list decides") {
+    sim s;
+    try_read(s);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.apply(s.fsm.start());  // the listing sees the writer
+    s.delete_foreign(w);     // gone before the read reaches the server: no_node
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.ours() == 1);
+  }
+  SECTION("the read loses the connection: look again after the reconnect") {
+    sim s;
+    try_read(s);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.apply(s.fsm.start());
+    REQUIRE(s.step());
+    s.replies.clear();
+    s.apply(s.fsm.on_data(zk_errc::connection_loss, predecessor_data::other));
+    REQUIRE(s.waiting_reconnect);
+    REQUIRE(s.downgrade_head());
+    int lists = s.lists;
+    s.apply(s.fsm.on_reconnected());
+    s.drain();
+    CHECK(s.lists == lists + 2);  // the look again, then the create-and-list
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    (void)w;
+  }
+  SECTION("cancelled while the read is in flight: completes, the late reply is ignored") {
+    sim s;
+    try_read(s);
+    s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    s.apply(s.fsm.start());
+    REQUIRE(s.step());
+    s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+    s.drain();
+    CHECK(s.completions == 1);
+    CHECK(s.ours() == 0);
+    CHECK(s.violation.empty());
+  }
 }
 
 TEST_CASE("shared lock: cancellation at every step leaves no node and no watch", "[unit][lock][shared][cancel]") {
@@ -658,7 +827,6 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
   CHECK(s.watches.empty());  // granted by a watched listing: the watch was removed
-  CHECK_FALSE(s.fsm.result().mark_release);
   (void)a;
 
   // cancellation at every step leaves no node and no watch
