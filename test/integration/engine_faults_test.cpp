@@ -202,6 +202,7 @@ TEST_CASE("a connection dropped inside a send is reported suspended at once", "[
     INFO(log.dump(mark));
     REQUIRE(log.count(dropped_in_send, mark) == 1);  // the premise
     co_await await_state(s, session_state::suspended, 2s);
+    co_await sleep_for(100ms);  // the hold hears of it through a posted handler
     CHECK(g.status() == lock_status::maybe_lost);
     srv.start();
     co_await await_state(s, session_state::reconnected, 30s);
@@ -269,9 +270,9 @@ TEST_CASE("a refused server after a connection dropped inside a send does not co
 
 namespace {
 // Sessions a (through `proxy`) and b (direct) are connected on `ioc`. Drops a's connection inside
-// a send and, in the same handler, lets `take_fd` open a socket under each number that a's
-// socket had (the C client's, and any of the engine's own): the lowest free numbers, once the
-// gaps below are filled. Then checks that `healthy` still works, and b and a too.
+// a send and, in the same handler, calls `take_fd` to open sockets until every number that a's
+// socket had (the C client's, and the engine's own) is in use again: the lowest free numbers,
+// once the gaps below are filled. Then checks that `healthy` still works, and b and a too.
 template <class TakeFd, class Healthy>
 asio::awaitable<void> drop_in_send_then(session& a, session& b, zklock::test::tcp_proxy& proxy, const log_lines& log,
                                         TakeFd take_fd, Healthy healthy) {
@@ -284,8 +285,10 @@ asio::awaitable<void> drop_in_send_then(session& a, session& b, zklock::test::tc
   std::vector<int> freed;
   std::set_difference(before.begin(), before.end(), after.begin(), after.end(), std::back_inserter(freed));
   REQUIRE_FALSE(freed.empty());  // a's socket, closed by the C client
-  std::vector<int> placeholders, taken;
+  auto pre = open_fds();
+  std::vector<int> placeholders;
   for (int number : freed) {
+    if (open_fds().count(number)) continue;  // an earlier socket got it (a session opens two)
     for (;;) {  // fill the free numbers below it
       int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (fd < 0) break;
@@ -295,14 +298,16 @@ asio::awaitable<void> drop_in_send_then(session& a, session& b, zklock::test::tc
       }
       placeholders.push_back(fd);
     }
-    taken.push_back(take_fd());
+    take_fd();
   }
   for (int fd : placeholders) ::close(fd);
-  std::string numbers;
-  for (std::size_t i = 0; i < freed.size(); ++i)
-    numbers += std::to_string(freed[i]) + " -> " + std::to_string(taken[i]) + "; ";
-  INFO("a's numbers -> the new sockets': " << numbers);
-  CHECK(taken == freed);  // the premise
+  auto post = open_fds();
+  std::string numbers, reused;
+  for (int fd : freed) numbers += std::to_string(fd) + " ";
+  for (int fd : post)
+    if (!pre.count(fd)) reused += std::to_string(fd) + " ";
+  INFO("a's numbers: " << numbers << "; the new sockets': " << reused);
+  for (int fd : freed) CHECK((post.count(fd) && !pre.count(fd)));  // the premise: all in use again
   co_await healthy();
   co_await await_state(a, session_state::reconnected, 30s);
   auto e = co_await b.async_exists("/zookeeper", asio::use_awaitable);
@@ -336,7 +341,6 @@ TEST_CASE("a connection dropped inside a send leaves the other sockets on its io
             auto& user = users.emplace_back(ioc);
             user.connect(echo.acceptor.local_endpoint());
             asio::co_spawn(ioc, echo.serve(), asio::detached);
-            return user.native_handle();
           },
           [&]() -> asio::awaitable<void> {
             for (int i = 0; i < 10; ++i) {
@@ -361,15 +365,10 @@ TEST_CASE("a connection dropped inside a send leaves the other sockets on its io
       co_await drop_in_send_then(
           a, b, proxy, log,
           [&] {
-            auto fds = open_fds();
             auto& c = late.emplace_back(ioc.get_executor(), options_for(srv.connect_string(), 8000ms));
             auto i = connected.size();
             connected.emplace_back();
             c.async_connect([&connected, i](error_code ec) { connected[i] = ec; });  // opens its socket in the call
-            auto now = open_fds();
-            std::vector<int> opened;
-            std::set_difference(now.begin(), now.end(), fds.begin(), fds.end(), std::back_inserter(opened));
-            return opened.empty() ? -1 : opened.front();
           },
           [&]() -> asio::awaitable<void> {
             auto until = std::chrono::steady_clock::now() + 5s;
