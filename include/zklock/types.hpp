@@ -20,7 +20,8 @@ enum class session_state {
   suspended,     ///< the connection was lost; the session may still live on the server
   reconnected,   ///< connected again after `suspended`: same session, ephemerals and watches kept
   expired,       ///< the server expired the session: its ephemeral nodes and watches are gone
-  closed,        ///< closed by its owner
+  closed,        ///< closed by its owner, or by zklock when the server rejected its authentication
+                 ///< (zk_errc::auth_failed; the session then lives on the server until it expires)
 };
 const char* to_string(session_state s) noexcept;
 

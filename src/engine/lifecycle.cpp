@@ -1,5 +1,6 @@
 // The session's lifecycle: connect, close, the session events of the C client, the state and
 // its listeners, and what the server has seen of us (the validity deadline of held locks).
+#include "engine/contact.hpp"
 #include "engine/glue.hpp"
 #include "engine/session_impl.hpp"
 
@@ -196,19 +197,10 @@ void session_impl::open_handle() {
 
 void session_impl::close_handle(error_code reason) noexcept {
   if (!zh_) return;
-  // Stop watching the fd before the C client closes it; never close it ourselves.
-  if (sd_.is_open()) {
-    error_code ignored;
-    sd_.cancel(ignored);
-    (void)sd_.release();
-  }
-  registered_fd_ = -1;
-  registered_ino_ = 0;
-  ++fd_generation_;
-  read_waiting_ = write_waiting_ = false;
+  // Stop watching the socket before the C client closes it (our dup closes here).
+  forget_descriptor();
   ++timer_generation_;
   timer_waiting_ = false;
-  connected_at_last_check_ = false;
   timer_.cancel();
   {
     in_session guard(this);
@@ -286,20 +278,17 @@ void session_impl::on_session_event(int zstate) {
           (zoo_state(self->zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(self->zh_) == ZOO_AUTH_FAILED_STATE))
         self->close_handle(ec);
     });
-    set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::disconnected : session_state::expired);
+    // An authentication the server rejected ends the handle as surely as an expiry (the C
+    // client never reconnects): closed, which guards (lost) and waiting acquires
+    // (session_closed) handle. The session itself lives on the server until it expires.
+    if (zstate == ZOO_AUTH_FAILED_STATE)
+      log(log_level::error, "zklock: the server rejected the session's authentication; the session is closed");
+    set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::closed : session_state::expired);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // what the server has seen of us
-
-namespace {
-// Replies that say nothing about the server having heard from us recently.
-bool proves_contact(int rc) {
-  return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZRUNTIMEINCONSISTENCY && rc != ZCLOSING && rc != ZSESSIONEXPIRED &&
-         rc != ZINVALIDSTATE;
-}
-}  // namespace
 
 void session_impl::on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept {
   if (proves_contact(rc) && queued > last_ack_) last_ack_ = queued;

@@ -6,15 +6,24 @@
 // zookeeper_process() (process) and ask again (pump). The C client closes and reopens its socket
 // inside those calls (often under the same fd number, which epoll has forgotten), so the
 // descriptor is re-registered whenever the fd number or the socket's inode changes.
+//
+// What we register is a dup() of the C client's socket, a number of our own: epoll and Asio
+// deregister by number (EPOLL_CTL_DEL on release or close), and by the time we learn that the
+// C client closed its socket, its number may already be another socket's (another session's
+// reconnect, a user's socket on the same io_context, another thread): deregistering that
+// number would silence the other socket. Our dup is ours until we close it; it keeps the
+// C client's closed socket open only until the next turn of the loop (forget_descriptor).
 #include "engine/glue.hpp"
 #include "engine/session_impl.hpp"
 
 #include <boost/asio/post.hpp>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
@@ -30,10 +39,13 @@ namespace zklock::detail {
 // in one segment when it ends: a request, or a pipelined create and listing. (The kernel
 // flushes a forgotten cork at 200 ms.)
 session_impl::send_batch::send_batch(session_impl* s) : s_(s), opened_(false) {
-  if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->zh_ || zoo_state(s->zh_) != ZOO_CONNECTED_STATE) return;
+  if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->sd_.is_open() || !s->zh_ ||
+      zoo_state(s->zh_) != ZOO_CONNECTED_STATE)
+    return;
   int on = 1;
-  if (::setsockopt(s->registered_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return;
-  s->batch_fd_ = s->registered_fd_;
+  int fd = s->sd_.native_handle();  // our number for the C client's socket
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return;
+  s->batch_fd_ = fd;
   opened_ = true;
 }
 
@@ -41,8 +53,10 @@ session_impl::send_batch::~send_batch() {
   if (!opened_) return;
   int fd = std::exchange(s_->batch_fd_, -1);
   // The C client may have dropped the socket while sending (then there is nothing to flush,
-  // and the number may already be another socket's).
-  if (fd < 0 || fd != s_->registered_fd_ || !s_->zh_ || zoo_state(s_->zh_) != ZOO_CONNECTED_STATE) return;
+  // and we released our number).
+  if (fd < 0 || !s_->sd_.is_open() || fd != s_->sd_.native_handle() || !s_->zh_ ||
+      zoo_state(s_->zh_) != ZOO_CONNECTED_STATE)
+    return;
   int off = 0;
   ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
 }
@@ -66,6 +80,11 @@ session_impl::send_batch::~send_batch() {
 // connection: that socket is shut down as soon as the handshake request is on it (the
 // associating state), before the reply to it can be read. The C client then reads the end of
 // the stream, fails every request it holds with ZCONNECTIONLOSS, and connects again.
+//
+// The lost connection is also reported at once, here: the C client raises no session event
+// for it, and its next connect may be refused (a killed server), which it cleans up without
+// an event either (it only raises one when the connection it drops was established). Without
+// this the session stayed connected, and its guards held, for the whole outage.
 void session_impl::note_request_sent(int state_before) {
   if ((state_before == ZOO_CONNECTED_STATE || state_before == ZOO_READONLY_STATE) &&
       zoo_state(zh_) == ZOO_NOTCONNECTED_STATE && !dropped_in_send_) {
@@ -73,14 +92,24 @@ void session_impl::note_request_sent(int state_before) {
     log(log_level::warn,
         "zklock: the ZooKeeper connection failed while a request was sent; dropping the next connection at its "
         "handshake, so that the requests of the lost one fail with connection loss");
+    forget_descriptor();  // the C client closed it: stop watching now, not at the next pump
+    on_session_event(ZOO_CONNECTING_STATE);
   }
 }
 
+// Called after every C call that may clean up a connection (zookeeper_process, and
+// zookeeper_interest in pump). The check after zookeeper_process cannot wait for pump's:
+// when the C client cleans up inside zookeeper_process (a connect refused asynchronously), the
+// zookeeper_interest in pump starts the next server's connection at once (no delay unless the
+// refused server was the last of its list), and the cleanup's state 0 is gone: the healthy
+// next connection would be shut down at its handshake, a reconnect cycle for nothing.
 void session_impl::recover_dropped_in_send(int fd) {
   if (!dropped_in_send_ || !zh_) return;
   int st = zoo_state(zh_);
   if (st == 0 || st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE) {
-    dropped_in_send_ = false;  // the C client cleaned up after all (another failure, or the end)
+    // The C client cleaned up after all (another failure, or the end): the lost connection's
+    // requests failed there. The loss itself was reported when the flag was set.
+    dropped_in_send_ = false;
   } else if (st == ZOO_ASSOCIATING_STATE && fd >= 0) {
     dropped_in_send_ = false;
     ::shutdown(fd, SHUT_RDWR);
@@ -108,6 +137,8 @@ void session_impl::process(int events) {
     in_session guard(this);
     zookeeper_process(zh_, events);
   }
+  recover_dropped_in_send(-1);  // before pump: see recover_dropped_in_send
+  if (!zh_) return;
   pump();
 }
 
@@ -152,25 +183,40 @@ void session_impl::update_descriptor(int fd) {
     if (::fstat(fd, &st) == 0) ino = st.st_ino;
   }
   if (fd == registered_fd_ && ino == registered_ino_) return;
-  // The socket changed (a reconnect), possibly under the same number: epoll dropped the old one
-  // when it was closed, so register the new one afresh.
+  // The socket changed (a reconnect), possibly under the same number: register the new one.
+  forget_descriptor();
+  connected_at_last_check_ = connected;
+  if (fd < 0) return;
+  // Our own number for it (see the top of this file). Should dup() fail (fd exhaustion), watch
+  // the C client's number itself: blind would be worse.
+  int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  error_code ec;
+  sd_.assign(own >= 0 ? own : fd, ec);
+  if (ec) {
+    if (own >= 0) ::close(own);
+    log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
+    return;
+  }
+  descriptor_is_dup_ = own >= 0;
+  registered_fd_ = fd;
+  registered_ino_ = ino;
+}
+
+void session_impl::forget_descriptor() noexcept {
   if (sd_.is_open()) {
     error_code ignored;
     sd_.cancel(ignored);
-    (void)sd_.release();
+    if (descriptor_is_dup_)
+      sd_.close(ignored);  // our number: deregistered, then closed
+    else
+      (void)sd_.release();  // the C client's: it closes it
   }
+  descriptor_is_dup_ = false;
+  registered_fd_ = -1;
+  registered_ino_ = 0;
   ++fd_generation_;
   read_waiting_ = write_waiting_ = false;
-  registered_fd_ = fd;
-  registered_ino_ = ino;
-  if (fd >= 0) {
-    error_code ec;
-    sd_.assign(fd, ec);
-    if (ec) {
-      log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
-      registered_fd_ = -1;
-    }
-  }
+  connected_at_last_check_ = false;
 }
 
 void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) {

@@ -135,6 +135,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void schedule_pump();
   void process(int events);
   void update_descriptor(int fd);
+  /// Stops watching the C client's socket (closes our dup of it).
+  void forget_descriptor() noexcept;
   void arm(int fd, int interest, std::chrono::microseconds timeout);
   void note_request_sent(int state_before);
   void recover_dropped_in_send(int fd);
@@ -145,11 +147,13 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   session_state state_ = session_state::disconnected;
   bool ever_connected_ = false;  // of the current ZooKeeper session
 
-  // The C client's socket, watched without owning it (released before the C client closes it).
+  // The C client's socket, watched through a dup() of it (see engine/loop.cpp): our own
+  // number, so that deregistering it never touches a socket that took the C client's number.
   asio::posix::stream_descriptor sd_;
-  int registered_fd_ = -1;
+  bool descriptor_is_dup_ = false;  // false only when dup() failed: sd_ then holds the C client's fd
+  int registered_fd_ = -1;          // the C client's number for it
   unsigned long registered_ino_ = 0;
-  int batch_fd_ = -1;  // the socket held back by an open send_batch, -1 when none
+  int batch_fd_ = -1;  // our number of the socket held back by an open send_batch, -1 when none
   std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
