@@ -190,7 +190,6 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     h->node = node_guard_.node_path();
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();
-    h->mark_release = false;
     h->local_release = [self = shared_from_this(), id](const std::shared_ptr<hold>& h, void_handler handler) {
       self->local_release(id, h, std::move(handler));
     };
