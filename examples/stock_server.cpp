@@ -4,6 +4,12 @@
 // and the ZooKeeper session: a request waiting for a lock blocks nothing ("ping" stays fast).
 //
 //   stock_server --connect HOSTS [--port P] [--init ITEMS COUNT [--reset]] [--unsafe]
+//                [--max-local-handoffs K] [--no-local-queue]
+//
+// Each item's mutex has a local queue (zklock::mutex_options::local_queue): the many
+// connections buying one item wait in this process behind a single node of ours, and hand the
+// lock to each other without a ZooKeeper round trip, giving it up to the other servers after K
+// consecutive local grants when they wait (K = 1: as fair as one node per buyer).
 //
 // ZooKeeper layout: /stock/items/<N> holds item N's count in decimal; /stock/locks/<N> is the
 // lock dir of item N.
@@ -52,13 +58,14 @@ std::string lock_path(long n) { return "/stock/locks/" + std::to_string(n); }
 struct server {
   zklock::session& zk;
   bool unsafe = false;
+  zklock::mutex_options lock_options;
   std::map<long, std::unique_ptr<zklock::mutex>> locks;  // one mutex object per item
   long buys = 0, sold = 0, soldout = 0, errors = 0;
   std::vector<double> lock_wait_ms;
 
   zklock::mutex& lock_for(long item) {
     auto& m = locks[item];
-    if (!m) m = std::make_unique<zklock::mutex>(zk, lock_path(item));
+    if (!m) m = std::make_unique<zklock::mutex>(zk, lock_path(item), lock_options);
     return *m;
   }
 
@@ -227,11 +234,19 @@ int main(int argc, char** argv) {
   app.add_flag("--reset", reset, "with --init: set the counts even if the items exist")->needs(init_opt);
   bool unsafe = false;
   app.add_flag("--unsafe", unsafe, "sell WITHOUT the lock (blind writes), to see overselling");
+  bool no_local_queue = false;
+  int max_local_handoffs = 1;
+  app.add_flag("--no-local-queue", no_local_queue, "one ZooKeeper node per waiting buyer (the plain mutex)");
+  app.add_option("--max-local-handoffs", max_local_handoffs,
+                 "consecutive local grants while another server waits for the item")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   asio::io_context ioc;  // the only thread
   zklock::session zk{ioc.get_executor(), {.connect = connect}};
   server srv{zk, unsafe};
+  srv.lock_options.local_queue = !no_local_queue;
+  srv.lock_options.max_local_handoffs = max_local_handoffs;
   tcp::acceptor acceptor{ioc};
   asio::signal_set signals{ioc, SIGINT, SIGTERM};
   int rc = 0;

@@ -25,6 +25,64 @@ namespace detail {
 struct lock_dir;
 }  // namespace detail
 
+/// How a mutex object queues its own acquires.
+///
+/// local_queue = true: the two-level lock. Every acquire through this mutex object
+/// (async_acquire, async_acquire_for, async_try_acquire, the reentrant owner_id form) waits in a
+/// local FIFO; at most one node of this object is in the lock dir at any time, whatever the
+/// number of waiters, and while it is held the lock passes from one local holder to the next
+/// without any request (a local handoff: microseconds, against a ZooKeeper handoff's round
+/// trips). Turn it on when many coroutines of one process take the same lock path through one
+/// mutex object (a server's requests on a hot item); it changes nothing for a lone acquirer
+/// but the bookkeeping.
+///
+/// Fairness to other processes: a node of ours grants at most `max_local_handoffs` local
+/// holders (its first, from ZooKeeper, counted; values below 1 count as 1) unless a listing
+/// of the lock dir, made while we hold it (one getChildren with a child watch, set only while
+/// we hold *and* have local waiters: only the holder's process watches, so no herd; re-listed
+/// only when that watch fires, never per handoff), showed no other contender. Past that
+/// number with anyone else queued (or not yet known), the node is released and our remaining
+/// waiters queue again with a new node, behind every process already queued. The bound: with
+/// N other processes waiting, our process makes at most max_local_handoffs grants on the
+/// current node once our session has seen their nodes (the listing, or the watch's event and
+/// the listing after it; grants made before that on the same node count too), and none more
+/// before all N are served; a process behind k others that use the same setting waits for at
+/// most (k + 1) * max_local_handoffs grants. max_local_handoffs = 1 is the plain mutex's
+/// fairness (one grant per queue turn); larger values trade the others' wait for throughput.
+///
+/// Fencing: local holders share one node, so a local holder's lock_guard::fencing_token() is
+/// `czxid << 16 | generation`: the node's czxid in the high 48 bits, the local generation on
+/// that node (0 for the node's first holder, then 1, 2, ...) in the low 16 bits. It increases
+/// strictly across every holder of the path that uses this form: local holders of one node by
+/// generation, and successive nodes by czxid. Limits: the czxid must be below 2^47, i.e. the
+/// ZooKeeper epoch (a zxid's high 32 bits, one per leader election) below 2^15; a node grants
+/// at most 2^16 local holders, then is released and a new one taken. Holders of the same path
+/// through a plain mutex (or Curator, kazoo) report their czxid: a resource shared with them
+/// compares `czxid << 16` for those (their czxid is their generation 0).
+///
+/// Loss: when our node is lost (session expired or closed, validity deadline passed, node
+/// deleted by someone else) the local holder's guard turns lost (status, async_wait_lost,
+/// lost_slot) as a mutex guard does. Local waiters fail with errc::session_expired /
+/// session_closed when the session ended, as the mutex's waiters do; when it lives they stay
+/// queued, and a new node is acquired for them once the lost holder's guard is released (our
+/// lost node, if it still exists, is deleted first).
+///
+/// Cancellation and timeout of a local waiter complete it at once (all cancellation types:
+/// nothing of it is on the server); when no local waiter is left the node's acquire is
+/// cancelled and cleaned up as a mutex acquire's. A try-acquire fails with lock_busy at once
+/// while a local holder or waiter is there (nothing queued, nothing sent), and otherwise is
+/// a plain try-acquire: nothing is left behind when busy, locally or on the server.
+///
+/// Costs: one getChildren per node held with local waiters (and one more per change of the
+/// lock dir's children while we hold with local waiters); a giving-up costs the node's delete
+/// and a new node's create (one round trip each: the delete's reply comes before the create,
+/// which keeps "one node at a time" true whatever the connection does). Lock order between
+/// processes stays FIFO by node, within the process FIFO by acquire.
+struct mutex_options {
+  bool local_queue = false;
+  int max_local_handoffs = 1;
+};
+
 template <class Executor>
 class basic_shared_mutex;
 
@@ -32,6 +90,7 @@ namespace detail {
 using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
 using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
+std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
 const std::string& lock_dir_path(const lock_dir& d) noexcept;
 void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
 void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
@@ -42,7 +101,8 @@ void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h)
 /// extra_lock_patterns=["-lock-"]).
 ///
 /// Thread safety: like the session (use it from the session's executor). Any number of
-/// acquires may be pending at once on one mutex, each with its own node in the queue.
+/// acquires may be pending at once on one mutex, each with its own node in the queue (with
+/// mutex_options::local_queue: in a local queue behind one node).
 /// Lifetimes: the session must outlive the mutex; pending acquires keep what they need alive.
 template <class Executor = asio::any_io_executor>
 class basic_mutex {
@@ -60,6 +120,11 @@ class basic_mutex {
   template <class SessionExecutor>
   explicit basic_mutex(basic_session<SessionExecutor>& s, std::string path)
       : state_(detail::make_lock_dir(detail::access::impl(s), std::move(path))),
+        ex_(executor_type(s.get_executor())) {}
+  /// A mutex with options: see mutex_options (local_queue: the two-level lock).
+  template <class SessionExecutor>
+  basic_mutex(basic_session<SessionExecutor>& s, std::string path, mutex_options o)
+      : state_(detail::make_lock_dir(detail::access::impl(s), std::move(path), o)),
         ex_(executor_type(s.get_executor())) {}
   /// Takes over a mutex of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(m))`).
   template <class OtherExecutor>

@@ -63,7 +63,10 @@ void hold::arm_deadline() {
   }
   auto now = std::chrono::steady_clock::now();
   auto until = s->valid_until();
-  if (until <= now) return run(fsm.on_deadline());
+  // A local hold (local_release set) neither sends nor loses on its own: its node's hold keeps
+  // the deadline and reports the loss; here only its async_wait_deadline waiters are served.
+  const bool local = static_cast<bool>(local_release);
+  if (until <= now && !local) return run(fsm.on_deadline());
   // async_wait_deadline: the deadline is within its lead and no reply has moved it on
   auto next = until;
   for (auto it = deadline_waiters.begin(); it != deadline_waiters.end();) {
@@ -74,6 +77,15 @@ void hold::arm_deadline() {
       next = std::min(next, until - it->lead);
       ++it;
     }
+  }
+  if (local) {
+    if (until <= now || deadline_waiters.empty()) return;
+    deadline_timer.expires_at(next);
+    deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->arm_deadline();
+    });
+    return;
   }
   auto refresh = s->last_acknowledged() + s->negotiated_timeout() / 3;
   if (refresh <= now && is_connected(s->state()) && !keepalive_in_flight) {
@@ -131,6 +143,7 @@ void hold::run(const hold_fsm::actions& actions) {
 }
 
 void hold::release_one(void_handler h) {
+  if (local_release) return local_release(shared_from_this(), std::move(h));
   pending<void(error_code)>::ptr op;
   if (h) op = pending<void(error_code)>::make(std::move(h), s->executor());
   if (fsm.status() != lock_status::released && --count > 0) {

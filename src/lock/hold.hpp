@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ struct hold : std::enable_shared_from_this<hold> {
   // only a reply or a state event breaks leaks when the io_context is destroyed without them.
   bool owed = false;
 
+  // A local hold (mutex_options::local_queue, src/lock/local_queue.cpp): one grant of a
+  // mutex's local queue on the node that the queue's own ZooKeeper hold keeps. Set, it takes
+  // every release_one instead of this hold's state machine: the queue decides what becomes of
+  // the node. Its status is driven from outside through apply (never start()ed).
+  std::function<void(const std::shared_ptr<hold>&, void_handler)> local_release;
+
   hold(std::shared_ptr<session_impl> session, bool connected);
   ~hold();
 
@@ -64,6 +71,8 @@ struct hold : std::enable_shared_from_this<hold> {
   /// Completes `op` once the validity deadline is `lead` away with no reply moving it on (or
   /// with lock_lost / already_released first).
   void wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op);
+  /// Carries out actions of this hold's state machine fed from outside (a local hold).
+  void apply(const hold_fsm::actions& actions) { run(actions); }
 
  private:
   void on_session_state(session_state st);

@@ -4,6 +4,7 @@
 
 #include "lock/acquire_op.hpp"
 #include "lock/hold.hpp"
+#include "lock/local_queue.hpp"
 #include "sansio/queue.hpp"
 
 #include <zklock/path.hpp>
@@ -17,6 +18,12 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
   m->path_error = validate_path(path);
   if (path == "/") m->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
   m->path = std::move(path);
+  return m;
+}
+
+std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o) {
+  auto m = make_lock_dir(s, path);
+  if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs);
   return m;
 }
 
@@ -70,6 +77,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
   on_executor(state->s->executor(), [state, h = std::move(h), p = std::move(p)]() mutable {
     auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
     if (state->path_error) return op->complete(state->path_error, lock_guard{});
+    if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
     if (p.owner) {
       if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
         // A read hold cannot become a write hold by queueing: the write would wait behind our

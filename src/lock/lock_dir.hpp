@@ -13,6 +13,7 @@
 namespace zklock::detail {
 
 struct hold;
+class local_queue;
 
 struct lock_dir {
   std::shared_ptr<session_impl> s;
@@ -22,6 +23,8 @@ struct lock_dir {
   std::weak_ptr<hold> owned;
   owner_id owner;
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
+  // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
+  std::shared_ptr<local_queue> local;
 };
 
 }  // namespace zklock::detail

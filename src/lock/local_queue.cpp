@@ -1,0 +1,268 @@
+// The two-level lock's runner: see local_queue.hpp and src/sansio/local_queue_fsm.hpp.
+#include "lock/local_queue.hpp"
+
+#include "lock/hold.hpp"
+#include "sansio/local_queue_fsm.hpp"
+#include "sansio/queue.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <map>
+#include <optional>
+
+namespace zklock::detail {
+
+class local_queue : public std::enable_shared_from_this<local_queue> {
+ public:
+  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs)
+      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {}
+  ~local_queue() {
+    if (listener_) s_->unsubscribe(listener_);
+    for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
+  }
+
+  void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
+    if (!listener_) follow_session();
+    // Reentrant: the owner holding through this mutex gets another guard on its local hold.
+    if (p.owner) {
+      if (auto h = holder_hold_.lock(); h && holder_owner_ == *p.owner && h->owns()) {
+        ++h->count;
+        return op->complete({}, make_guard(std::move(h)));
+      }
+    }
+    auto st = s_->state();
+    if (!is_connected(st) && st != session_state::suspended)
+      return op->complete(st == session_state::expired  ? error_code(errc::session_expired)
+                          : st == session_state::closed ? error_code(errc::session_closed)
+                                                        : error_code(errc::not_connected),
+                          lock_guard{});
+    // A try-acquire never waits for a reconnect (as the mutex's).
+    if (p.mode == lock_mode::try_once && !is_connected(st))
+      return op->complete(errc::connection_unavailable, lock_guard{});
+    const auto id = next_id_++;
+    auto& w = waiters_[id];
+    w.op = op;
+    w.owner = p.owner;
+    // Cancellation of a local waiter touches nothing on the server: every type is honoured at
+    // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
+    op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
+      if (auto self = weak.lock()) self->run(self->fsm_.cancel(id, asio::error::operation_aborted));
+    };
+    if (p.timeout != std::chrono::steady_clock::duration::max()) {
+      w.timer.emplace(s_->executor());
+      w.timer->expires_after(p.timeout);
+      w.timer->async_wait([self = shared_from_this(), id](error_code ec) {
+        // (as the mutex's: time out while not connected says so, not "contention")
+        if (!ec)
+          self->run(self->fsm_.cancel(id, is_connected(self->s_->state()) ? error_code(errc::lock_timeout)
+                                                                           : error_code(errc::connection_unavailable)));
+      });
+    }
+    run(fsm_.enqueue(id, p.mode == lock_mode::try_once));
+  }
+
+ private:
+  struct waiter {
+    pending<void(error_code, lock_guard)>::ptr op;
+    std::optional<owner_id> owner;
+    std::optional<asio::steady_timer> timer;
+  };
+
+  void run(const local_queue_fsm::actions& actions) {
+    for (const auto& a : actions) {
+      switch (a.type) {
+        case local_action::acquire_node: acquire_node(a.try_once); break;
+        case local_action::cancel_node:
+          if (node_cancel_) node_cancel_->emit(asio::cancellation_type::terminal);
+          break;
+        case local_action::release_node: release_node(); break;
+        case local_action::watch_queue: watch_queue(); break;
+        case local_action::grant: grant(a.waiter, a.generation); break;
+        case local_action::fail: finish(a.waiter, a.ec); break;
+        case local_action::lose_holder:
+          if (auto h = holder_hold_.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended());
+          break;
+      }
+    }
+  }
+
+  // A local hold's own state machine is only a status: it never sends (the node is the queue's).
+  static void apply_local(hold& h, hold_fsm::actions actions) {
+    std::erase_if(actions, [](const hold_action& a) { return a.type == hold_action::send_release; });
+    h.apply(actions);
+  }
+
+  // The session's changes reach the local holder's status as they reach a hold's
+  // (maybe_lost while suspended); the loss itself comes from the node's hold.
+  void follow_session() {
+    listener_ = s_->subscribe([weak = weak_from_this(), ex = s_->executor()](session_state st) {
+      asio::post(ex, [weak, st] {
+        auto self = weak.lock();
+        if (!self) return;
+        auto h = self->holder_hold_.lock();
+        if (!h || h->local_release == nullptr) return;
+        if (st == session_state::suspended)
+          apply_local(*h, h->fsm.on_suspended());
+        else if (is_connected(st))
+          apply_local(*h, h->fsm.on_connected(self->s_->session_id() == h->session_id));
+      });
+    });
+  }
+
+  void acquire_node(bool try_once) {
+    const auto epoch = ++epoch_;
+    node_cancel_ = std::make_unique<asio::cancellation_signal>();
+    start_acquire(node_dir_,
+                  asio::bind_cancellation_slot(node_cancel_->slot(),
+                                               [self = shared_from_this(), epoch](error_code ec, lock_guard g) {
+                                                 self->on_node(epoch, ec, std::move(g));
+                                               }),
+                  {.mode = try_once ? lock_mode::try_once : lock_mode::wait});
+  }
+
+  void on_node(std::uint64_t epoch, error_code ec, lock_guard g) {
+    if (epoch != epoch_) return;  // cannot happen: one node acquire at a time
+    if (!ec) {
+      node_guard_ = std::move(g);
+      const auto& path = node_guard_.node_path();
+      node_name_ = path.substr(path.rfind('/') + 1);
+      czxid_ = node_guard_.fencing_token();
+      node_guard_.async_wait_lost([self = shared_from_this(), epoch](error_code ec) {
+        if (epoch != self->epoch_ || ec != errc::lock_lost) return;
+        auto st = self->s_->state();
+        error_code end = st == session_state::expired  ? error_code(errc::session_expired)
+                         : st == session_state::closed ? error_code(errc::session_closed)
+                                                       : error_code{};
+        self->run(self->fsm_.on_node_lost(end));
+      });
+    }
+    run(fsm_.on_node_acquired(ec));
+  }
+
+  void release_node() {
+    ++epoch_;  // listings, watch events and the loss of the old node are stale from here
+    auto g = std::move(node_guard_);
+    node_guard_ = lock_guard{};
+    if (g.get_executor() == asio::any_io_executor{}) {
+      // no guard (cannot happen: the node is released only once held)
+      return asio::post(s_->executor(), [self = shared_from_this()] { self->run(self->fsm_.on_node_released()); });
+    }
+    // Delete first, then queue again: waiting for the delete's reply keeps "one node of ours
+    // in the dir at any time" true whatever the connection does meanwhile.
+    g.async_release([self = shared_from_this()](error_code) { self->run(self->fsm_.on_node_released()); });
+  }
+
+  void watch_queue() {
+    const auto epoch = epoch_;
+    s_->get_children(node_dir_->path, &watch_,
+                     children_handler([self = shared_from_this(), epoch](error_code ec, children_result r) {
+                       if (epoch != self->epoch_) return;
+                       auto w = self->watch_;
+                       if (ec) return self->run(self->fsm_.on_queue_error());
+                       bool others = false;
+                       for (const auto& q : queue_order(r.children))
+                         if (q.name != self->node_name_) others = true;
+                       self->run(self->fsm_.on_queue(others));
+                       if (w) self->wait(std::move(w), epoch);
+                     }));
+  }
+
+  void wait(boost::intrusive_ptr<watch_state> w, std::uint64_t epoch) {
+    s_->wait_watch(w, watch_handler([self = shared_from_this(), w, epoch](error_code ec, watch_event ev) {
+      if (w != self->watch_ || epoch != self->epoch_) return;
+      if (ec || ev.type != watch_event_type::child) return;
+      self->run(self->fsm_.on_queue_changed());
+    }));
+  }
+
+  void grant(std::uint64_t id, std::uint32_t generation) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) return;
+    auto w = std::move(it->second);
+    waiters_.erase(it);
+    if (w.timer) w.timer->cancel();
+    w.op->on_cancel = nullptr;
+    // A local hold: nothing is sent. It starts as the node's hold is (held or maybe_lost).
+    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held);
+    h->node = node_guard_.node_path();
+    h->token = local_fencing_token(czxid_, generation);
+    h->session_id = s_->session_id();
+    h->local_release = [self = shared_from_this(), id](const std::shared_ptr<hold>& h, void_handler handler) {
+      self->local_release(id, h, std::move(handler));
+    };
+    holder_hold_ = h;
+    holder_id_ = id;
+    holder_owner_ = w.owner;
+    w.op->complete({}, make_guard(std::move(h)));
+  }
+
+  void finish(std::uint64_t id, error_code ec) {
+    auto it = waiters_.find(id);
+    if (it == waiters_.end()) return;
+    auto w = std::move(it->second);
+    waiters_.erase(it);
+    if (w.timer) w.timer->cancel();
+    w.op->on_cancel = nullptr;
+    w.op->complete(ec, lock_guard{});
+  }
+
+  // A local holder gives its hold back (lock_guard::async_release, or its destructor): at once,
+  // nothing sent; the queue then hands the lock on or releases the node.
+  void local_release(std::uint64_t id, const std::shared_ptr<hold>& h, void_handler handler) {
+    pending<void(error_code)>::ptr op;
+    if (handler) op = pending<void(error_code)>::make(std::move(handler), s_->executor());
+    if (h->fsm.status() == lock_status::released) {
+      if (op) op->complete(errc::already_released);
+      return;
+    }
+    if (--h->count > 0) {
+      if (op) op->complete({});
+      return;
+    }
+    const bool lost = h->fsm.status() == lock_status::lost;
+    (void)h->fsm.release(false);  // its status only: the node is the queue's
+    h->deadline_timer.cancel();
+    auto lost_waiters = std::move(h->lost_waiters);
+    h->lost_waiters.clear();
+    for (auto& lw : lost_waiters) lw->complete(errc::already_released);
+    if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
+    if (holder_id_ == id) {
+      holder_hold_.reset();
+      holder_owner_.reset();
+    }
+    run(fsm_.release(id));
+  }
+
+  std::shared_ptr<session_impl> s_;
+  std::shared_ptr<lock_dir> node_dir_;  // a plain lock dir: the queue's node is an ordinary acquire
+  local_queue_fsm fsm_;
+  std::map<std::uint64_t, waiter> waiters_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t listener_ = 0;
+  // the node
+  std::uint64_t epoch_ = 0;  // one per node acquire and per release: stale callbacks compare it
+  std::unique_ptr<asio::cancellation_signal> node_cancel_;
+  lock_guard node_guard_;
+  std::string node_name_;
+  std::int64_t czxid_ = 0;
+  boost::intrusive_ptr<watch_state> watch_;
+  // the local holder
+  std::weak_ptr<hold> holder_hold_;
+  std::uint64_t holder_id_ = 0;
+  std::optional<owner_id> holder_owner_;
+};
+
+std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
+                                              int max_local_handoffs) {
+  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs);
+}
+
+void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,
+                         acquire_params p) {
+  q->acquire(std::move(op), p);
+}
+
+}  // namespace zklock::detail

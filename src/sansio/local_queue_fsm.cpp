@@ -1,0 +1,187 @@
+#include "sansio/local_queue_fsm.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace zklock::detail {
+
+namespace {
+local_action act(local_action::kind k, std::uint64_t waiter = 0, error_code ec = {}, std::uint32_t generation = 0,
+                 bool try_once = false) {
+  return {k, waiter, ec, generation, try_once};
+}
+}  // namespace
+
+// Hand the node to the next local waiter without asking anyone? Only while the fairness
+// budget lasts, or while a fresh listing showed nobody else queued.
+bool local_queue_fsm::may_hand_off() const noexcept {
+  if (grants_ >= max_generations) return false;
+  return grants_ < max_grants_ || others_ == others::none;
+}
+
+void local_queue_fsm::grant_head(actions& out) {
+  holder_ = queue_.front().id;
+  queue_.pop_front();
+  out.push_back({local_action::grant, *holder_, {}, grants_, false});
+  ++grants_;
+  // Learn early (while the holder works) whether another process waits: the next handoff
+  // then needs no round trip.
+  if (!queue_.empty() && others_ == others::unknown && !listing_) {
+    listing_ = true;
+    out.push_back(act(local_action::watch_queue));
+  }
+}
+
+void local_queue_fsm::release_node(actions& out) {
+  node_ = node_state::releasing;
+  others_ = others::unknown;
+  listing_ = false;
+  out.push_back(act(local_action::release_node));
+}
+
+void local_queue_fsm::fail_all(actions& out, error_code ec) {
+  for (const auto& w : queue_) out.push_back(act(local_action::fail, w.id, ec));
+  queue_.clear();
+}
+
+void local_queue_fsm::next(actions& out) {
+  if (holder_) {
+    if (node_ == node_state::held && !queue_.empty() && others_ == others::unknown && !listing_) {
+      listing_ = true;
+      out.push_back(act(local_action::watch_queue));
+    }
+    return;
+  }
+  if (queue_.empty()) {
+    if (node_ == node_state::held || node_ == node_state::lost) {
+      release_node(out);
+    } else if (node_ == node_state::acquiring && !cancel_sent_) {
+      cancel_sent_ = true;
+      out.push_back(act(local_action::cancel_node));
+    }
+    return;
+  }
+  switch (node_) {
+    case node_state::none:
+      node_ = node_state::acquiring;
+      cancel_sent_ = false;
+      acquire_try_ = queue_.front().try_once;
+      out.push_back({local_action::acquire_node, 0, {}, 0, queue_.front().try_once});
+      return;
+    case node_state::acquiring:
+    case node_state::releasing:
+      return;  // its completion calls us again
+    case node_state::lost:
+      release_node(out);
+      return;
+    case node_state::held:
+      if (may_hand_off()) {
+        grant_head(out);
+      } else if (grants_ < max_generations && others_ == others::unknown) {
+        if (!listing_) {
+          listing_ = true;
+          out.push_back(act(local_action::watch_queue));
+        }
+      } else {
+        release_node(out);  // someone else waits (or the generations ran out): queue again behind them
+      }
+      return;
+  }
+}
+
+local_queue_fsm::actions local_queue_fsm::enqueue(std::uint64_t id, bool try_once) {
+  actions out;
+  if (try_once && (holder_ || !queue_.empty())) {
+    out.push_back(act(local_action::fail, id, errc::lock_busy));
+    return out;
+  }
+  queue_.push_back({id, try_once});
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::cancel(std::uint64_t id, error_code reason) {
+  actions out;
+  auto it = std::find_if(queue_.begin(), queue_.end(), [id](const waiter& w) { return w.id == id; });
+  if (it == queue_.end()) return out;
+  queue_.erase(it);
+  out.push_back(act(local_action::fail, id, reason));
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::release(std::uint64_t id) {
+  actions out;
+  if (holder_ != id) return out;
+  holder_.reset();
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::on_node_acquired(error_code ec) {
+  actions out;
+  if (node_ != node_state::acquiring) return out;
+  const bool cancelled = std::exchange(cancel_sent_, false);
+  node_ = node_state::none;
+  if (ec && acquire_try_) {
+    // A try-once acquire failed (busy, or no connection to ask through): its waiter (if still
+    // there) fails with that; the others, queued behind it meanwhile, get a waiting acquire.
+    if (!queue_.empty() && queue_.front().try_once) {
+      out.push_back(act(local_action::fail, queue_.front().id, ec));
+      queue_.pop_front();
+    }
+  } else if (!ec) {
+    node_ = node_state::held;
+    grants_ = 0;
+    others_ = others::unknown;
+    listing_ = false;
+  } else if (!cancelled) {
+    fail_all(out, ec);  // what every waiter of the mutex would get (session ended, no_auth, ...)
+  }
+  // (cancelled by us: nobody was waiting for it; waiters that came since get a new acquire,
+  // which meets the same error if it was not the cancellation's)
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::on_node_released() {
+  actions out;
+  if (node_ != node_state::releasing) return out;
+  node_ = node_state::none;
+  grants_ = 0;
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::on_node_lost(error_code session_end) {
+  actions out;
+  if (node_ != node_state::held) return out;
+  node_ = node_state::lost;
+  others_ = others::unknown;
+  listing_ = false;
+  if (holder_) out.push_back(act(local_action::lose_holder, *holder_, errc::lock_lost));
+  if (session_end) fail_all(out, session_end);
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::on_queue(bool others_waiting) {
+  actions out;
+  if (node_ != node_state::held || !listing_) return out;
+  listing_ = false;
+  others_ = others_waiting ? others::some : others::none;
+  next(out);
+  return out;
+}
+
+local_queue_fsm::actions local_queue_fsm::on_queue_error() { return on_queue(true); }
+
+local_queue_fsm::actions local_queue_fsm::on_queue_changed() {
+  actions out;
+  if (node_ != node_state::held || listing_) return out;
+  others_ = others::unknown;
+  next(out);  // lists again if a local waiter needs to know (only the holder's process watches)
+  return out;
+}
+
+}  // namespace zklock::detail

@@ -1,0 +1,330 @@
+// The two-level lock (mutex_options::local_queue) against real servers; the exclusion log is
+// the oracle, a second session's listings count our nodes.
+#include "common.hpp"
+#include "exclusion_log.hpp"
+#include "tcp_proxy.hpp"
+#include "zk_server.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+using namespace zklock;
+using zklock::test::exclusion_log;
+using zklock::test::zk_server;
+
+namespace {
+
+std::string temp_log(const char* name) {
+  auto p = std::filesystem::temp_directory_path() /
+           (std::string("zklock-local-") + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+mutex_options local(int max_local_handoffs = 1) {
+  mutex_options o;
+  o.local_queue = true;
+  o.max_local_handoffs = max_local_handoffs;
+  return o;
+}
+
+asio::awaitable<std::size_t> children_of(session& s, const std::string& dir) {
+  auto [ec, r] = co_await s.async_get_children(dir, tuple_awaitable);
+  co_return ec ? 0 : r.children.size();
+}
+
+asio::awaitable<void> wait_until(std::function<bool()> f, std::chrono::milliseconds limit = 20000ms) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!f()) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL("condition not reached in time");
+    co_await sleep_for(1ms);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("local queue: 200 coroutines of one session, one holder, one node, increasing tokens, few requests",
+          "[integration][local]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  auto log_path = temp_log("200");
+  exclusion_log log(log_path);
+  std::vector<std::int64_t> tokens;
+  std::set<std::string> nodes;
+  std::size_t most_nodes = 0;
+  int finished = 0;
+  constexpr int n = 200;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await watcher.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/local200", local());
+    bool stop_polling = false;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+      while (!stop_polling) {
+        most_nodes = std::max(most_nodes, co_await children_of(watcher, "/locks/local200"));
+        co_await sleep_for(1ms);
+      }
+    }, asio::detached);
+    auto requests_before = s.stats().requests_sent;
+    for (int i = 0; i < n; ++i) {
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        for (int k = 0; k < 3; ++k) {
+          auto g = co_await m.async_acquire(asio::use_awaitable);
+          log.enter("c" + std::to_string(i));
+          REQUIRE(g.owns_lock());
+          tokens.push_back(g.fencing_token());
+          nodes.insert(g.node_path());
+          co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
+          log.leave("c" + std::to_string(i));
+          co_await g.async_release(asio::use_awaitable);
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    co_await wait_until([&] { return finished == n; }, 120000ms);
+    auto requests = s.stats().requests_sent - requests_before;
+    UNSCOPED_INFO("requests for " << 3 * n << " acquisitions: " << requests << ", nodes used: " << nodes.size());
+    CHECK(requests < 30);  // a node, its listing, its release: not one per acquisition
+    co_await sleep_for(300ms);  // the node's release
+    stop_polling = true;
+    co_await sleep_for(10ms);
+    CHECK(co_await children_of(watcher, "/locks/local200") == 0);
+  }(), 180s);
+  auto r = exclusion_log::check(log_path);
+  std::filesystem::remove(log_path);
+  CHECK(r.entries == 3 * n);
+  CHECK(r.violations == 0);
+  CHECK(most_nodes == 1);  // never more than one node of ours in the dir
+  REQUIRE(tokens.size() == 3 * n);
+  CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
+}
+
+TEST_CASE("local queue: a local handoff sends no request", "[integration][local]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/handoff", local());
+    auto a = co_await m.async_acquire(asio::use_awaitable);
+    lock_guard b;
+    m.async_acquire([&](error_code ec, lock_guard g) {
+      CHECK_FALSE(ec);
+      b = std::move(g);
+    });
+    co_await sleep_for(300ms);  // b queued; the holder's listing answered
+    auto before = s.stats().requests_sent;
+    auto token_a = a.fencing_token();
+    auto node_a = a.node_path();
+    co_await a.async_release(asio::use_awaitable);
+    co_await wait_until([&] { return b.owns_lock(); });
+    CHECK(s.stats().requests_sent == before);  // the handoff asked nobody
+    CHECK(b.node_path() == node_a);            // on the same node
+    CHECK(b.fencing_token() == token_a + 1);   // the next generation
+    CHECK(b.valid_until() > std::chrono::steady_clock::now());
+    CHECK(a.status() == lock_status::released);
+    co_await b.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("local queue: another session waiting gets the lock within the fairness bound; tokens increase across both",
+          "[integration][local]") {
+  constexpr int max_handoffs = 2;
+  zk_server srv;
+  asio::io_context ioc;
+  session busy(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto log_path = temp_log("fair");
+  exclusion_log log(log_path);
+  std::vector<std::int64_t> tokens;
+  int busy_grants = 0;
+  bool stop = false;
+  int finished = 0;
+  std::vector<int> waited_grants;  // busy grants between the other's request and its grant
+  std::vector<int> after_seen;     // of those, made after the busy session's child watch fired
+  std::vector<std::uint64_t> grant_events;  // per busy grant: the busy session's child events so far
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await busy.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex m(busy, "/locks/fair", local(max_handoffs));
+    for (int i = 0; i < 20; ++i) {
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        while (!stop) {
+          auto g = co_await m.async_acquire(asio::use_awaitable);
+          log.enter("busy" + std::to_string(i));
+          ++busy_grants;
+          grant_events.push_back(busy.stats().events(watch_event_type::child));
+          tokens.push_back(g.fencing_token());
+          co_await sleep_for(2ms);
+          log.leave("busy" + std::to_string(i));
+          co_await g.async_release(asio::use_awaitable);
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    co_await sleep_for(300ms);
+    // the other process (a local-queue mutex of its own, one coroutine) asks ten times
+    mutex om(other, "/locks/fair", local(max_handoffs));
+    for (int k = 0; k < 10; ++k) {
+      int before = busy_grants;
+      auto events_before = busy.stats().events(watch_event_type::child);
+      auto g = co_await om.async_acquire(asio::use_awaitable);
+      waited_grants.push_back(busy_grants - before);
+      after_seen.push_back(static_cast<int>(std::count_if(grant_events.begin() + before, grant_events.end(),
+                                                          [&](std::uint64_t e) { return e > events_before; })));
+      log.enter("other");
+      tokens.push_back(g.fencing_token());
+      co_await sleep_for(2ms);
+      log.leave("other");
+      co_await g.async_release(asio::use_awaitable);
+      co_await sleep_for(5ms);
+    }
+    stop = true;
+    co_await wait_until([&] { return finished == 20; });
+    co_await sleep_for(300ms);
+    CHECK(co_await children_of(other, "/locks/fair") == 0);
+  }(), 120s);
+  auto r = exclusion_log::check(log_path);
+  std::filesystem::remove(log_path);
+  CHECK(r.violations == 0);
+  std::string waits, seen;
+  for (int w : waited_grants) waits += std::to_string(w) + " ";
+  for (int w : after_seen) seen += std::to_string(w) + " ";
+  INFO("busy grants while the other waited: " << waits << "; of those after the busy session's watch reported it: "
+                                              << seen << "(bound " << max_handoffs << ")");
+  // the documented bound: once our session has seen the other's node, at most
+  // max_local_handoffs grants on our node (those made before counted too)
+  REQUIRE(after_seen.size() == 10);
+  for (int w : after_seen) CHECK(w <= max_handoffs);
+  CHECK(*std::max_element(waited_grants.begin(), waited_grants.end()) < 20);  // not one per busy coroutine
+  CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
+}
+
+TEST_CASE("local queue: session expiry under a local holder: its guard is lost, the waiters fail",
+          "[integration][local]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string()));
+  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await watcher.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/expiry", local());
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    std::vector<error_code> results;
+    for (int i = 0; i < 5; ++i)
+      m.async_acquire([&](error_code ec, lock_guard) { results.push_back(ec); });
+    error_code lost;
+    bool lost_done = false;
+    g.async_wait_lost([&](error_code ec) {
+      lost = ec;
+      lost_done = true;
+    });
+    co_await sleep_for(200ms);
+    CHECK(co_await children_of(watcher, "/locks/expiry") == 1);
+    co_await expire_session(s, proxy, srv.connect_string());
+    co_await wait_until([&] { return lost_done && results.size() == 5; }, 30000ms);
+    CHECK(lost == errc::lock_lost);
+    CHECK(g.status() == lock_status::lost);
+    for (auto ec : results) CHECK(ec == errc::session_expired);
+    auto [rec] = co_await g.async_release(tuple_awaitable);
+    CHECK(rec == errc::lock_lost);
+    auto [ec, g2] = co_await m.async_acquire(tuple_awaitable);
+    CHECK(ec == errc::session_expired);
+    CHECK(co_await children_of(watcher, "/locks/expiry") == 0);
+  }());
+}
+
+TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing; try-acquire busy leaves nothing",
+          "[integration][local]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/cancel", local());
+    {
+      // behind a local holder: timeout, cancellation and try-acquire touch nothing on the server
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      co_await sleep_for(100ms);
+      auto [ec1, g1] = co_await m.async_acquire_for(100ms, tuple_awaitable);
+      CHECK(ec1 == errc::lock_timeout);
+      // (the first local waiter made the holder list the dir once: who waits behind us; a read)
+      auto before = s.stats().requests_sent;
+      asio::cancellation_signal sig;
+      error_code ec2;
+      bool done2 = false;
+      m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) {
+        ec2 = ec;
+        done2 = true;
+      }));
+      co_await sleep_for(20ms);
+      sig.emit(asio::cancellation_type::total);
+      co_await wait_until([&] { return done2; });
+      CHECK(ec2 == asio::error::operation_aborted);
+      auto [ec3, g3] = co_await m.async_try_acquire(tuple_awaitable);
+      CHECK(ec3 == errc::lock_busy);
+      CHECK(s.stats().requests_sent == before);
+      CHECK(co_await children_of(other, "/locks/cancel") == 1);
+      // the holder's release finds no waiter: the node goes
+      co_await g.async_release(asio::use_awaitable);
+      co_await sleep_for(200ms);
+      CHECK(co_await children_of(other, "/locks/cancel") == 0);
+    }
+    {
+      // behind another process: the queue's node is taken back when its last waiter gives up
+      mutex om(other, "/locks/cancel");
+      auto og = co_await om.async_acquire(asio::use_awaitable);
+      auto [ec1, g1] = co_await m.async_acquire_for(300ms, tuple_awaitable);
+      CHECK(ec1 == errc::lock_timeout);
+      co_await sleep_for(300ms);
+      CHECK(co_await children_of(other, "/locks/cancel") == 1);
+      auto [ec2, g2] = co_await m.async_try_acquire(tuple_awaitable);
+      CHECK(ec2 == errc::lock_busy);
+      co_await sleep_for(100ms);
+      CHECK(co_await children_of(other, "/locks/cancel") == 1);
+      co_await og.async_release(asio::use_awaitable);
+      // and once free, a try-acquire takes it
+      auto [ec3, g3] = co_await m.async_try_acquire(tuple_awaitable);
+      CHECK_FALSE(ec3);
+      CHECK(g3.owns_lock());
+      co_await g3.async_release(asio::use_awaitable);
+      co_await sleep_for(200ms);
+      CHECK(co_await children_of(other, "/locks/cancel") == 0);
+    }
+  }());
+}
+
+TEST_CASE("local queue: reentrant owner form", "[integration][local]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    mutex m(s, "/locks/reentrant", local());
+    owner_id me{7};
+    auto g1 = co_await m.async_acquire(me, asio::use_awaitable);
+    auto g2 = co_await m.async_acquire(me, asio::use_awaitable);
+    CHECK(g2.hold_count() == 2);
+    CHECK(g2.fencing_token() == g1.fencing_token());
+    lock_guard other;
+    m.async_acquire(owner_id{8}, [&](error_code ec, lock_guard g) {
+      CHECK_FALSE(ec);
+      other = std::move(g);
+    });
+    co_await g1.async_release(asio::use_awaitable);
+    co_await sleep_for(100ms);
+    CHECK_FALSE(other.owns_lock());  // me still holds once
+    co_await g2.async_release(asio::use_awaitable);
+    co_await wait_until([&] { return other.owns_lock(); });
+    co_await other.async_release(asio::use_awaitable);
+  }());
+}
