@@ -184,28 +184,35 @@ TEST_CASE("a released guard destroyed on another thread leaves the session to it
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   std::thread loop([&] { ioc.run(); });
   asio::co_spawn(ioc, s.async_connect(asio::use_awaitable), asio::use_future).get();
-  mutex m(s, "/locks/released-threads"), other(s, "/locks/loop-traffic");
+  mutex m(s, "/locks/released-threads");
   // The loop subscribes and unsubscribes session listeners meanwhile (every acquire and every
   // hold is one), as a server's would: a destructor that touched the session's listener map
   // from this thread would race with it.
   std::atomic<bool> busy{true};
-  auto traffic = asio::co_spawn(
-      ioc,
-      [&]() -> asio::awaitable<void> {
-        while (busy) {
-          auto g = co_await other.async_acquire(asio::use_awaitable);
-          co_await g.async_release(asio::use_awaitable);
-        }
-      },
-      asio::use_future);
+  std::vector<std::future<void>> traffic;
+  for (int t = 0; t < 4; ++t) {
+    traffic.push_back(asio::co_spawn(
+        ioc,
+        [&, t]() -> asio::awaitable<void> {
+          mutex other(s, "/locks/loop-traffic-" + std::to_string(t));
+          while (busy) {
+            auto g = co_await other.async_acquire(asio::use_awaitable);
+            co_await g.async_release(asio::use_awaitable);
+          }
+        },
+        asio::use_future));
+  }
   for (int i = 0; i < 20; ++i) {
     lock_guard g = asio::co_spawn(ioc, m.async_acquire(asio::use_awaitable), asio::use_future).get();
     // released on the loop (the deferred operation is launched there), awaited from here
     asio::co_spawn(ioc, g.async_release(asio::use_awaitable), asio::use_future).get();
     CHECK(g.status() == lock_status::released);
-  }  // destroyed here, holding the last reference to its hold, while the loop runs
+    // The loop goes on with its traffic meanwhile (nothing orders it with this thread)...
+    std::this_thread::sleep_for(10ms);
+    g = lock_guard{};  // ... when the guard, holding the last reference to its hold, goes here
+  }
   busy = false;
-  traffic.get();
+  for (auto& f : traffic) f.get();
   auto empty = asio::co_spawn(
       ioc, [&]() -> asio::awaitable<std::size_t> { co_return co_await children_of(s, "/locks/released-threads"); },
       asio::use_future);
