@@ -123,7 +123,11 @@ class lock_guard {
   /// errc::lock_lost (lost first: the session ended, the validity deadline passed, or the node
   /// was deleted by someone else; while the session lives the node is still deleted, in the
   /// background), errc::release_pending (the connection is down: completes at once, and the
-  /// node is deleted after the reconnect, or goes with the session if it expires).
+  /// node is deleted after the reconnect, or goes with the session if it expires), and the
+  /// server's refusal of the delete: throttled_op is retried a few times first; no_auth (the
+  /// lock dir's ACL lacks DELETE) and whatever is left mean our node stays and blocks the lock
+  /// until the session ends: status() says lost from then on and the session logs it at error
+  /// level (so does a guard destroyed without release).
   /// The guard counts as released from this call on; the operation captures the hold, not the
   /// guard, so the guard may be moved or destroyed before a deferred operation is launched.
   /// Not cancellable.

@@ -32,6 +32,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
 
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
     op_ = std::move(op);
+    session_id_ = s_->session_id();
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
     // destructor unhooks it, so it never outlives us.
@@ -193,6 +194,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) return op_->complete(r.ec, lock_guard{});
+    // A grant is checked against the session it was won on: one that reaches us after that
+    // session was closed, destroyed, expired or replaced (its state event still queued behind
+    // the grant) is not a grant. Its node went with the session, and someone else may hold.
+    if (auto ec = session_over()) return op_->complete(ec, lock_guard{});
     // A grant straight from a watch event sends no request: after a long wait the validity
     // deadline (last answered request + session timeout - margin) is stale and the new hold
     // would be lost on arrival. One exists on our node refreshes it first (waits longer than a
@@ -202,7 +207,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       refreshed_ = true;
       ptr self(this);
       s_->exists(r.node, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
-        if (ec == condition::session_lost) return self->op_->complete(errc::session_expired, lock_guard{});
+        if (ec == condition::session_lost) {
+          auto over = self->session_over();
+          return self->op_->complete(over ? over : error_code(errc::session_expired), lock_guard{});
+        }
         self->complete();  // otherwise the hold's own checks take over (deadline, node gone)
       }));
       return;
@@ -220,8 +228,22 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     op_->complete({}, make_guard(std::move(h)));
   }
 
+  // Why the session this acquire runs on is over (empty while it is the live one): closed,
+  // expired, never reconnected after an auth failure, or replaced by a new session.
+  error_code session_over() const {
+    switch (s_->state()) {
+      case session_state::closed: return errc::session_closed;
+      case session_state::expired: return errc::session_expired;
+      case session_state::disconnected: return errc::not_connected;
+      default: break;
+    }
+    if (s_->session_id() != session_id_) return errc::session_expired;  // replaced meanwhile
+    return {};
+  }
+
   std::shared_ptr<lock_dir> m_;
   std::shared_ptr<session_impl> s_;
+  std::int64_t session_id_ = 0;  // the ZooKeeper session the acquire started on
   lock_fsm fsm_;
   std::optional<owner_id> owner_;
   bool try_once_;

@@ -95,7 +95,9 @@ detail::release_ticket lock_guard::take_release_ticket() noexcept {
 bool lock_guard::owns_lock() const noexcept { return hold_ && !released_ && hold_->owns(); }
 
 lock_status lock_guard::status() const noexcept {
-  if (!hold_ || released_) return lock_status::released;
+  if (!hold_) return lock_status::released;
+  // A release the server refused for good left our node in place: not a clean release.
+  if (released_) return hold_->fsm.release_failure() ? lock_status::lost : lock_status::released;
   return hold_->status();
 }
 

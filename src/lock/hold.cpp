@@ -6,10 +6,13 @@
 namespace zklock::detail {
 
 hold::hold(std::shared_ptr<session_impl> session, bool connected)
-    : s(std::move(session)), fsm(connected), deadline_timer(s->executor()) {}
+    : s(std::move(session)), fsm(connected), deadline_timer(s->executor()), retry_timer(s->executor()) {}
 
 hold::~hold() {
-  if (listener) s->unsubscribe(listener);
+  // A guard may be destroyed on any thread, holding our last reference (a released guard
+  // posts nothing): the session's listener map belongs to its executor, so the unsubscribe
+  // goes there. Our listener holds us weakly meanwhile: it finds nothing to call.
+  if (listener) asio::post(s->executor(), [s = s, id = listener] { s->unsubscribe(id); });
 }
 
 lock_status hold::status() const noexcept {
@@ -132,6 +135,18 @@ void hold::run(const hold_fsm::actions& actions) {
         break;
       case hold_action::complete_release:
         if (auto w = std::move(release_waiter)) w->complete(a.ec);
+        break;
+      case hold_action::retry_release:
+        // The session keeps us meanwhile (the delete is still owed): a strong reference is no cycle.
+        retry_timer.expires_after(a.delay);
+        retry_timer.async_wait([self = shared_from_this()](error_code ec) {
+          if (!ec) self->run(self->fsm.on_retry_due());
+        });
+        break;
+      case hold_action::report_release_failed:
+        // Nobody may wait for the outcome (a guard destroyed without release): never silent.
+        s->log(log_level::error, "zklock: the server refused to delete lock node " + node + " (" + a.ec.message() +
+                                     "); it blocks the lock until the session ends");
         break;
     }
   }

@@ -41,6 +41,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::vector<deadline_waiter> deadline_waiters;
   pending<void(error_code)>::ptr release_waiter;
   asio::steady_timer deadline_timer;
+  asio::steady_timer retry_timer;  // a delete the server refused for now (hold_action::retry_release)
   bool keepalive_in_flight = false;
   asio::cancellation_signal lost_signal;
   // While a release is owed the guard may be gone (release_pending), and the session listener

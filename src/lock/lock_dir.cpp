@@ -77,6 +77,13 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
   on_executor(state->s->executor(), [state, h = std::move(h), p = std::move(p)]() mutable {
     auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
     if (state->path_error) return op->complete(state->path_error, lock_guard{});
+    // The session first: a reentrant hold of a session that just ended (its state event still
+    // queued) must not be handed out again.
+    if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)
+      return op->complete(state->s->state() == session_state::expired ? error_code(errc::session_expired)
+                          : state->s->state() == session_state::closed ? error_code(errc::session_closed)
+                                                                        : error_code(errc::not_connected),
+                          lock_guard{});
     if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
     if (p.owner) {
       if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
@@ -87,11 +94,6 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
         return op->complete({}, make_guard(std::move(held)));
       }
     }
-    if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)
-      return op->complete(state->s->state() == session_state::expired ? error_code(errc::session_expired)
-                          : state->s->state() == session_state::closed ? error_code(errc::session_closed)
-                                                                        : error_code(errc::not_connected),
-                          lock_guard{});
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
     if (p.mode == lock_mode::try_once && !is_connected(state->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});

@@ -25,7 +25,10 @@ hold_fsm::actions hold_fsm::on_suspended() {
   if (link_ == link::ended) return {};
   link_ = link::suspended;
   if (status_ == lock_status::held) status_ = lock_status::maybe_lost;
-  return {};
+  actions out;
+  // A retry waiting out its delay now waits for the network too: do not make the caller wait.
+  if (delete_ == delete_state::backoff) complete(out, errc::release_pending);
+  return out;
 }
 
 hold_fsm::actions hold_fsm::on_connected(bool same_session) {
@@ -42,7 +45,9 @@ hold_fsm::actions hold_fsm::on_session_ended() {
   if (link_ == link::ended) return {};
   link_ = link::ended;
   actions out = lose();
-  if (delete_ != delete_state::done) {
+  if (delete_ == delete_state::failed) {
+    delete_ = delete_state::done;  // the node the server kept went with the session at last
+  } else if (delete_ != delete_state::done) {
     delete_ = delete_state::done;  // the node went with the session
     complete(out, errc::lock_lost);
   }
@@ -69,6 +74,10 @@ hold_fsm::actions hold_fsm::release(bool caller_waits) {
   }
   status_ = lock_status::released;
   caller_waits_ = caller_waits;
+  if (delete_ == delete_state::failed) {
+    complete(out, failure_);  // a lost hold whose owed delete the server refused
+    return out;
+  }
   if (link_ == link::ended || delete_ == delete_state::done) {
     complete(out, errc::lock_lost);  // the node went with the session
     return out;
@@ -94,19 +103,38 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     complete(out, errc::release_pending);
     return out;
   }
-  delete_ = delete_state::done;
   if (!ec) {
+    delete_ = delete_state::done;
     complete(out, {});
   } else if (ec == zk_errc::no_node) {
     // On a retry the first request committed (our session lives, and only its delete or its
     // expiry removes our ephemeral node). On the first try someone else deleted it.
+    delete_ = delete_state::done;
     complete(out, attempts_ > 1 ? error_code{} : error_code(errc::lock_lost));
   } else if (ec == condition::session_lost) {
+    delete_ = delete_state::done;  // the node goes with the session
     complete(out, errc::lock_lost);
+  } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && retries_ < max_release_retries) {
+    // Refused for now (the server throttles; the C client failed locally): the node is still
+    // ours to delete. The caller, if any, keeps waiting for the outcome.
+    delete_ = delete_state::backoff;
+    out.push_back({hold_action::retry_release, ec, std::chrono::milliseconds(100 << retries_)});
+    ++retries_;
   } else {
+    // Refused for good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our
+    // node blocks the lock until the session ends. Never counted as done, never silent.
+    delete_ = delete_state::failed;
+    failure_ = ec;
     complete(out, ec);
+    out.push_back({hold_action::report_release_failed, ec});
   }
   return out;
+}
+
+hold_fsm::actions hold_fsm::on_retry_due() {
+  if (delete_ != delete_state::backoff) return {};
+  delete_ = delete_state::wanted;
+  return send_if_connected();  // or after the reconnect
 }
 
 }  // namespace zklock::detail

@@ -12,11 +12,18 @@
 //    release succeeded (only our session's delete or its expiry removes our ephemeral node).
 //  - A release never waits for the network while the connection is down: it completes with
 //    errc::release_pending and finishes in the background.
+//  - A delete the server refuses is never counted as done: one it may accept later
+//    (throttled_op, the C client's system_error) is sent again after a growing delay, a few
+//    times; one it refuses for good (no_auth: the lock dir's ACL lacks DELETE, and any other
+//    error, or the retries used up) leaves our node blocking the lock until the session ends,
+//    and says so: the release's caller gets the error, release_failure() keeps it for the
+//    guard, and report_release_failed asks the runner to log it (nobody may wait).
 #pragma once
 
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
+#include <chrono>
 #include <vector>
 
 namespace zklock::detail {
@@ -26,9 +33,12 @@ struct hold_action {
     send_release,      ///< delete our node (the marking transaction or a plain delete)
     report_lost,       ///< the lock is lost: tell the guard's lost waiters
     complete_release,  ///< the caller of the release gets `ec`
+    retry_release,     ///< call on_retry_due() after `delay` (the server refused for now)
+    report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
   };
   kind type;
   error_code ec;
+  std::chrono::milliseconds delay{0};
 };
 
 class hold_fsm {
@@ -42,9 +52,16 @@ class hold_fsm {
 
   lock_status status() const noexcept { return status_; }
   /// True while our node may still exist and a delete is owed (sent or waiting to be sent).
-  bool release_owed() const noexcept { return delete_ == delete_state::wanted || delete_ == delete_state::in_flight; }
+  bool release_owed() const noexcept {
+    return delete_ == delete_state::wanted || delete_ == delete_state::in_flight || delete_ == delete_state::backoff;
+  }
   /// True once nothing is left to do: the node is deleted or went with the session.
   bool finished() const noexcept { return delete_ == delete_state::done; }
+  /// Why the server refused to delete our node for good (empty otherwise): the node stays
+  /// until the session ends, and blocks the lock meanwhile.
+  error_code release_failure() const noexcept { return failure_; }
+  /// How often a delete the server may accept later is sent again, after 100 ms, 200 ms, ...
+  static constexpr int max_release_retries = 5;
 
   /// The connection dropped; the session may still live.
   actions on_suspended();
@@ -62,10 +79,14 @@ class hold_fsm {
   actions release(bool caller_waits);
   /// Reply to send_release.
   actions on_release_reply(error_code ec);
+  /// The delay asked by retry_release has passed.
+  actions on_retry_due();
 
  private:
   enum class link { connected, suspended, ended };
-  enum class delete_state { none, wanted, in_flight, done };
+  // backoff: refused for now, wanted again after retry_release's delay; failed: refused for
+  // good, our node stays until the session ends
+  enum class delete_state { none, wanted, in_flight, backoff, failed, done };
 
   actions lose();
   actions send_if_connected();
@@ -75,6 +96,8 @@ class hold_fsm {
   link link_;
   delete_state delete_ = delete_state::none;
   int attempts_ = 0;           // release requests sent
+  int retries_ = 0;            // of them, resent after the server refused for now
+  error_code failure_;         // see release_failure()
   bool caller_waits_ = false;  // a caller waits for complete_release
 };
 

@@ -583,9 +583,10 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
 
 struct hold_driver {
   hold_fsm fsm;
-  int sends = 0, losts = 0, completions = 0;
+  int sends = 0, losts = 0, completions = 0, retries = 0, failures = 0;
   error_code last_completion;
   bool in_flight = false;
+  bool retry_pending = false;  // a retry_release's delay is running
   std::string violation;  // the first broken rule of the driver's own
 
   explicit hold_driver(bool connected = true) : fsm(connected) {}
@@ -608,8 +609,23 @@ struct hold_driver {
           ++completions;
           last_completion = a.ec;
           break;
+        case hold_action::retry_release:
+          if (retry_pending) forbid("a second retry while one is due");
+          if (in_flight) forbid("a retry while a release is in flight");
+          retry_pending = true;
+          ++retries;
+          break;
+        case hold_action::report_release_failed:
+          ++failures;
+          break;
       }
     }
+  }
+  // the delay of retry_release passed
+  void retry_due() {
+    if (!retry_pending) return;
+    retry_pending = false;
+    apply(fsm.on_retry_due());
   }
   void reply(error_code ec) {
     if (!in_flight) forbid("a reply without a request");
@@ -635,7 +651,7 @@ std::optional<std::string> run_hold_property(Source& rng) {
   int expected_completions = 0;  // every release that waits is answered exactly once
   for (int step = 0; step < 20 && !rng.exhausted(); ++step) {
     int sends_before = d.sends;
-    switch (rng() % 7) {
+    switch (rng() % 8) {
       case 0:
         d.drop_connection();
         connected = false;
@@ -666,24 +682,38 @@ std::optional<std::string> run_hold_property(Source& rng) {
         released = true;
         break;
       }
-      case 5:
-        if (d.in_flight) d.reply(rng() % 3 == 0 ? error_code(zk_errc::no_node) : error_code{});
+      case 5: {
+        // the server's answers: applied, gone, refused for now (throttled), refused for good
+        static const error_code replies[] = {{}, {}, zk_errc::no_node, zk_errc::throttled_op, zk_errc::no_auth, {}};
+        if (d.in_flight) d.reply(replies[rng() % 6]);
         break;
+      }
       case 6:
         if (d.in_flight) d.drop_connection(), connected = false;
+        break;
+      case 7:
+        d.retry_due();
         break;
     }
     if (!d.violation.empty()) return d.violation;
     if (d.sends > sends_before && !(connected && !ended)) return "a release sent while the connection is down";
     if (d.losts > 1) return "the loss reported twice";
     if (d.completions > expected_completions) return "a release answered twice";
+    if (d.failures > 1) return "a refused delete reported twice";
+    if (d.failures != (d.fsm.release_failure() ? 1 : 0)) return "a refused delete not kept for the guard";
   }
-  // settle: connection back, replies answered
+  // settle: connection back, replies answered, retries due
   if (!ended) {
     d.apply(d.fsm.on_connected(true));
-    while (d.in_flight) d.reply({});
-    if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished())
-      return "released or lost, the session alive, and the node not deleted";
+    while (d.in_flight || d.retry_pending) {
+      if (d.in_flight) d.reply({});
+      d.retry_due();
+    }
+    // a node left behind is either deleted or reported (the server refused it for good)
+    if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished() && !d.fsm.release_failure())
+      return "released or lost, the session alive, and the node neither deleted nor reported";
+  } else if (d.fsm.release_owed()) {
+    return "a delete still owed by a session that ended";
   }
   if (!d.violation.empty()) return d.violation;
   if (d.completions != expected_completions)

@@ -9,6 +9,7 @@
 
 using namespace zklock;
 using namespace zklock::detail;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -171,4 +172,117 @@ TEST_CASE("random interleavings keep the hold's invariants", "[unit][hold][prope
     INFO(broken.value_or(""));
     REQUIRE_FALSE(broken);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 22, 8c: a delete the server refuses is never counted as done
+
+TEST_CASE("a release the server throttles is sent again after a growing delay, and succeeds", "[unit][hold][fault]") {
+  driver d;
+  d.apply(d.fsm.release(true));
+  std::vector<std::chrono::milliseconds> delays;
+  for (int i = 0; i < 3; ++i) {
+    auto out = d.fsm.on_release_reply(zk_errc::throttled_op);
+    d.in_flight = false;
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].type == hold_action::retry_release);
+    delays.push_back(out[0].delay);
+    d.apply(out);
+    CHECK(d.fsm.release_owed());  // the session keeps the hold meanwhile
+    CHECK(d.completions == 0);    // the caller waits for the outcome
+    CHECK(d.sends == i + 1);      // nothing sent before the delay passed
+    d.retry_due();
+    CHECK(d.sends == i + 2);
+  }
+  CHECK(delays == std::vector<std::chrono::milliseconds>{100ms, 200ms, 400ms});
+  d.reply({});
+  CHECK(d.completions == 1);
+  CHECK_FALSE(d.last_completion);
+  CHECK(d.fsm.finished());
+  CHECK_FALSE(d.fsm.release_failure());
+  CHECK(d.failures == 0);
+}
+
+TEST_CASE("a release throttled until the retries run out: the caller gets the error, the failure is reported",
+          "[unit][hold][fault]") {
+  driver d;
+  d.apply(d.fsm.release(true));
+  for (int i = 0; i < hold_fsm::max_release_retries; ++i) {
+    d.reply(zk_errc::throttled_op);
+    CHECK(d.retry_pending);
+    d.retry_due();
+  }
+  CHECK(d.sends == hold_fsm::max_release_retries + 1);
+  d.reply(zk_errc::throttled_op);
+  CHECK_FALSE(d.retry_pending);
+  CHECK(d.completions == 1);
+  CHECK(d.last_completion == zk_errc::throttled_op);
+  CHECK(d.failures == 1);
+  CHECK(d.fsm.release_failure() == zk_errc::throttled_op);
+  CHECK_FALSE(d.fsm.release_owed());
+  CHECK_FALSE(d.fsm.finished());  // the node is still there
+  // it goes with the session, and nothing more is said
+  d.apply(d.fsm.on_session_ended());
+  CHECK(d.fsm.finished());
+  CHECK(d.completions == 1);
+  CHECK(d.failures == 1);
+}
+
+TEST_CASE("a release refused by the ACL (no_auth): no retry, the caller and the log learn it", "[unit][hold][fault]") {
+  for (bool waits : {true, false}) {
+    driver d;
+    d.apply(d.fsm.release(waits));
+    d.reply(zk_errc::no_auth);
+    CHECK(d.sends == 1);
+    CHECK_FALSE(d.retry_pending);
+    CHECK(d.completions == (waits ? 1 : 0));
+    if (waits) CHECK(d.last_completion == zk_errc::no_auth);
+    CHECK(d.failures == 1);  // reported whether or not a caller waits: never silent
+    CHECK(d.fsm.release_failure() == zk_errc::no_auth);
+    CHECK(d.fsm.status() == lock_status::released);
+    CHECK_FALSE(d.fsm.release_owed());
+    // a reconnect sends nothing more
+    d.drop_connection();
+    d.apply(d.fsm.on_connected(true));
+    CHECK(d.sends == 1);
+  }
+}
+
+TEST_CASE("the owed delete of a lost hold refused by the ACL: a later release gets that error", "[unit][hold][fault]") {
+  driver d;
+  d.apply(d.fsm.on_deadline());  // lost while connected: the delete goes at once
+  CHECK(d.sends == 1);
+  d.reply(zk_errc::no_auth);
+  CHECK(d.failures == 1);
+  d.apply(d.fsm.release(true));
+  CHECK(d.last_completion == zk_errc::no_auth);
+  CHECK(d.sends == 1);
+}
+
+TEST_CASE("a throttled release whose connection drops during the delay: release_pending, retried after the reconnect",
+          "[unit][hold][fault]") {
+  driver d;
+  d.apply(d.fsm.release(true));
+  d.reply(zk_errc::throttled_op);
+  d.drop_connection();
+  CHECK(d.completions == 1);
+  CHECK(d.last_completion == errc::release_pending);
+  d.retry_due();  // the delay passes while the connection is down: nothing sent
+  CHECK(d.sends == 1);
+  d.apply(d.fsm.on_connected(true));
+  CHECK(d.sends == 2);
+  d.reply({});
+  CHECK(d.fsm.finished());
+  CHECK(d.completions == 1);
+}
+
+TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", "[unit][hold][fault]") {
+  driver d;
+  d.apply(d.fsm.release(true));
+  d.reply(zk_errc::throttled_op);
+  d.apply(d.fsm.on_session_ended());
+  CHECK(d.last_completion == errc::lock_lost);
+  d.retry_due();
+  CHECK(d.sends == 1);
+  CHECK(d.fsm.finished());
 }
