@@ -100,7 +100,7 @@ TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tok
   for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] > tokens[i - 1]);
 }
 
-TEST_CASE("election: resign hands over at once, without a listing; re-campaign on the same object",
+TEST_CASE("election: resign hands over at once, without a listing, and re-campaign on the same object",
           "[integration][election]") {
   zk_server srv;
   asio::io_context ioc;
