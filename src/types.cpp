@@ -33,6 +33,7 @@ const char* to_string(lock_kind k) noexcept {
     case lock_kind::read: return "read";
     case lock_kind::write: return "write";
     case lock_kind::lease: return "lease";
+    case lock_kind::candidate: return "candidate";
   }
   return "?";
 }

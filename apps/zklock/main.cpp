@@ -1,12 +1,16 @@
-// zklock: run a command while holding a ZooKeeper lock; list a lock's contenders.
+// zklock: run a command while holding a ZooKeeper lock or leading an election; list a lock's
+// contenders (an election's candidates); print an election's leader.
 //
 //   zklock exec [options] PATH -- COMMAND [ARGS...]
+//   zklock elect [options] --id NAME PATH -- COMMAND [ARGS...]
+//   zklock leader [options] [--watch] PATH
 //   zklock holders [options] PATH
 //
 // Everything runs on one thread: the ZooKeeper session, the lock, the child process (SIGCHLD
 // through an asio::signal_set) and the forwarded signals share one io_context. The child is
 // started with fork+exec (PR_SET_PDEATHSIG ties it to zklock's life).
 // Exit statuses: see apps/zklock/README.md.
+#include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
@@ -86,6 +90,7 @@ struct exec_options {
   int semaphore = 0;    // > 0: one of this many leases of PATH
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
+  std::string leader_id;  // elect: campaign as this participant id (instead of taking a lock)
   std::vector<std::string> command;
   resolved_command resolved;
 };
@@ -434,7 +439,13 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     st->done.cancel();
   };
   // (the lock objects may go: a pending acquire keeps what it needs)
-  if (o.semaphore > 0) {
+  if (!o.leader_id.empty()) {
+    // elect: the leadership's guard is supervised like a lock's
+    zklock::election e(s, o.path, o.leader_id);
+    e.async_campaign([on_acquired](error_code ec, zklock::leadership l) mutable {
+      on_acquired(ec, std::move(l.guard()));
+    });
+  } else if (o.semaphore > 0) {
     zklock::semaphore m(s, o.path, o.semaphore);
     if (o.try_once)
       m.async_try_acquire(std::move(on_acquired));
@@ -487,6 +498,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   ::setenv("ZKLOCK_PATH", o.path.c_str(), 1);
   ::setenv("ZKLOCK_NODE", guard.node_path().c_str(), 1);
   ::setenv("ZKLOCK_FENCING_TOKEN", std::to_string(guard.fencing_token()).c_str(), 1);
+  if (!o.leader_id.empty()) ::setenv("ZKLOCK_LEADER_ID", o.leader_id.c_str(), 1);
 
   sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
   pid_t pid = spawn(o.resolved, o.command);
@@ -628,10 +640,56 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
   int position = 0;
   for (const auto& c : queue) {
     double age = std::max<double>(0, static_cast<double>(now_ms - c.stat.ctime) / 1000.0);
-    std::printf("%d %s 0x%" PRIx64 " %.1f %s\n", position++, c.node.c_str(),
-                static_cast<std::uint64_t>(c.stat.ephemeral_owner), age, zklock::to_string(c.kind));
+    // an election candidate's participant id last (its node's data)
+    std::printf("%d %s 0x%" PRIx64 " %.1f %s%s%s\n", position++, c.node.c_str(),
+                static_cast<std::uint64_t>(c.stat.ephemeral_owner), age, zklock::to_string(c.kind),
+                c.kind == zklock::lock_kind::candidate ? " " : "",
+                c.kind == zklock::lock_kind::candidate ? c.data.c_str() : "");
   }
   std::fflush(stdout);
+  co_await s.async_close(use_tuple);
+  co_return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// zklock leader
+
+asio::awaitable<int> run_leader(const common_options& co, const std::string& path, bool watch,
+                                asio::signal_set& sigs) {
+  auto ex = co_await asio::this_coro::executor;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
+  zklock::election e(s, path, {});  // an observer: never campaigns
+  auto print = [](const std::optional<zklock::leader_info>& l) {
+    std::printf("%s\n", l ? l->identity.c_str() : "-");
+    std::fflush(stdout);
+  };
+  auto [ec, leader] = co_await e.async_leader(use_tuple);
+  if (ec) {
+    say(path + ": " + ec.message());
+    co_await s.async_close(use_tuple);
+    co_return exit_error;
+  }
+  if (!watch) {
+    if (leader) std::printf("%s\n", leader->identity.c_str());
+    co_await s.async_close(use_tuple);
+    co_return leader ? 0 : exit_error;
+  }
+  // --watch: the current leader ("-": none), then a line per change, until interrupted.
+  print(leader);
+  for (;;) {
+    auto r = co_await (e.async_observe(leader, use_tuple) || sigs.async_wait(use_tuple));
+    if (r.index() == 1) break;
+    auto [oec, now] = std::get<0>(r);
+    if (oec) {
+      say(path + ": " + oec.message());
+      co_await s.async_close(use_tuple);
+      co_return exit_error;
+    }
+    print(now);
+    leader = std::move(now);
+  }
   co_await s.async_close(use_tuple);
   co_return 0;
 }
@@ -752,6 +810,37 @@ int main(int argc, char** argv) {
       "terminated: SIGTERM, SIGKILL after --kill-grace); 126/127 command not executable/found;\n"
       "70 internal error.");
 
+  exec_options elo;  // elect: exec's options, with the participant id
+  auto* elect = app.add_subcommand(
+      "elect", "Run COMMAND while leading the election PATH: zklock elect [OPTIONS] --id NAME PATH -- COMMAND [ARGS...]");
+  add_common(elect, common, texts);
+  elect->add_option("--id", elo.leader_id, "participant id (the node's data; Curator LeaderLatch's id)")->required();
+  elect->add_option("--timeout", texts.timeout,
+                    "give up if the command has not started SECONDS after zklock did (connecting and "
+                    "campaigning): status 75")
+      ->type_name("SECONDS");
+  elect->add_option("--kill-grace", texts.kill_grace,
+                    "SECONDS between SIGTERM and SIGKILL to the command when leadership may be lost "
+                    "(before the leader-until deadline: at most 2/5 of the session timeout)")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  elect->add_option("PATH", elo.path, "election path (Curator LeaderLatch's latch path)")->required();
+  elect->add_option("COMMAND", elo.command, "command and arguments (after --)");
+  elect->footer(
+      "Campaigns as NAME; once leading, runs the command with ZKLOCK_LEADER_ID, ZKLOCK_FENCING_TOKEN,\n"
+      "ZKLOCK_PATH and ZKLOCK_NODE in its environment, and resigns when it exits.\n"
+      "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
+      "75 timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
+      "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 126/127; 70.");
+
+  std::string leader_path;
+  bool leader_watch = false;
+  auto* leader = app.add_subcommand("leader", "Print the leader of election PATH.");
+  add_common(leader, common, texts);
+  leader->add_flag("--watch", leader_watch, "print the leader, then a line per change ('-': no leader) until interrupted");
+  leader->add_option("PATH", leader_path, "election path")->required();
+  leader->footer("Prints the leader's id. Exit status: 0, 1 no leader (nothing printed) or ZooKeeper error, 2 usage.");
+
   std::string holders_path;
   auto* holders = app.add_subcommand("holders", "List the contenders of lock PATH, holder first.");
   add_common(holders, common, texts);
@@ -765,13 +854,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : exit_usage;
   }
+  // elect runs exec's code with a participant id
+  if (elect->parsed()) {
+    eo = std::move(elo);
+    if (eo.leader_id.empty()) {
+      say("--id: expected a participant id, got ''");
+      return exit_usage;
+    }
+  }
+  auto* run_sub = exec->parsed() ? exec : elect->parsed() ? elect : nullptr;
   for (auto [name, text, zero_ok, out] : {
            std::tuple{"--session-timeout", &texts.session_timeout, false, &common.session_timeout},
            std::tuple{"--connect-timeout", &texts.connect_timeout, false, &common.connect_timeout},
            std::tuple{"--timeout", &texts.timeout, false, &eo.timeout},
            std::tuple{"--kill-grace", &texts.kill_grace, true, &eo.kill_grace},
        }) {
-    if (name == std::string_view("--timeout") && !exec->get_option("--timeout")->count()) continue;
+    if (name == std::string_view("--timeout") && (!run_sub || !run_sub->get_option("--timeout")->count())) continue;
     if (auto problem = parse_seconds(name, *text, zero_ok, *out)) {
       say(*problem);
       return exit_usage;
@@ -790,7 +888,7 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   // An explicit --connect "" is an error, not a request for the default.
-  auto* sub = exec->parsed() ? exec : holders;
+  auto* sub = run_sub ? run_sub : leader->parsed() ? leader : holders;
   if (!sub->get_option("--connect")->count()) common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
     if (common.connect.empty())
@@ -799,15 +897,16 @@ int main(int argc, char** argv) {
       say("bad connect string '" + common.connect + "': " + connect_problem(common.connect, ec));
     return exit_usage;
   }
-  const std::string& path = exec->parsed() ? eo.path : holders_path;
+  const std::string& path = run_sub ? eo.path : leader->parsed() ? leader_path : holders_path;
   if (auto ec = zklock::validate_path(path); ec || path == "/") {
     say("bad lock path '" + path + "': " + (ec ? ec.message() : "the root cannot be a lock"));
     return exit_usage;
   }
-  if (exec->parsed()) {
+  if (run_sub) {
     eo.command.insert(eo.command.end(), after_dashes.begin(), after_dashes.end());
     if (eo.command.empty()) {
-      say("exec: no COMMAND (usage: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...])");
+      say(exec->parsed() ? "exec: no COMMAND (usage: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...])"
+                         : "elect: no COMMAND (usage: zklock elect [OPTIONS] --id NAME PATH -- COMMAND [ARGS...])");
       return exit_usage;
     }
     eo.resolved = resolve_command(eo.command[0]);
@@ -816,7 +915,7 @@ int main(int argc, char** argv) {
       return eo.resolved.status;
     }
   } else if (cli_argc != argc) {
-    say("holders takes no command");
+    say(std::string(leader->parsed() ? "leader" : "holders") + " takes no command");
     return exit_usage;
   }
   if (auto problem = unresolvable_host(common.connect)) {
@@ -832,7 +931,9 @@ int main(int argc, char** argv) {
     asio::signal_set sigs(ioc);
     for (int sig : termination_signals)
       if (!ignored_at_start[sig]) sigs.add(sig);
-    auto task = exec->parsed() ? run_exec(common, eo, sigs, started) : run_holders(common, holders_path, sigs);
+    auto task = run_sub            ? run_exec(common, eo, sigs, started)
+                : leader->parsed() ? run_leader(common, leader_path, leader_watch, sigs)
+                                   : run_holders(common, holders_path, sigs);
     asio::co_spawn(ioc, std::move(task), [&](std::exception_ptr e, int rc) {
       result = rc;
       if (e) {

@@ -123,6 +123,9 @@ enum class lock_kind {
   read,       ///< "__READ__": zklock::shared_mutex shared side, Curator read lock; "__rlock__": kazoo ReadLock
   write,      ///< "__WRIT__": zklock::shared_mutex exclusive side, Curator write lock
   lease,      ///< "-lease-": a zklock::semaphore or Curator InterProcessSemaphoreV2 lease
+  /// "-latch-": a zklock::election candidate or a Curator LeaderLatch participant. The grant
+  /// rule is exclusive: the head of the queue leads.
+  candidate,
 };
 const char* to_string(lock_kind k) noexcept;
 

@@ -25,6 +25,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
         owner_(p.owner),
         try_once_(p.mode == lock_mode::try_once),
+        node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
@@ -94,7 +95,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       switch (a.type) {
         case lock_action::create_and_list: {
           session_impl::send_batch together(s_.get());  // one segment for both requests
-          s_->create(a.path, std::string(fsm_.node_data()), create_mode::ephemeral_sequential,
+          s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
                        self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
                      }));
@@ -117,7 +118,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           // One watch request at a time: the reply belongs to watch_ as set below.
           s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
                          auto w = self->watch_;
-                         self->run(self->fsm_.on_watch_set(ec, classify_predecessor(d.data)));
+                         // An election candidate's data is its identity, never a marker.
+                         auto what = self->fsm_.kind() == lock_kind::candidate ? predecessor_data::other
+                                                                               : classify_predecessor(d.data);
+                         self->run(self->fsm_.on_watch_set(ec, what));
                          if (!ec && w) self->wait(std::move(w));
                        }));
           break;
@@ -247,6 +251,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   lock_fsm fsm_;
   std::optional<owner_id> owner_;
   bool try_once_;
+  std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;

@@ -51,6 +51,7 @@ void hold::on_session_state(session_state st) {
     run(fsm.on_suspended());
   } else if (is_connected(st)) {
     run(fsm.on_connected(s->session_id() == session_id));
+    if (st == session_state::reconnected) check_node();
   } else if (st == session_state::expired || st == session_state::closed) {
     run(fsm.on_session_ended());
   }
@@ -96,7 +97,7 @@ void hold::arm_deadline() {
     // exists on our own node: refreshes the deadline, and finds a node deleted under us.
     s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
       self->keepalive_in_flight = false;
-      if (!ec && !st && self->fsm.status() != lock_status::released) self->run(self->fsm.on_node_gone());
+      self->on_node_stat(ec, st);
       self->arm_deadline();
     }));
   }
@@ -111,6 +112,21 @@ void hold::arm_deadline() {
 void hold::wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op) {
   deadline_waiters.push_back({lead, std::move(op)});
   arm_deadline();  // completes it at once when the deadline is already that close
+}
+
+// After a reconnect: our node must still be there and still our session's (CURATOR-696: a
+// holder that finds a node of an older session is not the holder). Only the owner's delete or
+// the session's expiry removes it, so this finds an administrator's delete or a replaced session.
+void hold::check_node() {
+  if (!owns()) return;
+  s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
+    self->on_node_stat(ec, st);
+  }));
+}
+
+void hold::on_node_stat(error_code ec, const std::optional<node_stat>& st) {
+  if (ec || fsm.status() == lock_status::released) return;
+  if (!st || st->ephemeral_owner != session_id) run(fsm.on_node_gone());
 }
 
 void hold::complete_lost_waiters(error_code ec) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,8 @@ struct hold : std::enable_shared_from_this<hold> {
  private:
   void on_session_state(session_state st);
   void arm_deadline();
+  void check_node();
+  void on_node_stat(error_code ec, const std::optional<node_stat>& st);
   void run(const hold_fsm::actions& actions);
   void send_release();
   void complete_lost_waiters(error_code ec);

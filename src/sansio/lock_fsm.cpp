@@ -31,6 +31,7 @@ const char* marker_of(lock_kind k) {
     case lock_kind::read: return "-__READ__";
     case lock_kind::write: return "-__WRIT__";
     case lock_kind::lease: return "-lease-";
+    case lock_kind::candidate: return "-latch-";
     default: return "-lock-";
   }
 }

@@ -17,6 +17,7 @@ std::optional<parsed_name> parse_contender(std::string_view name) noexcept {
     if (h.ends_with("__READ__") || h.ends_with("__rlock__")) return lock_kind::read;
     if (h.ends_with("__WRIT__")) return lock_kind::write;
     if (h == "lease-" || h.ends_with("-lease-")) return lock_kind::lease;
+    if (h == "latch-" || h.ends_with("-latch-")) return lock_kind::candidate;  // Curator LeaderLatch
     return std::nullopt;
   };
   bool negative = false;

@@ -752,6 +752,115 @@ def case_digest(c):
         zk.close()
 
 
+def case_elect(c):
+    """zklock elect: one leader at a time in FIFO order, its environment, status passthrough,
+    resignation when the command exits; zklock leader and holders on the election path."""
+    rc, out, *_ = c.run("leader", "/apps/elect")
+    check(rc == 1 and out == "", f"leader with no candidate -> {rc} {out!r}")
+    # the command sees its leadership
+    rc, out, *_ = c.run("elect", "--id", "solo", "/apps/elect", "--",
+                        "sh", "-c", 'echo "$ZKLOCK_LEADER_ID $ZKLOCK_FENCING_TOKEN $ZKLOCK_NODE"; exit 9')
+    check(rc == 9, f"status passthrough -> {rc}")
+    check(re.fullmatch(r"solo \d+ /apps/elect/_c_[0-9a-f-]+-latch-\d{10}\n", out), f"environment: {out!r}")
+    check(holders(c, "/apps/elect") == [], "node left behind after the command exited")
+    # usage
+    rc, *_ = c.run("elect", "/apps/elect", "--", "true")
+    check(rc == EXIT_USAGE, f"elect without --id -> {rc}")
+    rc, *_ = c.run("elect", "--id", "x", "/apps/elect")
+    check(rc == EXIT_USAGE, f"elect without a command -> {rc}")
+
+    # three candidates queued in order: they lead one at a time, in that order
+    logf = c.path("terms")
+    script = 'echo "$ZKLOCK_LEADER_ID start $(date +%s.%N) $ZKLOCK_FENCING_TOKEN" >> "$1"; sleep 0.6; ' \
+             'echo "$ZKLOCK_LEADER_ID end $(date +%s.%N)" >> "$1"'
+    procs = []
+    for i in range(3):
+        procs.append(c.start("elect", "--id", f"cand{i}", "/apps/elect", "--", "sh", "-c", script, "_", logf))
+        wait_for(lambda: len(holders(c, "/apps/elect")) == i + 1 or os.path.exists(logf), 20, f"cand{i} to queue")
+        if i == 0:
+            wait_for(lambda: os.path.exists(logf), 20, "the first leader to run")
+            rc, out, *_ = c.run("leader", "/apps/elect")
+            check(rc == 0 and out == "cand0\n", f"leader -> {rc} {out!r}")
+    rows = holders(c, "/apps/elect")
+    check(all(r[4] == "candidate" for r in rows) and [r[5] for r in rows] == [f"cand{i}" for i in range(3)][-len(rows):],
+          f"holders of the election: {rows}")
+    for p in procs:
+        rc, *_ = c.wait(p, timeout=60)
+        check(rc == 0, f"elect exited {rc}")
+    starts, ends, tokens = {}, {}, []
+    with open(logf) as f:
+        for line in f:
+            parts = line.split()
+            if parts[1] == "start":
+                starts[parts[0]] = float(parts[2])
+                tokens.append(int(parts[3]))
+            else:
+                ends[parts[0]] = float(parts[2])
+    order = sorted(starts, key=starts.get)
+    check(order == ["cand0", "cand1", "cand2"], f"leaders' order {order}")
+    for a, b in zip(order, order[1:]):
+        check(starts[b] >= ends[a], f"{a} and {b} led at once")
+    check(tokens == sorted(tokens) and len(set(tokens)) == 3, f"fencing tokens {tokens}")
+    check(holders(c, "/apps/elect") == [], "nodes left behind")
+    rc, out, *_ = c.run("leader", "/apps/elect")
+    check(rc == 1 and out == "", f"leader after all resigned -> {rc} {out!r}")
+
+
+def case_leader_watch(c):
+    """zklock leader --watch: the current leader, then a line per change, '-' for none."""
+    w = c.start("leader", "--watch", "/apps/watch")
+    lines = []
+
+    def next_line():
+        line = w.stdout.readline()
+        check(line != "", "leader --watch ended")
+        lines.append(line.strip())
+        return line.strip()
+    check(next_line() == "-", f"first line: {lines}")
+    a = c.start("elect", "--id", "a", "/apps/watch", "--", *holder_command(c, "a-ready", 30))
+    wait_for(lambda: os.path.exists(c.path("a-ready")), 20, "a to lead")
+    check(next_line() == "a", f"lines: {lines}")
+    b = c.start("elect", "--id", "b", "/apps/watch", "--", *holder_command(c, "b-ready", 30))
+    wait_for(lambda: len(holders(c, "/apps/watch")) == 2, 20, "b to queue")
+    os.kill(a.pid, signal.SIGTERM)  # passed to a's command: a resigns, b leads
+    check(next_line() == "b", f"lines: {lines}")
+    c.wait(a)
+    os.kill(b.pid, signal.SIGTERM)
+    check(next_line() == "-", f"lines: {lines}")
+    c.wait(b)
+    os.kill(w.pid, signal.SIGINT)
+    rc, *_ = c.wait(w)
+    check(rc == 0, f"leader --watch interrupted -> {rc}")
+    check(lines == ["-", "a", "b", "-"], f"lines: {lines}")
+
+
+def case_elect_lost(c):
+    """A leader whose session expires under its command: the command is stopped (76) before the
+    next candidate's command starts."""
+    logf = c.path("terms")
+    pidfile = c.path("child.pid")
+    p = c.start("elect", "--id", "old", "--session-timeout", "2", "--kill-grace", "1", "/apps/elect-lost", "--",
+                "sh", "-c", f'echo $$ > "{pidfile}"; trap \'echo "old end $(date +%s.%N)" >> "{logf}"; exit 0\' TERM; '
+                            'while :; do sleep 0.05; done')
+    child = read_pidfile(pidfile)
+    nxt = c.start("elect", "--id", "new", "/apps/elect-lost", "--",
+                  "sh", "-c", f'echo "new start $(date +%s.%N)" >> "{logf}"')
+    wait_for(lambda: len(holders(c, "/apps/elect-lost")) == 2, 20, "the next candidate to queue")
+    rc, out, err = wait_with_server_stopped(c, p)
+    check(rc == EXIT_LOST, f"leadership lost -> {rc}")
+    check(not pid_alive(child), f"child {child} still running")
+    rc, *_ = c.wait(nxt, timeout=30)
+    check(rc == 0, f"next leader exited {rc}")
+    times = {}
+    with open(logf) as f:
+        for line in f:
+            who, what, t = line.split()
+            times[who] = float(t)
+    check("old" in times and "new" in times, f"log: {times}")
+    check(times["old"] < times["new"], f"old stopped at {times['old']}, new started at {times['new']}")
+    log(f"old leader stopped {times['new'] - times['old']:.2f}s before the new one started")
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -4,12 +4,15 @@
 // readLock() otherwise, logging enter-write/leave-write or enter-read/leave-read (a read held
 // 5 ms, a write 1 ms, as zklock_contender --rw). With "semaphore=N", each cycle takes a lease
 // of an InterProcessSemaphoreV2 of N leases, logs enter/leave around a 30 ms hold, returns it
-// (as zklock_contender --semaphore=N).
-//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO [rw | semaphore=N]
+// (as zklock_contender --semaphore=N). With "latch", each cycle starts a LeaderLatch on PATH
+// with WHO as its id, awaits leadership, logs enter/leave around a 5 ms term, closes the latch
+// (a LeaderLatch cannot restart: a new one per cycle; as zklock_contender --election).
+//   java -cp <curator jars>:. CuratorContender CONNECT PATH CYCLES LOGFILE WHO [rw | semaphore=N | latch]
 import java.io.FileOutputStream;
 import java.nio.charset.StandardCharsets;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -33,6 +36,18 @@ public class CuratorContender {
              new ExponentialBackoffRetry(100, 5))) {
       client.start();
       client.blockUntilConnected();
+      if (args.length > 5 && args[5].equals("latch")) {
+        for (int i = 0; i < cycles; i++) {
+          LeaderLatch latch = new LeaderLatch(client, path, who);
+          latch.start();
+          latch.await();
+          out.write(line("enter", who));
+          Thread.sleep(5);
+          out.write(line("leave", who));
+          latch.close();
+        }
+        return;
+      }
       if (maxLeases > 0) {
         InterProcessSemaphoreV2 semaphore = new InterProcessSemaphoreV2(client, path, maxLeases);
         for (int i = 0; i < cycles; i++) {

@@ -10,7 +10,9 @@ also require that readers held together at least once. kazoo-rw-deadlock runs
 kazoo_rw_deadlock.py instead (why kazoo-rw needs the fix). semaphore: zklock::semaphore and
 Curator InterProcessSemaphoreV2, both with MAX_LEASES, on one path: never more than MAX_LEASES
 inside, MAX_LEASES inside together at least once with both implementations among them, the
-leases and locks dirs empty at the end."""
+leases and locks dirs empty at the end. election: zklock::election and Curator LeaderLatch
+candidates in one election: never two leaders at once, every candidate finishes its terms, the
+election path empty at the end."""
 import os
 import subprocess
 import sys
@@ -21,7 +23,8 @@ from kazoo.client import KazooClient
 
 mode, contender, scripts, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 sem = mode == "semaphore"
-peer, rw = "curator" if sem else mode.split("-")[0], mode.endswith("-rw")
+elect = mode == "election"  # zklock::election and Curator LeaderLatch: at most one leader at a time
+peer, rw = "curator" if sem or elect else mode.split("-")[0], mode.endswith("-rw")
 here = os.path.dirname(os.path.abspath(__file__))
 CYCLES = 30 if sem else 40
 MAX_LEASES = 2  # semaphore mode: every contender's max_leases
@@ -100,7 +103,8 @@ def check_semaphore(lines):
 
 
 def peer_command(connect, path, log):
-    mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"], "semaphore": ["semaphore=%d" % MAX_LEASES]}.get(mode, [])
+    mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"], "semaphore": ["semaphore=%d" % MAX_LEASES],
+                "election": ["latch"]}.get(mode, [])
     if peer == "curator":
         cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
         classes = os.path.join(work, "classes")
@@ -143,7 +147,8 @@ def main():
             sys.exit(subprocess.call(["/usr/bin/python3", os.path.join(here, "kazoo_rw_deadlock.py"), connect, path],
                                      timeout=60))
         peer_cmd = peer_command(connect, path, log)
-        zklock_cmd = [contender] + (["--rw"] if rw else ["--semaphore=%d" % MAX_LEASES] if sem else [])
+        zklock_cmd = [contender] + (["--rw"] if rw else ["--semaphore=%d" % MAX_LEASES] if sem
+                                    else ["--election"] if elect else [])
         # The peers first (a JVM takes seconds to start); zklock once a peer has queued, so that
         # all four contend for most of the run.
         for i in range(2):
@@ -183,8 +188,13 @@ def main():
         print("mode=%s entries=%d violations=%d reader_overlaps=%d (with the other implementation: %d) "
               "contenders=%s unfinished=%s lock_dir=%s" % (mode, sum(entries.values()), violations, overlaps[0],
                                                              overlaps[1], sorted(entries), unfinished, children))
+        # election: leadership passed between the two implementations (else they did not share it)
+        cross = sum(1 for a, b in zip(lines, lines[1:]) if a[0] == "leave" and b[0] == "enter"
+                    and a[1].split("-")[0] != b[1].split("-")[0])
+        if elect:
+            print("election: handoffs between zklock and Curator: %d" % cross)
         if (failed or violations or len(entries) != 4 or unfinished or children
-                or (rw and overlaps[0] == 0)):
+                or (rw and overlaps[0] == 0) or (elect and cross == 0)):
             sys.exit(1)
     finally:
         for p in procs:

@@ -1,6 +1,9 @@
 // Interop contender: zklock::mutex, with --rw zklock::shared_mutex, or with --semaphore=N
 // zklock::semaphore of N leases; same protocol as CuratorContender and kazoo_contender.py.
-//   zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO
+//   zklock_contender [--rw | --semaphore=N | --election] CONNECT PATH CYCLES LOGFILE WHO
+// With --election, each cycle campaigns in a zklock::election of PATH as WHO (Curator
+// LeaderLatch's layout), logs enter/leave around a 5 ms term, resigns, and campaigns again on
+// the same object.
 // With --rw, cycle i takes the write side when i % 3 == 0 and the read side otherwise; a read
 // is held longer (5 ms) than a write (1 ms) so that readers of different processes overlap.
 // With --semaphore=N, each cycle takes a lease, logs enter/leave around a 30 ms hold, gives it
@@ -9,6 +12,7 @@
 // (5 ms), 2 zklock and 2 Curator processes on two separate semaphores of 2 never had 3 inside.
 #include "exclusion_log.hpp"
 
+#include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
@@ -47,7 +51,8 @@ int main(int argc, char** argv) {
   int max_leases = 0;  // > 0: semaphore mode
   if (argc > 1 && std::string_view(argv[1]).starts_with("--semaphore="))
     max_leases = std::stoi(std::string(std::string_view(argv[1]).substr(12)));
-  if (rw || max_leases > 0) --argc, ++argv;
+  const bool election = argc > 1 && std::string_view(argv[1]) == "--election";
+  if (rw || max_leases > 0 || election) --argc, ++argv;
   if (argc != 6) {
     std::cerr << "usage: zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO\n";
     return 2;
@@ -64,7 +69,16 @@ int main(int argc, char** argv) {
     opts.connect = connect;
     zklock::session s{ex, opts};
     co_await s.async_connect(asio::use_awaitable);
-    if (max_leases > 0) {
+    if (election) {
+      zklock::election e{s, path, who};
+      for (int i = 0; i < cycles; ++i) {
+        auto l = co_await e.async_campaign(asio::use_awaitable);
+        log.enter(who);
+        co_await hold_for(std::chrono::milliseconds(5));
+        log.leave(who);
+        co_await l.async_resign(asio::use_awaitable);
+      }
+    } else if (max_leases > 0) {
       zklock::semaphore sem{s, path, max_leases};
       co_await exclusive_cycles(sem, cycles, log, who, std::chrono::milliseconds(30));
     } else if (rw) {

@@ -857,6 +857,36 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
 }
 
 // ---------------------------------------------------------------------------------------------
+// Election candidates (Curator LeaderLatch's "-latch-" nodes)
+
+TEST_CASE("candidates: '-latch-' nodes parse as candidates, the head leads, the others wait for their predecessor",
+          "[unit][lock][election]") {
+  using K = lock_kind;
+  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-latch-0000000003")->kind == K::candidate);
+  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-latch-0000000003")->sequence == 3);
+  CHECK(parse_contender("latch-0000000007")->kind == K::candidate);  // Curator without protection
+  CHECK_FALSE(parse_contender("_c_x-latches-0000000003"));
+  auto q = q_of({K::candidate, K::candidate, K::candidate});
+  CHECK_FALSE(find_blockers(q, 0, K::candidate));
+  auto b = find_blockers(q, 2, K::candidate);
+  REQUIRE(b);
+  CHECK(b->nearest == 1);
+
+  // a candidate behind one other: granted by its predecessor's deletion, without a listing
+  sim s;
+  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, K::candidate);
+  CHECK(s.fsm.node_prefix().ends_with("-latch-"));
+  auto a = s.add_foreign("_c_ffffffff-0000-0000-0000-000000000000-latch-");
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE_FALSE(s.completed);
+  s.delete_foreign(a);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Property tests (test/unit/fsm_property.hpp, shared with the fuzzer test/fuzz/fsm_fuzz.cpp):
 // random kinds, modes, queues, releases, arrivals, cancellations and expiries in random order
 // (seeded; the seed is printed on failure). Invariants: one completion and nothing after it; a

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 
 namespace zklock::detail {
 
@@ -19,6 +20,9 @@ struct acquire_params {
   std::chrono::steady_clock::duration timeout = std::chrono::steady_clock::duration::max();
   /// Reentrant acquire: this owner gets another guard on its hold when it holds already.
   std::optional<owner_id> owner = std::nullopt;
+  /// What our node is created with instead of the lock's marker (lock_fsm::node_data): an
+  /// election candidate's identity.
+  std::optional<std::string> node_data = std::nullopt;
 };
 
 }  // namespace zklock::detail
