@@ -194,8 +194,8 @@ class basic_election {
   template <class Token = detail::default_token_t<Executor>>
   auto async_observe(std::optional<leader_info> known, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<leader_info>)>(
-        [state = state_](auto h, std::optional<leader_info> known) {
-          detail::observe_leader(state, std::move(known), detail::leader_handler(std::move(h)));
+        [state = state_](auto h, std::optional<leader_info> seen) {
+          detail::observe_leader(state, std::move(seen), detail::leader_handler(std::move(h)));
         },
         token, std::move(known));
   }
@@ -217,8 +217,8 @@ class basic_election {
   template <class Token>
   auto initiate(Token& token, clock::duration timeout) {
     return asio::async_initiate<Token, void(error_code, leadership)>(
-        [state = state_](auto h, clock::duration timeout) {
-          detail::start_campaign(state, detail::leadership_handler(std::move(h)), timeout);
+        [state = state_](auto h, clock::duration limit) {
+          detail::start_campaign(state, detail::leadership_handler(std::move(h)), limit);
         },
         token, timeout);
   }

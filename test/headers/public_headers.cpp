@@ -3,6 +3,7 @@
 // -pedantic -Werror under g++ and clang++ (a user's warning flags must not trip on our headers).
 // It includes every header of include/zklock/ (check_headers.py fails when one is missing here).
 // Not linked nor run: the functions below are only compiled (-fsyntax-only).
+#include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/multi_lock.hpp>
@@ -66,6 +67,14 @@ void with_callbacks(zklock::session& s, zklock::watch& w, zklock::lock_guard& g,
   rw.async_try_acquire_shared([](error_code, zklock::lock_guard) {});
   rw.async_acquire_shared(zklock::owner_id{7}, [](error_code, zklock::lock_guard) {});
   rw.async_contenders([](error_code, std::vector<zklock::contender>) {});
+
+  zklock::election e{s, "/election", "node-1"};
+  e.async_campaign([](error_code, zklock::leadership) {});
+  e.async_campaign_for(std::chrono::seconds(1), [](error_code, zklock::leadership l) {
+    l.async_resign([](error_code) {});
+  });
+  e.async_leader([](error_code, std::optional<zklock::leader_info>) {});
+  e.async_observe(std::nullopt, [](error_code, std::optional<zklock::leader_info>) {});
 
   zklock::semaphore sem{s, "/locks/sem", 2};
   sem.async_acquire([](error_code, zklock::lock_guard) {});

@@ -132,7 +132,7 @@ TEST_CASE("local queue: a local handoff sends no request", "[integration][local]
   }());
 }
 
-TEST_CASE("local queue: another session waiting gets the lock within the fairness bound; tokens increase across both",
+TEST_CASE("local queue: another session waiting gets the lock within the fairness bound, tokens increase across both",
           "[integration][local]") {
   constexpr int max_handoffs = 2;
   zk_server srv;
@@ -241,7 +241,7 @@ TEST_CASE("local queue: session expiry under a local holder: its guard is lost, 
   }());
 }
 
-TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing; try-acquire busy leaves nothing",
+TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing, try-acquire busy leaves nothing",
           "[integration][local]") {
   zk_server srv;
   asio::io_context ioc;

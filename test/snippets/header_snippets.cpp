@@ -2,6 +2,7 @@
 // example in its comments has a region here named after it (`// [zklock/mutex.hpp]`) that holds
 // every such example verbatim (check_snippets.py, ctest -R snippets, checks it). Compiled, not
 // run, by the zklock_snippets target of the test build.
+#include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/mutex.hpp>
@@ -52,6 +53,13 @@ bool session_ended(zklock::error_code ec) {
   return false;
 }
 // [zklock/error.hpp]
+
+// [zklock/election.hpp]
+// leadership::guarded: a transaction that applies only while we lead.
+asio::awaitable<void> leader_write(zklock::session& s, const zklock::leadership& l, std::vector<zklock::multi_op> ops) {
+  co_await s.async_multi(l.guarded(std::move(ops)), asio::use_awaitable);
+}
+// [zklock/election.hpp]
 
 // [zklock/lock_guard.hpp]
 // lock_guard::guarded: a transaction that applies only while the lock is ours.

@@ -39,4 +39,15 @@ asio::awaitable<void> first_program(asio::io_context& ioc, order_record order) {
   // [readme-first-program]
 }
 
+// README.md, the mutex's local queue.
+asio::awaitable<void> local_queue(zklock::session& session) {
+  // [readme-local-queue]
+  zklock::mutex_options o;
+  o.local_queue = true;          // acquires through this mutex object queue locally behind one node
+  o.max_local_handoffs = 1;      // consecutive local grants while another process waits (1: fair)
+  zklock::mutex lock{session, "/locks/orders/42", o};
+  auto guard = co_await lock.async_acquire(asio::use_awaitable);
+  // [readme-local-queue]
+}
+
 }  // namespace readme

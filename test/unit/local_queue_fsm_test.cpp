@@ -302,7 +302,7 @@ TEST_CASE("local_queue_fsm: a waiter cancelled during a handoff is skipped, no l
   CHECK(d.violation == "");
 }
 
-TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters; otherwise they queue again",
+TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters, otherwise they queue again",
           "[unit][local]") {
   {
     driver d(1);

@@ -639,7 +639,7 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
   CHECK_FALSE(t.fsm.result().ec);
 }
 
-TEST_CASE("try-read behind a downgraded writer reads its data and is granted; behind a holding writer, busy",
+TEST_CASE("try-read behind a downgraded writer reads its data and is granted, behind a holding writer busy",
           "[unit][lock][shared][foreign]") {
   auto try_read = [](sim& s) { s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read); };
   SECTION("downgraded head writer, a reader beside it: list, read its data, create and list") {
