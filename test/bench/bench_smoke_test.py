@@ -43,8 +43,9 @@ def main():
         assert int(r["violations"]) == 0, r
         assert int(r["threads"]) == 1, "a thread was added: %s" % r["threads"]
         assert float(r["throughput"]) > 0 and float(r["handoff_p50_us"]) > 0, r
-        # create + list + watch + release, and a listing only when a waiter gave up: never a herd
-        assert 3.0 <= float(r["requests_per_acq"]) <= 4.5, r
+        # create + list + watch + release, plus one listing per handoff to a waiter that was not
+        # next when it listed (no data change grants: issue 22 bug 2), at most 5; never a herd
+        assert 3.0 <= float(r["requests_per_acq"]) <= 5.5, r
         assert float(r["wakeups_per_release"]) <= 1.01, r
         j = json.load(open(js))
         assert j["violations"] == 0 and j["contenders"] == n, j
