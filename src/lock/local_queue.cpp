@@ -178,13 +178,21 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     }));
   }
 
-  void grant(std::uint64_t id, std::uint32_t generation) {
+  // Takes waiter `id` out of the queue, its timer and cancellation unhooked: it completes now.
+  std::optional<waiter> take_waiter(std::uint64_t id) {
     auto it = waiters_.find(id);
-    if (it == waiters_.end()) return;
-    auto w = std::move(it->second);
+    if (it == waiters_.end()) return std::nullopt;
+    std::optional<waiter> w(std::move(it->second));
     waiters_.erase(it);
-    if (w.timer) w.timer->cancel();
-    w.op->on_cancel = nullptr;
+    if (w->timer) w->timer->cancel();
+    w->op->on_cancel = nullptr;
+    return w;
+  }
+
+  void grant(std::uint64_t id, std::uint32_t generation) {
+    auto taken = take_waiter(id);
+    if (!taken) return;
+    auto& w = *taken;
     // A local hold: nothing is sent. It starts as the node's hold is (held or maybe_lost).
     auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held);
     h->node = node_guard_.node_path();
@@ -200,13 +208,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   }
 
   void finish(std::uint64_t id, error_code ec) {
-    auto it = waiters_.find(id);
-    if (it == waiters_.end()) return;
-    auto w = std::move(it->second);
-    waiters_.erase(it);
-    if (w.timer) w.timer->cancel();
-    w.op->on_cancel = nullptr;
-    w.op->complete(ec, lock_guard{});
+    if (auto w = take_waiter(id)) w->op->complete(ec, lock_guard{});
   }
 
   // A local holder gives its hold back (lock_guard::async_release, or its destructor): at once,
