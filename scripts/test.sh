@@ -11,7 +11,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 # servers only, never those of a concurrent run.
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-run-XXXXXX")
 status=0
-TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 "$@" || status=$?
+# In parallel (most tests wait on timers and servers): the CPU-heavy and timing-sensitive tests
+# say so in their CMake properties (RUN_SERIAL, PROCESSORS, RESOURCE_LOCK; docs/TESTING.md).
+TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 600 -j "${CTEST_JOBS:-4}" "$@" || status=$?
 # nothing of ours may outlive the run
 if pgrep -f -- "$run_tmp/" >/dev/null; then
   echo "zklock: ZooKeeper processes left behind by the tests:" >&2

@@ -101,7 +101,7 @@ TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tok
 }
 
 TEST_CASE("election: resign hands over at once, without a listing, and re-campaign on the same object",
-          "[integration][election]") {
+          "[integration][election][timing]") {
   zk_server srv;
   asio::io_context ioc;
   candidates c(ioc, srv.connect_string(), 2);

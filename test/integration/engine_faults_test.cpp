@@ -128,7 +128,7 @@ asio::awaitable<bool> echo_round_trip(asio::ip::tcp::socket& client, std::chrono
 }  // namespace
 
 TEST_CASE("replies the C client makes up (socket() fails: fd exhaustion) do not move the validity deadline",
-          "[integration][fault][engine]") {
+          "[integration][fault][engine][timing]") {
   // While the server is unreachable and socket() fails, the C client completes every queued
   // request with ZSYSTEMERROR. Those replies never reached a server: the deadline of the last
   // real reply stands, and the guard turns lost by it.

@@ -865,7 +865,7 @@ TEST_CASE("an empty multi_lock completes through the session's executor and neve
 }
 
 TEST_CASE("async_wait_deadline: quiet on a healthy session, a lead before the loss when ZooKeeper stops answering",
-          "[integration][promise][validity]") {
+          "[integration][promise][validity][timing]") {
   zk_server srv;
   asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
@@ -919,7 +919,7 @@ TEST_CASE("async_wait_deadline: quiet on a healthy session, a lead before the lo
 }
 
 TEST_CASE("while suspended: a try-acquire fails at once, a timed acquire does not blame contention, the guard says maybe_lost in the state handler",
-          "[integration][promise][fault]") {
+          "[integration][promise][fault][timing]") {
   zk_server srv;
   asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
