@@ -470,12 +470,21 @@ class server_process {
 
   // Waits until the process answers ruok (and, standalone, serves requests). Quorum members
   // answer ruok before they have joined a quorum: zk_ensemble::wait_quorum checks that.
+  //
+  // Tests run in parallel (ctest -j): another test's server may have taken the port between
+  // free_ports() and our JVM's bind. That server answers ruok too, so readiness also requires
+  // that the server on the port is ours (its `conf` names our dataDir); ours then exits with
+  // "Address already in use", reported as port_in_use so that the caller retries on new ports.
   void wait_ready() {
     auto deadline = std::chrono::steady_clock::now() + opts_.start_timeout;
     for (;;) {
-      if (!running())
+      if (!running()) {
+        if (tail_of(req_.log).find("Address already in use") != std::string::npos)
+          throw port_in_use("ZooKeeper (port " + std::to_string(port_) +
+                            ") exited while starting: a port was taken by another process; " + describe());
         throw std::runtime_error("ZooKeeper (port " + std::to_string(port_) + ") exited while starting; " + describe());
-      if (ruok() && (myid_ > 0 || mode() == "standalone")) return;
+      }
+      if (ruok() && ours() && (myid_ > 0 || mode() == "standalone")) return;
       if (std::chrono::steady_clock::now() >= deadline)
         throw std::runtime_error("ZooKeeper (port " + std::to_string(port_) + ") did not start within " +
                                  std::to_string(opts_.start_timeout.count()) + " ms; " + describe());
@@ -541,6 +550,10 @@ class server_process {
   bool paused() const { return running() && paused_; }
   pid_t pid() const { return running() ? pid_ : -1; }
   bool ruok() const { return zklock::test::four_letter(port_, "ruok", 1000ms) == "imok"; }
+  // The server answering on our port is this process (and not another test's on a reused port).
+  bool ours() const {
+    return zklock::test::four_letter(port_, "conf", 1000ms).find("dataDir=" + dir_ + "/data") != std::string::npos;
+  }
   std::string four_letter(const std::string& cmd) const { return zklock::test::four_letter(port_, cmd, 3000ms); }
   std::string mode() const { return mode_of(zklock::test::four_letter(port_, "srvr", 1000ms)); }
   std::uint16_t port() const { return port_; }
@@ -560,9 +573,16 @@ class server_process {
 
 // ---------------------------------------------------------------------------------------------
 
-zk_server::zk_server(server_options opts)
-    : p_(std::make_unique<server_process>(opts, opts.client_port ? opts.client_port : free_port(), "", 0)) {
-  p_->start();
+zk_server::zk_server(server_options opts) {
+  for (int attempt = 1;; ++attempt) {
+    p_ = std::make_unique<server_process>(opts, opts.client_port ? opts.client_port : free_port(), "", 0);
+    try {
+      p_->start();
+      return;
+    } catch (const port_in_use&) {
+      if (opts.client_port || attempt == 5) throw;  // a port the test chose, or bad luck five times
+    }
+  }
 }
 zk_server::~zk_server() = default;
 std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(p_->port()); }
@@ -588,15 +608,23 @@ std::string zk_server::data_dir() const { return p_->dir() + "/data"; }
 
 zk_ensemble::zk_ensemble(int members, server_options opts) : opts_(opts) {
   if (members < 1) throw std::invalid_argument("zk_ensemble: members < 1");
-  auto ports = free_ports(3 * members);  // client, quorum, election per member
-  std::ostringstream servers;
-  for (int i = 0; i < members; ++i)
-    servers << "server." << i + 1 << "=127.0.0.1:" << ports[3 * i + 1] << ":" << ports[3 * i + 2] << "\n";
-  servers << "standaloneEnabled=false\n";
-  for (int i = 0; i < members; ++i)
-    members_.push_back(std::make_unique<server_process>(opts, ports[3 * i], servers.str(), i + 1));
-  for (auto& m : members_) m->spawn();
-  for (auto& m : members_) m->wait_ready();
+  for (int attempt = 1;; ++attempt) {
+    auto ports = free_ports(3 * members);  // client, quorum, election per member
+    std::ostringstream servers;
+    for (int i = 0; i < members; ++i)
+      servers << "server." << i + 1 << "=127.0.0.1:" << ports[3 * i + 1] << ":" << ports[3 * i + 2] << "\n";
+    servers << "standaloneEnabled=false\n";
+    members_.clear();  // kills and removes a failed attempt's members
+    for (int i = 0; i < members; ++i)
+      members_.push_back(std::make_unique<server_process>(opts, ports[3 * i], servers.str(), i + 1));
+    try {
+      for (auto& m : members_) m->spawn();
+      for (auto& m : members_) m->wait_ready();
+      break;
+    } catch (const port_in_use&) {
+      if (attempt == 5) throw;  // a port taken by another test five times: give up
+    }
+  }
   wait_quorum();
 }
 zk_ensemble::~zk_ensemble() = default;

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,16 @@ struct server_options {
   std::string log_level = "info";   // server.log level: trace, debug, info, warn, error, off
 };
 
-/// A free TCP port on 127.0.0.1 (bound to port 0 and released; a small race is accepted).
+/// A free TCP port on 127.0.0.1 (bound to port 0 and released). Another process (a test running
+/// in parallel) may take it before our server binds it: zk_server and zk_ensemble then see their
+/// server exit with "Address already in use" (port_in_use) and start again on new ports, and they
+/// never take another process's server on that port for theirs (it must name our dataDir).
 std::uint16_t free_port();
+
+/// A server could not bind its port: it was taken after free_port() chose it.
+struct port_in_use : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// `n` distinct free ports (all held open while choosing, so they differ from each other).
 std::vector<std::uint16_t> free_ports(int n);

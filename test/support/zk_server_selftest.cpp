@@ -210,6 +210,28 @@ TEST_CASE("a failed start throws with the server's log and cleans up", "[fixture
   expect_nothing_left();
 }
 
+TEST_CASE("a port taken by another test's server is never mistaken for ours", "[fixture]") {
+  // ctest runs tests in parallel: a server of another test may answer on the port ours was given.
+  // It answers ruok; ours must not be declared up on its answer (it fails to bind and exits).
+  zk_server other;
+  server_options o;
+  o.client_port = other.port();
+  o.start_timeout = 20s;
+  bool started = false;
+  bool port_taken = false;
+  try {
+    zk_server s(o);
+    started = true;
+  } catch (const port_in_use&) {
+    port_taken = true;
+  } catch (const std::runtime_error& e) {
+    INFO(e.what());
+  }
+  CHECK_FALSE(started);
+  CHECK(port_taken);
+  CHECK(other.ruok());
+}
+
 TEST_CASE("servers outlive the thread that started them and inherit no descriptors", "[fixture]") {
   // A socket without CLOEXEC must not leak into the JVM.
   int leak = ::socket(AF_INET, SOCK_STREAM, 0);
