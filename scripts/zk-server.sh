@@ -9,33 +9,47 @@ shift 2
 case "$cmd" in
   start)
     mkdir -p "$dir/data"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-    {
-      echo "tickTime=2000"
-      echo "dataDir=$dir/data"
-      echo "clientPort=$port"
-      echo "clientPortAddress=127.0.0.1"
-      echo "admin.enableServer=false"
-      echo "4lw.commands.whitelist=*"
-      echo "maxClientCnxns=0"
-      for kv in "$@"; do echo "$kv"; done
-    } > "$dir/zoo.cfg"
-    java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
-      org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/server.log" 2>&1 &
-    echo $! > "$dir/pid"
-    # Ready when a session can be established: `srvr` reports a Mode (a server that answers
-    # ruok may not serve requests yet; until it does, srvr says it is not serving).
-    for _ in $(seq 1 300); do
-      if python3 - "$port" <<'PY' 2>/dev/null; then echo "127.0.0.1:$port"; exit 0; fi
+    # Tests run in parallel (ctest -j): another server may take the chosen port before ours binds
+    # it. Ours is up only when the server on the port names our dataDir (`conf`); if ours exits
+    # with "Address already in use", start again on a new port (at most 5 times).
+    for attempt in 1 2 3 4 5; do
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      {
+        echo "tickTime=2000"
+        echo "dataDir=$dir/data"
+        echo "clientPort=$port"
+        echo "clientPortAddress=127.0.0.1"
+        echo "admin.enableServer=false"
+        echo "4lw.commands.whitelist=*"
+        echo "maxClientCnxns=0"
+        for kv in "$@"; do echo "$kv"; done
+      } > "$dir/zoo.cfg"
+      java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
+        org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/server.log" 2>&1 &
+      pid=$!
+      echo $pid > "$dir/pid"
+      # Ready when a session can be established: `srvr` reports a Mode (a server that answers
+      # ruok may not serve requests yet; until it does, srvr says it is not serving), and the
+      # server is ours.
+      for _ in $(seq 1 300); do
+        if ! kill -0 "$pid" 2>/dev/null; then break; fi
+        if python3 - "$port" "$dir/data" <<'PY' 2>/dev/null; then echo "127.0.0.1:$port"; exit 0; fi
 import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
-s.sendall(b"srvr")
-reply = b""
-while chunk := s.recv(4096):
-    reply += chunk
-sys.exit(0 if b"\nMode: " in reply else 1)
+def ask(word):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+    s.sendall(word)
+    reply = b""
+    while chunk := s.recv(4096):
+        reply += chunk
+    return reply
+sys.exit(0 if b"\nMode: " in ask(b"srvr") and ("dataDir=" + sys.argv[2]).encode() in ask(b"conf") else 1)
 PY
-      sleep 0.1
+        sleep 0.1
+      done
+      if ! kill -0 "$pid" 2>/dev/null && grep -q "Address already in use" "$dir/server.log"; then
+        continue  # the port was taken: try another
+      fi
+      break
     done
     echo "zookeeper did not start; log:" >&2
     tail -20 "$dir/server.log" >&2
