@@ -5,11 +5,12 @@
 //   --mode resign --candidates N --resigns R [--hold-ms H]
 //     N candidates, each its own session, on one io_context thread. The leader holds H ms,
 //     takes a timestamp and resigns; the next leader's code (the statement after the
-//     co_await of async_campaign) takes the time since. The resigner campaigns again on the
-//     same election object (it queues last). R resigns, R samples; two leaders at once in
+//     co_await of async_campaign) takes the time since. The resigner then campaigns again on
+//     the same election object (it queues last). R resigns, R samples; two leaders at once in
 //     this process count as violations. Then the same loop on a zklock::mutex (release ->
 //     the next acquire's code), for the "about one mutex handoff" comparison. Prints one
-//     key=value line (failover_p50_us ... mutex_handoff_p50_us ...); --json, --cdf.
+//     key=value line (failover_p50_us ... mutex_handoff_p50_us ...); --json, --cdf. The
+//     resigner campaigns again only once the next leader's code ran (see candidate_loop).
 //
 //   --mode candidate --id NAME
 //     One candidate for the kill measurement driven by scripts/bench: prints
@@ -82,7 +83,8 @@ std::unique_ptr<zklock::session> make_session(asio::io_context& ioc, const optio
 struct handoffs {
   std::vector<double> samples;  // us: resign (release) started -> the next leader's (holder's) code
   clock_type::time_point resign_started{};
-  int resigner = -1, resigns = 0, leaders = 0, violations = 0, terms = 0;
+  int resigner = -1, resigns = 0, leaders = 0, violations = 0, terms = 0;  // terms: also a generation
+  asio::steady_timer* rejoin_gate = nullptr;  // the resigner waits on it until the next leader's code ran
 };
 
 // One term's start and end, for the election and for the mutex reference loop.
@@ -97,6 +99,7 @@ asio::awaitable<void> candidate_loop(Recipe& r, int me, handoffs& h, const optio
     auto term = co_await take(r);
     if (h.resign_started != clock_type::time_point{} && h.resigner != me) h.samples.push_back(us_since(h.resign_started));
     h.resign_started = {};
+    if (h.rejoin_gate) h.rejoin_gate->cancel();
     ++h.terms;
     if (++h.leaders != 1) ++h.violations;
     if (h.resigns < o.resigns) co_await sleep_for(std::chrono::milliseconds(o.hold_ms));
@@ -108,7 +111,17 @@ asio::awaitable<void> candidate_loop(Recipe& r, int me, handoffs& h, const optio
     ++h.resigns;
     h.resigner = me;
     h.resign_started = clock_type::now();
-    co_await give(term);  // then campaign again on the same object: we queue last
+    const int term_no = h.terms;
+    co_await give(term);
+    // Campaign again on the same object (we queue last), once the next leader's code ran: a
+    // create sent at once would queue in the standalone server's one pipeline (where reads wait
+    // behind the writes being synced) ahead of the successor's listing, and be measured with it.
+    if (h.terms == term_no) {
+      asio::steady_timer gate(co_await asio::this_coro::executor, clock_type::time_point::max());
+      h.rejoin_gate = &gate;
+      co_await gate.async_wait(asio::as_tuple(asio::use_awaitable));
+      h.rejoin_gate = nullptr;
+    }
   }
 }
 
