@@ -150,20 +150,22 @@ class Candidate:
         self.reader.start()
 
     def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            words = dict(w.split("=", 1) for w in line.split() if "=" in w)
-            if line.startswith("connected"):
+        try:
+            for line in self.proc.stdout:
+                self.lines.append(line.rstrip("\n"))
+                words = dict(w.split("=", 1) for w in line.split() if "=" in w)
                 try:
-                    self.negotiated_ms = float(words.get("negotiated_ms", "nan"))
-                except ValueError:
-                    pass
-            elif line.startswith("queued"):
-                self.queued.set()
-            elif line.startswith("leader"):
-                self.leader_ns = int(words["t_ns"])
-                self.leading.set()
-        self.exited.set()
+                    if line.startswith("connected"):
+                        self.negotiated_ms = float(words.get("negotiated_ms", "nan"))
+                    elif line == "queued\n":
+                        self.queued.set()
+                    elif line.startswith("leader"):
+                        self.leader_ns = int(words["t_ns"])
+                        self.leading.set()
+                except (KeyError, ValueError):
+                    self.lines.append("(bad line above)")  # wait_for reports it when the event never comes
+        finally:
+            self.exited.set()
 
     def wait_for(self, event, timeout, what):
         """Waits for one of the events; raises with the process's output when it exits or times out."""

@@ -129,12 +129,19 @@ def resign(a):
 
 
 def candidate(a):
+    out = threading.Lock()
+
+    def say(line):  # whole lines: the leader's thread and this one both write
+        with out:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
     c = client(a)
-    print("connected negotiated_ms=nan", flush=True)
+    say("connected negotiated_ms=nan")
     election = c.Election(a.path, a.id)
 
     def lead():
-        print("leader id=%s t_ns=%d" % (a.id, time.monotonic_ns()), flush=True)
+        say("leader id=%s t_ns=%d" % (a.id, time.monotonic_ns()))
         threading.Event().wait()  # lead until killed
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -142,7 +149,7 @@ def candidate(a):
     t.start()
     while a.id not in election.contenders():
         time.sleep(0.01)
-    print("queued", flush=True)
+    say("queued")
     while True:
         time.sleep(3600)
 
