@@ -115,3 +115,110 @@ def mntr(connect):
         if len(parts) == 2:
             out[parts[0].strip()] = parts[1].strip()
     return out
+
+
+# ---- the election phase's kill measurement (scripts/bench, test/bench) ------------------------
+
+def _die_with_parent():
+    """preexec_fn: the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG), so a driver
+    that is killed leaves no candidate leading."""
+    import ctypes
+    import signal
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+
+
+class Candidate:
+    """One candidate process of the kill measurement (zklock-election-bench, the Curator or the
+    kazoo election peer, each with --mode candidate --id NAME). A thread reads its stdout lines:
+    "connected negotiated_ms=T", "queued", "leader id=NAME t_ns=NS" (CLOCK_MONOTONIC, the clock of
+    time.monotonic_ns()). stderr goes to a file, quoted when something fails."""
+
+    def __init__(self, cmd, name, work):
+        import threading
+        self.name = name
+        self.negotiated_ms = None
+        self.leader_ns = None
+        self.queued = threading.Event()
+        self.leading = threading.Event()
+        self.exited = threading.Event()
+        self.err_path = os.path.join(work, "candidate-%s.err" % name)
+        self.lines = []
+        with open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(cmd + ["--id", name], stdout=subprocess.PIPE, stderr=err, text=True,
+                                         preexec_fn=_die_with_parent)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        try:
+            for line in self.proc.stdout:
+                self.lines.append(line.rstrip("\n"))
+                words = dict(w.split("=", 1) for w in line.split() if "=" in w)
+                try:
+                    if line.startswith("connected"):
+                        self.negotiated_ms = float(words.get("negotiated_ms", "nan"))
+                    elif line == "queued\n":
+                        self.queued.set()
+                    elif line.startswith("leader"):
+                        self.leader_ns = int(words["t_ns"])
+                        self.leading.set()
+                except (KeyError, ValueError):
+                    self.lines.append("(bad line above)")  # wait_for reports it when the event never comes
+        finally:
+            self.exited.set()
+
+    def wait_for(self, event, timeout, what):
+        """Waits for one of the events; raises with the process's output when it exits or times out."""
+        t_end = time.time() + timeout
+        while not event.wait(0.05):
+            if self.exited.is_set() or time.time() > t_end:
+                raise RuntimeError("candidate %s: no %s after %.0f s (exit %s); stdout %s; stderr %s" % (
+                    self.name, what, timeout, self.proc.poll(), self.lines[-5:], self.stderr_tail()))
+
+    def stderr_tail(self):
+        try:
+            return open(self.err_path).read()[-1500:]
+        except OSError:
+            return ""
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        """SIGTERM (it resigns or closes its session), SIGKILL after 10 s."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def kill_failover(cmd, path, work, settle_s=0.3, start_timeout=90):
+    """One kill -9 failover: candidate A leads, candidate B queues behind it, then the driver takes
+    time.monotonic_ns() and sends A SIGKILL; B's "leader" line gives the moment B's code ran.
+    cmd: the implementation's candidate command without --id (it includes --connect, --path,
+    --session-timeout-ms). Returns {"failover_ms", "negotiated_ms"} (negotiated: what A reported,
+    None when the implementation does not say). Both processes are gone afterwards."""
+    tag = "%s-%d" % (os.path.basename(path), os.getpid())
+    a = b = None
+    try:
+        a = Candidate(cmd, "a-" + tag, work)
+        a.wait_for(a.leading, start_timeout, "leadership")
+        b = Candidate(cmd, "b-" + tag, work)
+        b.wait_for(b.queued, start_timeout, "queued line")
+        time.sleep(settle_s)  # its watch on A's node is set a round trip after its node exists
+        if b.leading.is_set():
+            raise RuntimeError("candidate B leads while A is alive: %s" % b.lines)
+        t_kill = time.monotonic_ns()
+        os.kill(a.proc.pid, 9)
+        b.wait_for(b.leading, 120, "leadership after the kill")
+        return {"failover_ms": (b.leader_ns - t_kill) / 1e6, "negotiated_ms": a.negotiated_ms}
+    finally:
+        if a:
+            a.kill()
+        if b:
+            b.stop()
