@@ -112,7 +112,7 @@ struct lock_event {
 /// session_options::lock_metrics.
 struct lock_metrics_options {
   /// Distinct (path, kind) pairs counted one by one; events of further pairs are added up in
-  /// one "(other)" entry per kind. Bounds the memory (about 600 bytes per pair plus the path).
+  /// one "(other)" entry per kind. Bounds the memory (about 700 bytes per pair plus the path).
   /// 0: count nothing (the hook is still called).
   std::size_t max_paths = 1000;
   /// Called on the session's executor for every event, after it was counted. It must not block
