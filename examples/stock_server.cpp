@@ -18,7 +18,10 @@
 //   buy N    -> "ok <remaining>" | "soldout" | "error <why>"
 //   stock N  -> "<count>" | "error <why>"
 //   ping     -> "pong"
-//   stats    -> "buys=.. ok=.. soldout=.. errors=.. lock_wait_p50_ms=.. lock_wait_max_ms=.."
+//   stats    -> the server's counters and its session's lock metrics in the Prometheus text
+//               format (zklock::to_prometheus: waits, holds, handoffs, timeouts, losses per
+//               item lock), several lines, the last one "# EOF"
+#include <zklock/metrics.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>
@@ -150,13 +153,28 @@ struct server {
     co_return data.data;
   }
 
-  std::string stats() {
+  // One line, printed on SIGTERM.
+  std::string summary() {
     auto w = lock_wait_ms;
     std::sort(w.begin(), w.end());
     char buf[256];
     std::snprintf(buf, sizeof buf, "buys=%ld ok=%ld soldout=%ld errors=%ld lock_wait_p50_ms=%.1f lock_wait_max_ms=%.1f",
                   buys, sold, soldout, errors, w.empty() ? 0.0 : w[w.size() / 2], w.empty() ? 0.0 : w.back());
     return buf;
+  }
+
+  // Prometheus text exposition: our counters, then what zklock counted for the item locks.
+  std::string stats() {
+    std::string out;
+    auto counter = [&](const char* name, const char* help, long v) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+             std::to_string(v) + "\n";
+    };
+    counter("stock_buys_total", "Buy requests.", buys);
+    counter("stock_sold_total", "Units sold.", sold);
+    counter("stock_soldout_total", "Buys refused: sold out.", soldout);
+    counter("stock_errors_total", "Buys that failed.", errors);
+    return out + zklock::to_prometheus(zk.lock_metrics()) + "# EOF";
   }
 
   asio::awaitable<std::string> handle(std::string_view line) {
@@ -289,7 +307,7 @@ int main(int argc, char** argv) {
 
   signals.async_wait([&](error_code ec, int) {
     if (ec) return;
-    std::cerr << "stock_server: " << srv.stats() << "\n";
+    std::cerr << "stock_server: " << srv.summary() << "\n";
     acceptor.close();
     zk.async_close([&](error_code) { ioc.stop(); });
   });

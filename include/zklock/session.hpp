@@ -5,6 +5,7 @@
 #include <zklock/detail/session_ops.hpp>
 #include <zklock/detail/watch_state.hpp>
 #include <zklock/error.hpp>
+#include <zklock/metrics.hpp>
 #include <zklock/path.hpp>
 #include <zklock/types.hpp>
 
@@ -82,6 +83,9 @@ struct session_options {
   /// creating one, as the C client allows. Closing such a session ends it for its first owner
   /// too (tests use this to expire a session on purpose).
   std::optional<session_credentials> resume;
+  /// Per-path counters and latency histograms of this session's locks (session::lock_metrics()),
+  /// their bound, and a hook called on every lock event. See zklock/metrics.hpp.
+  lock_metrics_options lock_metrics;
 };
 
 /// A one-shot watch registered by async_exists / async_get_children / async_get_data with a
@@ -207,6 +211,9 @@ class basic_session {
   session_credentials credentials() const { return detail::session_ops::credentials(*impl_); }
   /// Requests sent and watch events received since construction (for benchmarks and tests).
   session_stats stats() const noexcept { return detail::session_ops::stats(*impl_); }
+  /// A copy of the lock metrics of this session's locks, per path and kind (zklock/metrics.hpp;
+  /// to_prometheus() renders it). May be called from any thread: the counters are behind a mutex.
+  lock_metrics_snapshot lock_metrics() const { return detail::session_ops::lock_metrics(*impl_); }
 
   /// Opens a new ZooKeeper session and waits until it is established.
   /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,

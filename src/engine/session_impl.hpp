@@ -16,6 +16,7 @@
 #include <zklock/types.hpp>
 
 #include "engine/log_summary.hpp"
+#include "lock/metrics.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -56,6 +57,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Counters for benchmarks and tests.
   session_stats stats() const noexcept;
+  /// The locks' metrics (src/lock/metrics.hpp): thread-safe.
+  lock_metrics_registry& lock_metrics() const noexcept { return lock_metrics_; }
 
   void connect(void_handler h);
   void close(void_handler h);
@@ -176,6 +179,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::chrono::steady_clock::time_point last_ack_{}, suspended_at_{};
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;
   std::uint64_t watch_events_by_type_[5] = {};
+  mutable lock_metrics_registry lock_metrics_;
 };
 
 }  // namespace zklock::detail

@@ -2,6 +2,7 @@
 
 #include "lock/client_id.hpp"
 #include "lock/hold.hpp"
+#include "lock/metrics.hpp"
 #include "sansio/lock_fsm.hpp"
 
 #include <zklock/path.hpp>
@@ -34,6 +35,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
     op_ = std::move(op);
     session_id_ = s_->session_id();
+    metrics_ = acquire_probe::start(*s_, m_->path, fsm_.kind(), m_->metering);
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
     // destructor unhooks it, so it never outlives us.
@@ -68,7 +70,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                    asio::cancellation_type::none;
     if (at_once && !fsm_.done() && !is_connected(s_->state())) {
       timer_.cancel();
-      op_->complete(reason, lock_guard{});
+      fail(reason);
     }
   }
 
@@ -115,6 +117,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           ensure_parents();
           break;
         case lock_action::watch_predecessor: {
+          metrics_.waited();
           // One watch request at a time: the reply belongs to watch_ as set below.
           s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
                          auto w = self->watch_;
@@ -127,6 +130,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           break;
         }
         case lock_action::watch_dir: {
+          metrics_.waited();
           s_->get_children(a.path, &watch_, children_handler([self](error_code ec, children_result r) {
                              auto w = self->watch_;
                              self->run(self->fsm_.on_dir_watch_set(ec, r.children));
@@ -197,11 +201,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     timer_.cancel();
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
-    if (r.ec) return op_->complete(r.ec, lock_guard{});
+    if (r.ec) return fail(r.ec);
     // A grant is checked against the session it was won on: one that reaches us after that
     // session was closed, destroyed, expired or replaced (its state event still queued behind
     // the grant) is not a grant. Its node went with the session, and someone else may hold.
-    if (auto ec = session_over()) return op_->complete(ec, lock_guard{});
+    if (auto ec = session_over()) return fail(ec);
     // A grant straight from a watch event sends no request: after a long wait the validity
     // deadline (last answered request + session timeout - margin) is stale and the new hold
     // would be lost on arrival. One exists on our node refreshes it first (waits longer than a
@@ -213,7 +217,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       s_->exists(r.node, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
         if (ec == condition::session_lost) {
           auto over = self->session_over();
-          return self->op_->complete(over ? over : error_code(errc::session_expired), lock_guard{});
+          return self->fail(over ? over : error_code(errc::session_expired));
         }
         self->complete();  // otherwise the hold's own checks take over (deadline, node gone)
       }));
@@ -224,12 +228,18 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->node = r.node;
     h->token = r.fencing_token;
     h->kind = fsm_.kind();
+    h->metrics = metrics_.granted();
     h->start();
     if (owner_) {
       m_->owned = h;
       m_->owner = *owner_;
     }
     op_->complete({}, make_guard(std::move(h)));
+  }
+
+  void fail(error_code ec) {
+    metrics_.failed(ec);
+    op_->complete(ec, lock_guard{});
   }
 
   // Why the session this acquire runs on is over (empty while it is the live one): closed,
@@ -257,6 +267,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   boost::intrusive_ptr<watch_state> watch_;
   std::uint64_t listener_ = 0;
   bool refreshed_ = false;  // the validity deadline was refreshed before the grant
+  acquire_probe metrics_;   // the session's lock metrics
 };
 
 }  // namespace

@@ -146,6 +146,7 @@ void hold::run(const hold_fsm::actions& actions) {
         break;
       case hold_action::report_lost:
         deadline_timer.cancel();
+        metrics.lost();
         complete_lost_waiters(errc::lock_lost);
         lost_signal.emit(asio::cancellation_type::terminal);
         break;
@@ -192,6 +193,7 @@ void hold::release_one(void_handler h) {
     s->keep_owed(shared_from_this());
   }
   if (was_open) {
+    metrics.released();
     deadline_timer.cancel();
     complete_lost_waiters(errc::already_released);
   }

@@ -18,7 +18,9 @@ namespace zklock::detail {
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
   local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs)
-      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {}
+      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
+    node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
+  }
   ~local_queue() {
     if (listener_) s_->unsubscribe(listener_);
     for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
@@ -46,6 +48,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto& w = waiters_[id];
     w.op = op;
     w.owner = p.owner;
+    w.metrics = acquire_probe::start(*s_, node_dir_->path, lock_kind::exclusive);
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
     op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
@@ -69,6 +72,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     pending<void(error_code, lock_guard)>::ptr op;
     std::optional<owner_id> owner;
     std::optional<asio::steady_timer> timer;
+    acquire_probe metrics;
   };
 
   void run(const local_queue_fsm::actions& actions) {
@@ -198,6 +202,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     h->node = node_guard_.node_path();
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();
+    h->metrics = w.metrics.granted_locally(generation);
     h->local_release = [self = shared_from_this(), id](const std::shared_ptr<hold>& h, void_handler handler) {
       self->local_release(id, h, std::move(handler));
     };
@@ -208,7 +213,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   }
 
   void finish(std::uint64_t id, error_code ec) {
-    if (auto w = take_waiter(id)) w->op->complete(ec, lock_guard{});
+    if (auto w = take_waiter(id)) w->metrics.failed(ec), w->op->complete(ec, lock_guard{});
   }
 
   // A local holder gives its hold back (lock_guard::async_release, or its destructor): at once,
@@ -226,6 +231,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     }
     const bool lost = h->fsm.status() == lock_status::lost;
     (void)h->fsm.release(false);  // its status only: the node is the queue's
+    h->metrics.released();        // (a lost one counted its loss already)
     h->deadline_timer.cancel();
     auto lost_waiters = std::move(h->lost_waiters);
     h->lost_waiters.clear();

@@ -25,6 +25,7 @@ struct lock_dir {
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;
+  lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)
 };
 
 }  // namespace zklock::detail

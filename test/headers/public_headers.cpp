@@ -6,6 +6,7 @@
 #include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/lock_guard.hpp>
+#include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>

@@ -51,3 +51,30 @@ asio::awaitable<void> local_queue(zklock::session& session) {
 }
 
 }  // namespace readme
+
+#include <zklock/metrics.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace readme {
+
+void page_someone(std::string_view lock_path);
+
+// README.md, Metrics.
+std::string metrics(asio::io_context& ioc) {
+  // [readme-metrics]
+  zklock::session_options options;
+  options.connect = "zk1:2181,zk2:2181,zk3:2181/app";
+  options.lock_metrics.max_paths = 500;  // (path, kind) pairs counted one by one; the rest as "(other)"
+  options.lock_metrics.on_event = [](const zklock::lock_event& e) {  // on the session's executor
+    if (e.type == zklock::lock_event_type::lost) page_someone(e.path);
+  };
+  zklock::session session{ioc, options};
+  // ... from any thread:
+  std::string body = zklock::to_prometheus(session.lock_metrics());
+  // [readme-metrics]
+  return body;
+}
+
+}  // namespace readme

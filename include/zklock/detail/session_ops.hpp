@@ -22,6 +22,7 @@ namespace zklock {
 struct session_options;
 struct session_credentials;
 struct session_stats;
+struct lock_metrics_snapshot;
 }  // namespace zklock
 
 namespace zklock::detail {
@@ -53,6 +54,7 @@ std::int64_t session_id(const session_impl& s) noexcept;
 std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept;
 session_credentials credentials(const session_impl& s);
 session_stats stats(const session_impl& s) noexcept;
+lock_metrics_snapshot lock_metrics(const session_impl& s);  // src/lock/metrics.cpp
 void connect(session_impl& s, void_handler h);
 void close(session_impl& s, void_handler h);
 void wait_state(session_impl& s, session_state known, state_handler h);

@@ -1,0 +1,136 @@
+// Lock metrics: what the locks of one session did, per lock path, without a metrics library.
+// Counters and latency histograms are read with session::lock_metrics(); every event can also be
+// passed to a hook (lock_metrics_options::on_event); to_prometheus() renders a snapshot in the
+// Prometheus text exposition format.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/types.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock {
+
+/// Durations in fixed log-scale buckets (1, 2.5, 5 per decade from 10 us to 1000 s, then +Inf),
+/// as a Prometheus histogram keeps them.
+struct latency_histogram {
+  /// Upper bounds of the finite buckets, inclusive (Prometheus' `le`).
+  static constexpr std::array<std::chrono::nanoseconds, 25> bounds{
+      std::chrono::nanoseconds(10'000),          std::chrono::nanoseconds(25'000),
+      std::chrono::nanoseconds(50'000),          std::chrono::nanoseconds(100'000),
+      std::chrono::nanoseconds(250'000),         std::chrono::nanoseconds(500'000),
+      std::chrono::nanoseconds(1'000'000),       std::chrono::nanoseconds(2'500'000),
+      std::chrono::nanoseconds(5'000'000),       std::chrono::nanoseconds(10'000'000),
+      std::chrono::nanoseconds(25'000'000),      std::chrono::nanoseconds(50'000'000),
+      std::chrono::nanoseconds(100'000'000),     std::chrono::nanoseconds(250'000'000),
+      std::chrono::nanoseconds(500'000'000),     std::chrono::nanoseconds(1'000'000'000),
+      std::chrono::nanoseconds(2'500'000'000),   std::chrono::nanoseconds(5'000'000'000),
+      std::chrono::nanoseconds(10'000'000'000),  std::chrono::nanoseconds(25'000'000'000),
+      std::chrono::nanoseconds(50'000'000'000),  std::chrono::nanoseconds(100'000'000'000),
+      std::chrono::nanoseconds(250'000'000'000), std::chrono::nanoseconds(500'000'000'000),
+      std::chrono::nanoseconds(1'000'000'000'000)};
+  /// Observations per bucket (not cumulative); the last one is +Inf (above every bound).
+  std::array<std::uint64_t, bounds.size() + 1> buckets{};
+  std::uint64_t count = 0;
+  std::chrono::nanoseconds sum{0};
+
+  /// Counts `d` in the first bucket whose bound is >= d (negative durations count as 0).
+  void record(std::chrono::nanoseconds d) noexcept;
+  /// Observations <= bounds[i] (i == bounds.size(): all of them), as Prometheus' `_bucket`.
+  std::uint64_t cumulative(std::size_t i) const noexcept;
+};
+
+/// The counters of one lock path (and kind) of one session.
+///
+/// An acquire is counted once when it starts and once by its outcome: granted, timed_out
+/// (errc::lock_timeout), cancelled (operation_aborted), busy (a try-acquire refused:
+/// errc::lock_busy) or failed (any other error). A grant ends as released or lost (once; a
+/// lost hold released later counts as lost).
+struct lock_path_metrics {
+  std::string path;  ///< the lock dir; "(other)": paths beyond lock_metrics_options::max_paths
+  lock_kind kind = lock_kind::exclusive;
+  std::uint64_t acquires_started = 0;
+  std::uint64_t acquires_granted = 0;
+  std::uint64_t acquires_timed_out = 0;
+  std::uint64_t acquires_cancelled = 0;
+  std::uint64_t acquires_busy = 0;
+  std::uint64_t acquires_failed = 0;
+  std::uint64_t releases = 0;
+  std::uint64_t losses = 0;
+  /// Grants after waiting for another contender through ZooKeeper (a watch was set).
+  std::uint64_t handoffs_remote = 0;
+  /// Grants passed from one waiter of a local queue to the next, without ZooKeeper
+  /// (mutex_options::local_queue).
+  std::uint64_t handoffs_local = 0;
+  latency_histogram wait;  ///< from the acquire's start to its grant (granted acquires only)
+  latency_histogram hold;  ///< from the grant to the release or the loss
+
+  /// Acquires started and not finished yet.
+  std::uint64_t waiting() const noexcept {
+    return acquires_started - acquires_granted - acquires_timed_out - acquires_cancelled - acquires_busy -
+           acquires_failed;
+  }
+  /// Grants not yet released nor lost.
+  std::uint64_t held() const noexcept { return acquires_granted - releases - losses; }
+};
+
+/// A copy of a session's lock metrics, sorted by path, then kind.
+struct lock_metrics_snapshot {
+  std::vector<lock_path_metrics> paths;
+};
+
+/// What happened to a lock (lock_metrics_options::on_event).
+enum class lock_event_type {
+  acquire_started,
+  granted,         ///< `duration`: the wait
+  timed_out,       ///< `duration`: the wait; `ec`: errc::lock_timeout
+  cancelled,       ///< `duration`: the wait; `ec`: operation_aborted
+  busy,            ///< a try-acquire found the lock taken; `ec`: errc::lock_busy
+  failed,          ///< `duration`: the wait; `ec`: why
+  released,        ///< `duration`: how long it was held
+  lost,            ///< `duration`: how long it was held until reported lost
+  handoff_remote,  ///< a grant after waiting for another contender through ZooKeeper
+  handoff_local,   ///< a grant passed on inside a local queue, without ZooKeeper
+};
+const char* to_string(lock_event_type t) noexcept;
+
+struct lock_event {
+  lock_event_type type;
+  std::string_view path;  ///< the lock dir (valid during the call only)
+  lock_kind kind;
+  std::chrono::nanoseconds duration{0};
+  error_code ec;
+};
+
+/// session_options::lock_metrics.
+struct lock_metrics_options {
+  /// Distinct (path, kind) pairs counted one by one; events of further pairs are added up in
+  /// one "(other)" entry per kind. Bounds the memory (about 700 bytes per pair plus the path).
+  /// 0: count nothing (the hook is still called).
+  std::size_t max_paths = 1000;
+  /// Called on the session's executor for every event, after it was counted. It must not block
+  /// nor call into the session or a lock synchronously (post instead), as state listeners.
+  std::function<void(const lock_event&)> on_event;
+};
+
+/// Renders `m` in the Prometheus text exposition format (version 0.0.4): families
+/// `<prefix>_lock_acquires_started_total`, `<prefix>_lock_acquires_total{outcome=...}`,
+/// `<prefix>_lock_releases_total`, `<prefix>_lock_losses_total`,
+/// `<prefix>_lock_handoffs_total{via="remote"|"local"}`, gauges `<prefix>_lock_waiting` and
+/// `<prefix>_lock_held`, histograms `<prefix>_lock_wait_seconds` and
+/// `<prefix>_lock_hold_seconds`; each series labelled `path` and `kind` (label values escaped:
+/// backslash, double quote, newline). Each family has its `# HELP` and `# TYPE` lines, also
+/// when `m` is empty.
+std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix = "zklock");
+
+/// A Prometheus label value, escaped (`\` -> `\\`, `"` -> `\"`, newline -> `\n`).
+std::string prometheus_escape(std::string_view label_value);
+
+}  // namespace zklock
