@@ -292,14 +292,6 @@ def plot(results, out):
             with open(fn, "w") as f:
                 f.writelines("%d %f\n" % x for x in rows)
             plots.append('"%s" using 1:2 with linespoints lw 2 title "%s"' % (fn, "raw C client (pipelined)" if impl == "cfloor" else impl))
-        if key == "throughput":
-            rows = [(c, dk_median(results, "cfloor", c, "server_peak_writes_per_s")) for c in cs]
-            rows = [(c, w / 2) for c, w in rows if w]
-            if rows:
-                fn = os.path.join(data, "dk-server-writes.dat")
-                with open(fn, "w") as f:
-                    f.writelines("%d %f\n" % x for x in rows)
-                plots.append('"%s" using 1:2 with lines dt 2 lc rgb "black" title "server peak writes/s / 2 (raw C run)"' % fn)
         if plots:
             script += ['set output "%s"' % os.path.join(out, fname),
                        'set title "Distinct keys, one session: %s against concurrency (default server)"' % ylabel,
