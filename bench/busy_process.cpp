@@ -35,7 +35,6 @@
 #include <map>
 #include <memory>
 #include <sstream>
-#include <thread>
 
 namespace asio = boost::asio;
 
@@ -123,10 +122,6 @@ void write_log(const std::string& file, const std::vector<acq>& acqs, long long 
   std::rename((file + ".tmp").c_str(), file.c_str());
 }
 
-void wait_for_file(const std::string& f) {
-  while (!exists_file(f)) std::this_thread::sleep_for(std::chrono::microseconds(500));
-}
-
 std::unique_ptr<zklock::session> connected_session(asio::io_context& ioc, const std::string& connect) {
   zklock::session_options so;
   so.connect = connect;
@@ -161,7 +156,14 @@ int run_child(const child_args& a) {
     mo.max_local_handoffs = a.max_local_handoffs;
     zklock::mutex m(*s, a.path, mo);
     touch(a.ready);
-    wait_for_file(a.go);  // (blocks this thread: nothing else to do before the start)
+    {
+      // polled on the loop (a JVM peer may take seconds to get ready): the session keeps pinging
+      asio::steady_timer t(co_await asio::this_coro::executor);
+      while (!exists_file(a.go)) {
+        t.expires_after(std::chrono::microseconds(500));
+        co_await t.async_wait(asio::use_awaitable);
+      }
+    }
     const auto req0 = s->stats().requests_sent;
     const double cpu0 = cpu_seconds_self();
     auto ex = co_await asio::this_coro::executor;
