@@ -81,6 +81,7 @@ std::pair<long long, long long> server_counters(const std::string& connect) {
 struct acq {
   int proc;  // 0: the busy process; 1..N the others
   std::int64_t req, grant, rel;
+  std::string node;  // the other processes' node name (the poller's first sight of it)
 };
 
 struct child_log {
@@ -106,9 +107,11 @@ child_log read_log(const std::string& file, int proc) {
       if (k == "cpu_s") l.cpu_s = v;
       continue;
     }
-    acq a{proc, 0, 0, 0};
+    acq a{proc, 0, 0, 0, {}};
     s >> a.req >> a.grant >> a.rel;
-    if (s) l.acqs.push_back(a);
+    if (!s) continue;
+    s >> a.node;
+    l.acqs.push_back(a);
   }
   return l;
 }
@@ -117,7 +120,7 @@ void write_log(const std::string& file, const std::vector<acq>& acqs, long long 
                double cpu_s) {
   std::ofstream out(file + ".tmp");
   out << "# requests " << requests << "\n# sessions 1\n# violations " << violations << "\n# cpu_s " << cpu_s << "\n";
-  for (auto& a : acqs) out << a.req << " " << a.grant << " " << a.rel << "\n";
+  for (auto& a : acqs) out << a.req << " " << a.grant << " " << a.rel << " " << a.node << "\n";
   out.close();
   std::rename((file + ".tmp").c_str(), file.c_str());
 }
@@ -174,9 +177,10 @@ int run_child(const child_args& a) {
       asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
         asio::steady_timer t(ex);
         for (int k = 0; busy ? k < a.cycles : !exists_file(a.stop); ++k) {
-          acq x{0, mono_ns(), 0, 0};
+          acq x{0, mono_ns(), 0, 0, {}};
           auto g = co_await m.async_acquire(asio::use_awaitable);
           x.grant = mono_ns();
+          if (!busy) x.node = g.node_path().substr(g.node_path().rfind('/') + 1);
           if (++inside != 1) ++violations;
           if (a.hold_us > 0) {
             t.expires_after(std::chrono::microseconds(a.hold_us));
@@ -238,6 +242,7 @@ struct variant_result {
   double other_wait_max_ms = NAN, other_wait_p99_ms = NAN, busy_cpu_us_per_acq = NAN;
   long long busy_acq = 0, other_acq = 0, most_nodes = 0, max_busy_grants_in_wait = 0, overlaps = 0, violations = 0;
   long long local_handoffs = 0, cross_handoffs = 0;
+  long long max_busy_grants_after_seen = -1;  // from the poller's first sight of the other's node
 };
 
 struct parent_args {
@@ -287,6 +292,7 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
   asio::io_context ioc(1);
   auto s = connected_session(ioc, p.connect);
   long long poller_requests = 0;
+  std::map<std::string, std::int64_t> first_seen;  // node name -> the poller's first listing showing it
   std::pair<long long, long long> before{}, after{};
   int busy_status = -1;
   std::string failure;
@@ -311,7 +317,11 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
         break;
       }
       auto [ec, c] = co_await s->async_get_children(path, asio::as_tuple(asio::use_awaitable));
-      if (!ec) r.most_nodes = std::max<long long>(r.most_nodes, static_cast<long long>(c.children.size()));
+      if (!ec) {
+        r.most_nodes = std::max<long long>(r.most_nodes, static_cast<long long>(c.children.size()));
+        const auto now = mono_ns();
+        for (auto& n : c.children) first_seen.emplace(n, now);
+      }
       t.expires_after(std::chrono::milliseconds(5));
       co_await t.async_wait(asio::use_awaitable);
     }
@@ -385,6 +395,12 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
     auto lo = std::upper_bound(busy_grants.begin(), busy_grants.end(), x.req);
     auto hi = std::lower_bound(busy_grants.begin(), busy_grants.end(), x.grant);
     r.max_busy_grants_in_wait = std::max<long long>(r.max_busy_grants_in_wait, hi - lo);
+    // the same from when the node was on the server for sure (the poller saw it; a node that
+    // lived less than a poll is not counted): excludes the time the other's create took to get there
+    if (auto it = first_seen.find(x.node); it != first_seen.end() && it->second < x.grant) {
+      auto from = std::upper_bound(busy_grants.begin(), busy_grants.end(), it->second);
+      r.max_busy_grants_after_seen = std::max<long long>(r.max_busy_grants_after_seen, std::max<long long>(0, hi - from));
+    }
   }
   r.other_wait_max_ms = pct(waits, 100);
   r.other_wait_p99_ms = pct(waits, 99);
@@ -497,6 +513,7 @@ int run_busy_process_kind(int argc, char** argv) {
     out.add(k + "other_wait_max_ms", r.other_wait_max_ms, 2);
     out.add(k + "other_wait_p99_ms", r.other_wait_p99_ms, 2);
     out.add(k + "max_busy_grants_in_wait", r.max_busy_grants_in_wait);
+    out.add(k + "max_busy_grants_after_seen", r.max_busy_grants_after_seen);
     out.add(k + "overlaps", r.overlaps);
     if (plain && &r != plain) out.add(k + "throughput_over_plain", r.busy_throughput / plain->busy_throughput, 2);
     bad += r.overlaps + r.violations;
