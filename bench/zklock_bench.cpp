@@ -8,6 +8,8 @@
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 
+#include "traffic_common.hpp"
+
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
@@ -220,7 +222,6 @@ struct recipe_options {
 };
 int run_shared(const recipe_options& o, int readers, int writers);
 int run_semaphore(const recipe_options& o, int contenders, int leases);
-int run_busy_process(const recipe_options& o, int coroutines, int max_local_handoffs);
 
 }  // namespace
 
@@ -239,12 +240,9 @@ int main(int argc, char** argv) {
   std::string kind = "mutex";
   int readers = 4, writers = 1, leases = 2;
   app.add_option("--kind", kind,
-                 "mutex (default), shared (zklock::shared_mutex), semaphore (zklock::semaphore) or busy-process "
-                 "(same key, one busy process: --coroutines of one session, plain mutex vs mutex_options::local_queue)")
-      ->check(CLI::IsMember({"mutex", "shared", "semaphore", "busy-process"}));
-  int coroutines = 200, max_local_handoffs = 1;
-  app.add_option("--coroutines", coroutines, "--kind busy-process: coroutines of the one session");
-  app.add_option("--max-local-handoffs", max_local_handoffs, "--kind busy-process: mutex_options::max_local_handoffs");
+                 "mutex (default), shared (zklock::shared_mutex), semaphore (zklock::semaphore); busy-process and "
+                 "distinct-keys: bench/busy_process.cpp, bench/distinct_keys.cpp (zklock-bench --kind K --help)")
+      ->check(CLI::IsMember({"mutex", "shared", "semaphore"}));
   app.add_option("--readers", readers, "--kind shared: sessions taking the read side");
   app.add_option("--writers", writers, "--kind shared: sessions taking the write side");
   app.add_option("--leases", leases, "--kind semaphore: max_leases (--contenders sessions acquire leases)");
@@ -252,6 +250,7 @@ int main(int argc, char** argv) {
   app.add_option("--pending", pending,
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
                  "report memory and threads per pending waiter, then drain them");
+  if (int rc = zklock_bench::run_traffic_kind(argc, argv); rc >= 0) return rc;  // busy-process, distinct-keys
   CLI11_PARSE(app, argc, argv);
   // thousands of sessions need thousands of sockets
   rlimit nofile{};
@@ -263,7 +262,6 @@ int main(int argc, char** argv) {
   const recipe_options ro{connect, path, json_file, cycles, hold_us};
   if (kind == "shared") return run_shared(ro, readers, writers);
   if (kind == "semaphore") return run_semaphore(ro, contenders, leases);
-  if (kind == "busy-process") return run_busy_process(ro, coroutines, max_local_handoffs);
   if (solo_cycles < 0) solo_cycles = std::max(50, cycles);
 
   std::vector<double> solo_us, handoffs;
@@ -505,106 +503,6 @@ int run_semaphore(const recipe_options& o, int contenders, int leases) {
   add_process_figures(r, run, acquisitions);
   r.emit(o.json_file);
   return violations == 0 ? 0 : 1;
-}
-
-// Same key, one busy process (the two-level lock, issue 20): `coroutines` coroutines of ONE
-// session take the same path `cycles` times each, first through a plain mutex (a node per
-// waiter), then through a local-queue mutex, in the same run; a second session polls the lock
-// dir for the most nodes at once. Handoff: from a holder's release to the next holder's grant
-// (another coroutine). Prints both and their ratios.
-struct busy_result {
-  double throughput = 0, p50 = NAN, p99 = NAN, requests_per_acq = 0, cpu_us_per_acq = 0;
-  std::size_t most_nodes = 0;
-  int violations = 0, acquisitions = 0;
-  std::string failure;
-};
-
-busy_result run_busy_once(const recipe_options& o, int coroutines, const zklock::mutex_options& mo) {
-  asio::io_context ioc(1);
-  auto sessions = make_sessions(ioc, o.connect, 2);
-  busy_result r;
-  std::vector<double> handoffs;
-  clock_type::time_point release_started{};
-  int releaser = -1, inside = 0;
-  asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-    co_await connect_all(sessions);
-    auto& s = *sessions[0];
-    zklock::mutex m(s, o.path, mo);
-    bool polling = true;
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-      while (polling) {
-        auto [ec, c] = co_await sessions[1]->async_get_children(o.path, asio::as_tuple(asio::use_awaitable));
-        if (!ec) r.most_nodes = std::max(r.most_nodes, c.children.size());
-        co_await sleep_for(std::chrono::milliseconds(2));
-      }
-    }, asio::detached);
-    const auto requests_before = s.stats().requests_sent;
-    const double cpu_start = cpu_seconds();
-    const auto t0 = clock_type::now();
-    int finished = 0;
-    for (int i = 0; i < coroutines; ++i)
-      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        for (int k = 0; k < o.cycles; ++k) {
-          auto g = co_await m.async_acquire(asio::use_awaitable);
-          if (release_started != clock_type::time_point{} && releaser != i) handoffs.push_back(us_since(release_started));
-          release_started = {};
-          if (++inside != 1) ++r.violations;
-          ++r.acquisitions;
-          if (o.hold_us > 0) co_await sleep_for(std::chrono::microseconds(o.hold_us));
-          --inside;
-          releaser = i;
-          release_started = clock_type::now();
-          co_await g.async_release(asio::use_awaitable);
-        }
-        ++finished;
-      }, stop_on_exception(ioc, r.failure));
-    while (finished < coroutines) co_await sleep_for(std::chrono::milliseconds(1));
-    const double secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    r.cpu_us_per_acq = (cpu_seconds() - cpu_start) * 1e6 / std::max(1, r.acquisitions);
-    r.requests_per_acq = static_cast<double>(s.stats().requests_sent - requests_before) / std::max(1, r.acquisitions);
-    r.throughput = r.acquisitions / secs;
-    polling = false;
-    co_await sleep_for(std::chrono::milliseconds(20));
-    for (auto& x : sessions) x->async_close(asio::detached);
-  }, stop_on_exception(ioc, r.failure));
-  ioc.run();
-  r.p50 = percentile(handoffs, 50);
-  r.p99 = percentile(handoffs, 99);
-  return r;
-}
-
-int run_busy_process(const recipe_options& o, int coroutines, int max_local_handoffs) {
-  zklock::mutex_options plain, local;
-  local.local_queue = true;
-  local.max_local_handoffs = max_local_handoffs;
-  std::cerr << "zklock-bench: busy-process, plain mutex...\n";
-  auto a = run_busy_once(o, coroutines, plain);
-  if (!a.failure.empty()) return std::cerr << "zklock-bench: " << a.failure << "\n", 2;
-  std::cerr << "zklock-bench: busy-process, local queue...\n";
-  auto b = run_busy_once(o, coroutines, local);
-  if (!b.failure.empty()) return std::cerr << "zklock-bench: " << b.failure << "\n", 2;
-  report r;
-  r.add("impl", std::string("zklock"));
-  r.add("kind", std::string("busy-process"));
-  r.add("coroutines", static_cast<long long>(coroutines));
-  r.add("cycles", static_cast<long long>(o.cycles));
-  r.add("max_local_handoffs", static_cast<long long>(max_local_handoffs));
-  auto add = [&](const std::string& p, const busy_result& x) {
-    r.add(p + "throughput", x.throughput);
-    r.add(p + "handoff_p50_us", x.p50);
-    r.add(p + "handoff_p99_us", x.p99);
-    r.add(p + "requests_per_acq", x.requests_per_acq, 3);
-    r.add(p + "cpu_us_per_acq", x.cpu_us_per_acq);
-    r.add(p + "most_nodes", static_cast<long long>(x.most_nodes));
-  };
-  add("plain_", a);
-  add("local_", b);
-  r.add("throughput_ratio", b.throughput / a.throughput, 2);
-  r.add("handoff_p50_ratio", b.p50 / a.p50, 3);
-  r.add("handoff_p99_ratio", b.p99 / a.p99, 3);
-  r.add("violations", static_cast<long long>(a.violations + b.violations));
-  r.emit(o.json_file);
-  return a.violations + b.violations == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -180,8 +180,19 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     }));
   }
 
-  // Creates the lock dir and its missing ancestors as containers, pipelined in one round trip.
-  void ensure_parents() {
+  // Creates the lock dir as a container; when its parent is missing too, the dir and every
+  // ancestor, pipelined in one round trip. The dir alone first: its parents nearly always
+  // exist (a server's items under one parent whose empty lock dirs the server reaped), and a
+  // create of an existing node is a failed write the server still logs (issue 20).
+  void ensure_parents(bool ancestors = false) {
+    if (!ancestors) {
+      ptr self(this);
+      s_->create(m_->path, {}, create_mode::container, create_handler([self](error_code ec, create_result) {
+                   if (ec == zk_errc::no_node) return self->ensure_parents(true);
+                   self->run(self->fsm_.on_parents(ec == zk_errc::node_exists ? error_code{} : ec));
+                 }));
+      return;
+    }
     std::vector<std::string> paths;
     for (std::string p = m_->path; !p.empty() && p != "/"; p = parent_path(p)) paths.push_back(p);
     auto remaining = std::make_shared<std::size_t>(paths.size());

@@ -530,3 +530,53 @@ TEST_CASE("total cancellation while disconnected completes only after the cleanu
     co_await held.async_release(asio::use_awaitable);
   }(), 60s);
 }
+
+namespace {
+// The server's last zxid (srvr): one per write transaction, failed creates included.
+long long server_zxid(const zk_server& srv) {
+  auto out = srv.four_letter("srvr");
+  auto at = out.find("Zxid: ");
+  return at == std::string::npos ? -1 : std::stoll(out.substr(at + 6), nullptr, 16) & 0xffffffffLL;
+}
+}  // namespace
+
+// Issue 20 (distinct keys): what an uncontended acquire costs the server. On a lock dir that
+// exists: create + listing, then the release's delete (3 requests, 2 writes), as the raw C
+// client's floor. On a lock dir that does not exist yet (a new item, or one the server reaped
+// as an empty container) under parents that do: the dir alone is created, not every ancestor
+// again (each create of an existing ancestor is a failed write the server logs).
+TEST_CASE("requests and writes per uncontended acquire: 3 and 2, a missing lock dir created alone",
+          "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await s.async_create("/items", "", create_mode::persistent, asio::use_awaitable);
+    co_await s.async_create("/items/orders", "", create_mode::persistent, asio::use_awaitable);
+    mutex m(s, "/items/orders/42");
+    // the lock dir is missing: the failed create and its listing, the dir, create and listing, delete
+    auto req0 = s.stats().requests_sent;
+    auto zxid0 = server_zxid(srv);
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    co_await g.async_release(asio::use_awaitable);
+    CHECK(s.stats().requests_sent - req0 == 6);
+    CHECK(server_zxid(srv) - zxid0 == 4);  // failed create, dir, node, delete
+    // the lock dir exists: 3 requests, 2 writes, every time
+    for (int k = 0; k < 5; ++k) {
+      req0 = s.stats().requests_sent;
+      zxid0 = server_zxid(srv);
+      auto g2 = co_await m.async_acquire(asio::use_awaitable);
+      co_await g2.async_release(asio::use_awaitable);
+      CHECK(s.stats().requests_sent - req0 == 3);
+      CHECK(server_zxid(srv) - zxid0 == 2);
+    }
+    // nothing missing at all: every ancestor is created (the dir's create says which are missing)
+    mutex fresh(s, "/new/a/b");
+    auto g3 = co_await fresh.async_acquire(asio::use_awaitable);
+    CHECK(g3.owns_lock());
+    co_await g3.async_release(asio::use_awaitable);
+    auto left = co_await s.async_get_children("/items/orders/42", asio::use_awaitable);
+    CHECK(left.children.empty());
+  }());
+}

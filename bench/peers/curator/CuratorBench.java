@@ -64,7 +64,7 @@ public final class CuratorBench {
   private static void run(String[] args) throws Exception {
     String connect = "127.0.0.1:2181", path = "/zklock-bench/lock", jsonFile = null, cdfFile = null;
     int contenders = 8, cycles = 100, readers = 4, writers = 1, leases = 2;
-    String kind = "mutex";
+    String kind = "mutex", logFile = null, readyFile = null, goFile = null;
     long holdUs = 0;
     for (int i = 0; i < args.length; ++i) {
       String a = args[i];
@@ -85,13 +85,18 @@ public final class CuratorBench {
         case "--readers": readers = Integer.parseInt(v); break;
         case "--writers": writers = Integer.parseInt(v); break;
         case "--leases": leases = Integer.parseInt(v); break;
+        case "--log": logFile = v; break;
+        case "--ready": readyFile = v; break;
+        case "--go": goFile = v; break;
         default: usage("unknown option " + a);
       }
     }
     if (contenders < 1 || cycles < 1) usage("--contenders and --cycles must be >= 1");
     if (kind.equals("shared")) { runShared(connect, path, readers, writers, cycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, holdUs * 1000, jsonFile); return; }
-    if (!kind.equals("mutex")) usage("--kind is mutex, shared or semaphore");
+    if (kind.equals("distinct-keys")) { runDistinctKeys(connect, path, contenders, cycles, jsonFile); return; }
+    if (kind.equals("busy-process")) { runBusyProcess(connect, path, contenders, cycles, holdUs * 1000, logFile, readyFile, goFile); return; }
+    if (!kind.equals("mutex")) usage("--kind is mutex, shared, semaphore, distinct-keys or busy-process");
     final int soloCycles = Math.max(50, cycles);
 
     int threadsPeak = threadCount();
@@ -247,6 +252,133 @@ public final class CuratorBench {
     out.threadsPeak = Math.max(out.threadsPeak, threadCount());
     for (CuratorFramework c : clients) c.close();
     return out;
+  }
+
+  // --kind distinct-keys (issue 20): ONE client, C threads, each taking and releasing its own
+  // uncontended InterProcessMutex PATH/k<i> M times after one warm-up cycle (as zklock-bench's
+  // kind): throughput, CPU per acquisition (the process's), cycle latency.
+  private static void runDistinctKeys(String connect, String path, int threads, int cycles, String jsonFile)
+      throws Exception {
+    List<CuratorFramework> one = connectAll(connect, 1);
+    CuratorFramework client = one.get(0);
+    final List<InterProcessMutex> locks = new ArrayList<>();
+    for (int i = 0; i < threads; ++i) locks.add(new InterProcessMutex(client, path + "/k" + i));
+    final double[][] cycleUs = new double[threads][cycles];
+    final CountDownLatch warm = new CountDownLatch(threads), start = new CountDownLatch(1), done = new CountDownLatch(threads);
+    final AtomicReference<Throwable> failure = new AtomicReference<>();
+    final long[] lastDone = new long[1];
+    List<Thread> ts = new ArrayList<>();
+    for (int i = 0; i < threads; ++i) {
+      final int me = i;
+      Thread t = new Thread(() -> {
+        try {
+          InterProcessMutex m = locks.get(me);
+          m.acquire();
+          m.release();
+          warm.countDown();
+          start.await();
+          for (int k = 0; k < cycles; ++k) {
+            long c0 = System.nanoTime();
+            m.acquire();
+            m.release();
+            long c1 = System.nanoTime();
+            cycleUs[me][k] = (c1 - c0) / 1e3;
+            synchronized (lastDone) { lastDone[0] = Math.max(lastDone[0], c1); }
+          }
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+          warm.countDown();
+        } finally {
+          done.countDown();
+        }
+      }, "key-" + i);
+      ts.add(t);
+      t.start();
+    }
+    warm.await();
+    int threadsPeak = threadCount();
+    long cpu0 = processCpuNanos(), t0 = System.nanoTime();
+    start.countDown();
+    done.await();
+    long cpu1 = processCpuNanos();
+    if (failure.get() != null) throw new RuntimeException(failure.get());
+    double seconds = (lastDone[0] - t0) / 1e9;
+    int acq = threads * cycles;
+    double[] all = new double[acq];
+    for (int i = 0; i < threads; ++i) System.arraycopy(cycleUs[i], 0, all, i * cycles, cycles);
+    client.close();
+    Map<String, String> r = new LinkedHashMap<>();
+    r.put("impl", "curator");
+    r.put("kind", "distinct-keys");
+    r.put("concurrency", Integer.toString(threads));
+    r.put("cycles", Integer.toString(cycles));
+    r.put("acquisitions", Integer.toString(acq));
+    r.put("throughput", fmt(acq / seconds));
+    r.put("cpu_us_per_acq", fmt((cpu1 - cpu0) / 1e3 / acq));
+    r.put("cycle_p50_us", fmt(percentile(all, 50)));
+    r.put("cycle_p99_us", fmt(percentile(all, 99)));
+    r.put("seconds", String.format(java.util.Locale.ROOT, "%.3f", seconds));
+    r.put("threads", Integer.toString(threadsPeak));
+    r.put("rss_kb", Long.toString(rssKb("VmHWM:")));
+    r.put("violations", "0");
+    emit(r, jsonFile);
+  }
+
+  // --kind busy-process (issue 20): the busy process of zklock-bench's busy-process kind as
+  // Curator has it: ONE client, T threads, an InterProcessMutex each (a node per thread),
+  // each acquiring M times. Says ready (--ready file) once connected, starts when the --go file
+  // exists, and logs each acquisition's request, grant and release (System.nanoTime is
+  // CLOCK_MONOTONIC, the clock of the other processes' logs) into --log for zklock-bench.
+  private static void runBusyProcess(String connect, String path, int threads, int cycles, long holdNs, String logFile,
+                                     String readyFile, String goFile) throws Exception {
+    if (logFile == null || readyFile == null || goFile == null) usage("--kind busy-process needs --log, --ready, --go");
+    List<CuratorFramework> one = connectAll(connect, 1);
+    CuratorFramework client = one.get(0);
+    // A mutex object per thread, as the mutex kind has: one shared InterProcessMutex wakes all
+    // its waiting threads on every watch event (one monitor, notifyAll) -- a herd of listings.
+    final long[][] log = new long[threads * cycles][];
+    final AtomicInteger n = new AtomicInteger();
+    final AtomicInteger inside = new AtomicInteger();
+    final CountDownLatch start = new CountDownLatch(1), done = new CountDownLatch(threads);
+    final AtomicReference<Throwable> failure = new AtomicReference<>();
+    for (int i = 0; i < threads; ++i) {
+      final InterProcessMutex m = new InterProcessMutex(client, path);
+      Thread t = new Thread(() -> {
+        try {
+          start.await();
+          for (int k = 0; k < cycles; ++k) {
+            long req = System.nanoTime();
+            m.acquire();
+            long grant = System.nanoTime();
+            if (inside.incrementAndGet() != 1) violations.incrementAndGet();
+            if (holdNs > 0) sleepNanos(holdNs);
+            inside.decrementAndGet();
+            long rel = System.nanoTime();
+            log[n.getAndIncrement()] = new long[] {req, grant, rel};
+            m.release();
+          }
+        } catch (Throwable e) {
+          failure.compareAndSet(null, e);
+        } finally {
+          done.countDown();
+        }
+      }, "busy-" + i);
+      t.start();
+    }
+    Files.write(Paths.get(readyFile), new byte[] {'\n'});
+    while (!new File(goFile).exists()) Thread.sleep(0, 500_000);
+    long cpu0 = processCpuNanos();
+    start.countDown();
+    done.await();
+    long cpu1 = processCpuNanos();
+    if (failure.get() != null) throw new RuntimeException(failure.get());
+    client.close();
+    StringBuilder sb = new StringBuilder();
+    sb.append("# requests -1\n# sessions 1\n# violations ").append(violations.get()).append("\n# cpu_s ")
+        .append((cpu1 - cpu0) / 1e9).append("\n");
+    for (int i = 0; i < n.get(); ++i) sb.append(log[i][0]).append(' ').append(log[i][1]).append(' ').append(log[i][2]).append('\n');
+    Files.write(Paths.get(logFile + ".tmp"), sb.toString().getBytes());
+    Files.move(Paths.get(logFile + ".tmp"), Paths.get(logFile));
   }
 
   // threads, memory and CPU: the keys every kind reports after its own

@@ -284,6 +284,64 @@ def run_semaphore(args):
     return 0 if st["violations"] == 0 else 1
 
 
+def run_distinct_keys(args):
+    """--kind distinct-keys (issue 20): ONE client, C (--contenders) threads, each taking and
+    releasing its own uncontended Lock PATH/k<i> M times after one warm-up cycle (as
+    zklock-bench's kind): throughput, CPU per acquisition (the process's), cycle latency."""
+    client = connect_all(args.connect, 1)[0]
+    n, cycles = args.contenders, args.cycles
+    locks = [client.Lock("%s/k%d" % (args.path, i), "key-%d" % i) for i in range(n)]
+    cycle_us = [[] for _ in range(n)]
+    warm = threading.Barrier(n + 1)
+    start = threading.Event()
+    failures = []
+    last = [0]
+
+    def body(me):
+        try:
+            lk = locks[me]
+            lk.acquire()
+            lk.release()
+        except BaseException as e:  # noqa: BLE001
+            failures.append(repr(e))
+        warm.wait()
+        start.wait()
+        try:
+            for _ in range(cycles):
+                c0 = time.monotonic_ns()
+                lk.acquire()
+                lk.release()
+                c1 = time.monotonic_ns()
+                cycle_us[me].append((c1 - c0) / 1e3)
+                last[0] = max(last[0], c1)
+        except BaseException as e:  # noqa: BLE001
+            failures.append(repr(e))
+
+    workers = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for w in workers:
+        w.start()
+    warm.wait()
+    threads_peak = thread_count()
+    cpu0, t0 = time.process_time(), time.monotonic_ns()
+    start.set()
+    for w in workers:
+        w.join()
+    cpu = time.process_time() - cpu0
+    client.stop()
+    client.close()
+    if failures:
+        print("kazoo_bench: " + failures[0], file=sys.stderr)
+        return 2
+    acq = n * cycles
+    seconds = (last[0] - t0) / 1e9
+    allc = [x for c in cycle_us for x in c]
+    emit([("impl", "kazoo"), ("kind", "distinct-keys"), ("concurrency", n), ("cycles", cycles),
+          ("acquisitions", acq), ("throughput", acq / seconds), ("cpu_us_per_acq", cpu * 1e6 / acq),
+          ("cycle_p50_us", percentile(allc, 50)), ("cycle_p99_us", percentile(allc, 99)), ("seconds", seconds),
+          ("threads", threads_peak), ("rss_kb", rss_kb("VmHWM:")), ("violations", 0)], args.json)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description="kazoo Lock contention benchmark peer")
     ap.add_argument("--connect", default="127.0.0.1:2181")
@@ -293,7 +351,7 @@ def main():
     ap.add_argument("--hold-us", type=int, default=0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--cdf", default=None, help="write every handoff latency (us), one per line")
-    ap.add_argument("--kind", choices=("mutex", "shared", "semaphore"), default="mutex")
+    ap.add_argument("--kind", choices=("mutex", "shared", "semaphore", "distinct-keys"), default="mutex")
     ap.add_argument("--readers", type=int, default=4, help="--kind shared: contenders taking a ReadLock")
     ap.add_argument("--writers", type=int, default=1, help="--kind shared: contenders taking a WriteLock")
     ap.add_argument("--leases", type=int, default=2, help="--kind semaphore: max_leases")
@@ -305,6 +363,8 @@ def main():
         return run_shared(args)
     if args.kind == "semaphore":
         return run_semaphore(args)
+    if args.kind == "distinct-keys":
+        return run_distinct_keys(args)
     solo_cycles = max(50, args.cycles)
 
     threads_peak = thread_count()
