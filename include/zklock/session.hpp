@@ -82,6 +82,13 @@ struct session_options {
   /// creating one, as the C client allows. Closing such a session ends it for its first owner
   /// too (tests use this to expire a session on purpose).
   std::optional<session_credentials> resume;
+  /// Who this program is, in the data of the lock nodes it creates (mutex, shared_mutex,
+  /// semaphore and multi_lock contenders, after the protocol marker: "zklock/3 web-1:4242"):
+  /// what `zklock holders` and async_contenders() (contender::identity) show of each holder
+  /// and waiter. Default (nullopt): "<hostname>:<pid>". Empty: none (the marker alone).
+  /// mutex_options, shared_mutex_options and semaphore_options override it per object. Text,
+  /// short: it is stored in every node. Election candidates carry their participant id instead.
+  std::optional<std::string> identity;
 };
 
 /// A one-shot watch registered by async_exists / async_get_children / async_get_data with a

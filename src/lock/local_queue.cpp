@@ -17,8 +17,10 @@ namespace zklock::detail {
 
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
-  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs)
-      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {}
+  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs, std::string identity)
+      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
+    node_dir_->identity = std::move(identity);
+  }
   ~local_queue() {
     if (listener_) s_->unsubscribe(listener_);
     for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
@@ -258,8 +260,8 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 };
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
-                                              int max_local_handoffs) {
-  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs);
+                                              int max_local_handoffs, std::string identity) {
+  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs, std::move(identity));
 }
 
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,
