@@ -219,8 +219,9 @@ void session_impl::connect(void_handler h) {
     auto self = weak.lock();
     if (ec || !self || !self->connect_op_) return;
     auto c = std::move(self->connect_op_);
-    // The count the summary kept of the attempts (the error's message has the last causes).
-    if (auto why = self->log_summary_.failures(); !why.empty())
+    // The count the summary kept of the attempts (the error's message has the last causes);
+    // a program that summarises the C client's log itself (summarize_client_log off) says it.
+    if (auto why = self->opts_->summarize_client_log ? self->log_summary_.failures() : std::string(); !why.empty())
       self->log(log_level::error, "zklock: no ZooKeeper server accepted the session within the connect timeout (" + why + ")");
     auto timeout_ec = self->connect_timeout_error();
     self->close_handle(errc::connect_timeout);

@@ -62,10 +62,11 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                     detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                       if (!ec) {
                         (*found)[i] = true;
-                        auto parts = parse_node_data(d.data);
-                        if (parts.marker == downgraded_marker) (*result)[i].kind = lock_kind::read;
                         // an election candidate's data is its participant id, never a marker
-                        (*result)[i].identity = (*result)[i].kind == lock_kind::candidate ? d.data : std::string(parts.identity);
+                        bool candidate = (*result)[i].kind == lock_kind::candidate;
+                        auto parts = parse_node_data(d.data);
+                        if (parts.marker == downgraded_marker && !candidate) (*result)[i].kind = lock_kind::read;
+                        (*result)[i].identity = candidate ? d.data : std::string(parts.identity);
                         (*result)[i].stat = d.stat;
                         (*result)[i].data = std::move(d.data);
                       } else if (ec != zk_errc::no_node && !*first_error) {
