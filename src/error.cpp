@@ -1,6 +1,12 @@
 #include <zklock/error.hpp>
 
+#include "error_message.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace zklock {
 namespace {
@@ -48,8 +54,12 @@ class zk_category_impl final : public boost::system::error_category {
   }
 };
 
-class zklock_category_impl final : public boost::system::error_category {
+// zklock's category has an id so that detailed_category below compares equal to it.
+constexpr unsigned long long zklock_category_id = 0x7a6b6c6f636b2d31ULL;  // "zklock-1"
+
+class zklock_category_impl : public boost::system::error_category {
  public:
+  constexpr zklock_category_impl() noexcept : error_category(zklock_category_id) {}
   const char* name() const noexcept override { return "zklock"; }
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
@@ -77,9 +87,23 @@ class zklock_category_impl final : public boost::system::error_category {
       case errc::invalid_max_leases: return "a semaphore needs max_leases >= 1";
       case errc::connection_unavailable: return "not connected to ZooKeeper (the session is suspended or reconnecting): the lock could not be asked for; this says nothing about other holders";
       case errc::release_pending: return "released while the connection is down: the lock node is deleted once it is back, or goes with the session if it expires";
+      case errc::not_zookeeper: return "an endpoint of the connect string answered with something that is not a ZooKeeper handshake (another service on that port?)";
+      case errc::unresolvable_host: return "no host of the connect string could be resolved";
     }
     return "unknown zklock error " + std::to_string(ev);
   }
+};
+
+// A zklock code with a message of its own (detail::with_message): the same id as
+// zklock_category(), so Boost.System compares it equal to that category.
+class detailed_category final : public zklock_category_impl {
+ public:
+  detailed_category(int value, std::string text) : value_(value), text_(std::move(text)) {}
+  std::string message(int ev) const override { return ev == value_ ? text_ : zklock_category_impl::message(ev); }
+
+ private:
+  int value_;
+  std::string text_;
 };
 
 class condition_category_impl final : public boost::system::error_category {
@@ -105,7 +129,7 @@ class condition_category_impl final : public boost::system::error_category {
       case condition::session_lost:
         return ec == zk_errc::session_expired || ec == zk_errc::closing || ec == zk_errc::invalid_state ||
                ec == errc::session_expired || ec == errc::session_closed || ec == errc::not_connected ||
-               ec == errc::connect_timeout;
+               ec == errc::connect_timeout || ec == errc::not_zookeeper || ec == errc::unresolvable_host;
       case condition::lock_unavailable:
         return ec == errc::lock_busy || ec == errc::lock_timeout;
       case condition::lock_lost:
@@ -130,5 +154,29 @@ const boost::system::error_category& zklock_category() noexcept {
   static const zklock_category_impl c;
   return c;
 }
+
+namespace detail {
+
+error_code with_message(errc e, std::string message) {
+  // One category object per distinct (value, message), kept for the life of the process: an
+  // error_code refers to its category by address. The messages name endpoints and causes (no
+  // counts, no times), so a program meets few; past the bound the plain code is returned.
+  constexpr std::size_t max_messages = 256;
+  static std::mutex m;
+  // Leaked on purpose: error_codes may outlive static destruction (a handler run at exit).
+  static auto* kept = new std::map<std::pair<int, std::string>, std::unique_ptr<detailed_category>>;
+  int value = static_cast<int>(e);
+  std::lock_guard lock(m);
+  auto key = std::make_pair(value, std::move(message));
+  auto it = kept->find(key);
+  if (it == kept->end()) {
+    if (kept->size() >= max_messages) return e;
+    auto cat = std::make_unique<detailed_category>(value, key.second);
+    it = kept->emplace(std::move(key), std::move(cat)).first;
+  }
+  return {value, *it->second};
+}
+
+}  // namespace detail
 
 }  // namespace zklock

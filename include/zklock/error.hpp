@@ -77,18 +77,25 @@ enum class errc : int {
   invalid_max_leases,             ///< a semaphore needs max_leases >= 1
   path_too_long,                  ///< a path is longer than zklock::max_path_length (a server would drop the connection)
   connection_unavailable,         ///< a try-acquire, or a timed acquire whose time ran out, while the session was not connected (suspended or reconnecting): nobody may hold the lock; ZooKeeper could not be asked
+  not_zookeeper,                  ///< an endpoint of the connect string answered the connect request with something that cannot be a ZooKeeper server's handshake (another service on that port)
+  unresolvable_host,              ///< no host of the connect string could be resolved
 };
 
 /// Conditions that group the codes above, for callers (and zklock itself) to compare one
 /// thing: `if (ec == zklock::condition::session_lost)`.
 enum class condition : int {
   connection_lost = 1,  ///< zk connection_loss, operation_timeout, runtime_inconsistency (the C client drops the connection): the request may or may not have been applied; errc connection_unavailable (not connected: nothing was asked)
-  session_lost,         ///< no session: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected, connect_timeout (none could be established)
+  session_lost,         ///< no session: zk session_expired, closing, invalid_state; errc session_expired, session_closed, not_connected; connect_timeout, not_zookeeper, unresolvable_host (none could be established)
   lock_unavailable,     ///< errc lock_busy, lock_timeout: someone else held the lock
   lock_lost,            ///< errc lock_lost: a lock that was held may be held by someone else now
 };
 
 const boost::system::error_category& zk_category() noexcept;
+/// zklock's errc values. Errors about a connect (errc::connect_timeout, not_zookeeper,
+/// unresolvable_host) carry their details in message(): the host or endpoint and the cause
+/// ("... within the connect timeout: 127.0.0.1:2181: Connection refused"). Their category
+/// object is then another one, with this category's id: Boost.System compares them equal
+/// (`ec == errc::connect_timeout`, `ec.category() == zklock_category()` hold).
 const boost::system::error_category& zklock_category() noexcept;
 const boost::system::error_category& condition_category() noexcept;
 

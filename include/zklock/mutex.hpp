@@ -81,6 +81,9 @@ struct lock_dir;
 struct mutex_options {
   bool local_queue = false;
   int max_local_handoffs = 1;
+  /// Who holds or waits, in our nodes' data (contender::identity, `zklock holders`): this
+  /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none.
+  std::optional<std::string> identity = std::nullopt;
 };
 
 template <class Executor>

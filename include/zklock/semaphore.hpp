@@ -9,12 +9,20 @@ namespace zklock {
 namespace detail {
 struct semaphore_state;
 std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
-                                                      int max_leases);
+                                                      int max_leases, const std::optional<std::string>& identity);
 const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
 int semaphore_max_leases(const semaphore_state& s) noexcept;
 std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
 void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
 }  // namespace detail
+
+/// Options of a semaphore.
+struct semaphore_options {
+  /// Who holds or waits, in our lease nodes' data (contender::identity of async_leases,
+  /// `zklock holders PATH/leases`): this instead of session_options::identity (default
+  /// "<hostname>:<pid>"); empty: none.
+  std::optional<std::string> identity = std::nullopt;
+};
 
 /// At most `max_leases` holders at once of the leases of `path`. A lease is a lock_guard on an
 /// ephemeral node "<path>/leases/_c_<id>-lease-<seq>": it is given back by release (or the
@@ -47,8 +55,9 @@ class basic_semaphore {
 
   /// max_leases < 1: every acquire fails with errc::invalid_max_leases.
   template <class SessionExecutor>
-  explicit basic_semaphore(basic_session<SessionExecutor>& s, std::string path, int max_leases)
-      : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases)),
+  explicit basic_semaphore(basic_session<SessionExecutor>& s, std::string path, int max_leases,
+                           semaphore_options o = {})
+      : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases, o.identity)),
         ex_(executor_type(s.get_executor())) {}
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>

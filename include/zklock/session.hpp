@@ -86,6 +86,13 @@ struct session_options {
   /// Per-path counters and latency histograms of this session's locks (session::lock_metrics()),
   /// their bound, and a hook called on every lock event. See zklock/metrics.hpp.
   lock_metrics_options lock_metrics;
+  /// Who this program is, in the data of the lock nodes it creates (mutex, shared_mutex,
+  /// semaphore and multi_lock contenders, after the protocol marker: "zklock/3 web-1:4242"):
+  /// what `zklock holders` and async_contenders() (contender::identity) show of each holder
+  /// and waiter. Default (nullopt): "<hostname>:<pid>". Empty: none (the marker alone).
+  /// mutex_options, shared_mutex_options and semaphore_options override it per object. Text,
+  /// short: it is stored in every node. Election candidates carry their participant id instead.
+  std::optional<std::string> identity;
 };
 
 /// A one-shot watch registered by async_exists / async_get_children / async_get_data with a

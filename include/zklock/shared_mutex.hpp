@@ -5,6 +5,14 @@
 
 namespace zklock {
 
+/// Options of a shared_mutex.
+struct shared_mutex_options {
+  /// Who holds or waits, in our nodes' data (contender::identity, `zklock holders`): this
+  /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none. A
+  /// downgraded writer keeps it.
+  std::optional<std::string> identity = std::nullopt;
+};
+
 /// A distributed read/write lock on `path` (a lock dir): any number of readers hold it
 /// together, a writer alone. FIFO by sequence: a reader queued behind a waiting writer waits
 /// for it, so a stream of readers cannot starve writers. Each contender watches one node only
@@ -37,6 +45,9 @@ class basic_shared_mutex {
 
   template <class SessionExecutor>
   explicit basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path) : m_(s, std::move(path)) {}
+  template <class SessionExecutor>
+  basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path, shared_mutex_options o)
+      : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity)}) {}
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_shared_mutex(basic_shared_mutex<OtherExecutor>&& other) noexcept : m_(std::move(other.m_)) {}

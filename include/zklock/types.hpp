@@ -151,7 +151,12 @@ struct contender {
   std::int64_t sequence = 0;  ///< its sequence number: the queue order
   lock_kind kind = lock_kind::exclusive;  ///< from the name (a downgraded zklock writer: data "zklock/2:downgraded")
   node_stat stat;             ///< stat.ephemeral_owner: the contender's session id; stat.ctime: when it queued
-  std::string data;           ///< the node's data ("zklock/3" for a zklock mutex contender)
+  std::string data;           ///< the node's data ("zklock/3 web-1:4242" for a zklock mutex contender)
+  /// Who created the node: a zklock node's identity (session_options::identity, by default
+  /// "<hostname>:<pid>"; what follows the marker in its data), an election candidate's
+  /// participant id; for a node of another client, its whole data (Curator writes the client's
+  /// IP address by default, kazoo its `identifier`). Empty when the node says nothing.
+  std::string identity;
 };
 
 }  // namespace zklock

@@ -2,11 +2,17 @@
 // its listeners, and what the server has seen of us (the validity deadline of held locks).
 #include "engine/contact.hpp"
 #include "engine/glue.hpp"
+#include "engine/handshake.hpp"
 #include "engine/session_impl.hpp"
+#include "error_message.hpp"
 
 #include <zklock/path.hpp>
 
 #include <boost/asio/post.hpp>
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,8 +25,18 @@ namespace zklock {
 
 namespace detail {
 
+namespace {
+std::string default_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  return std::string(host) + ":" + std::to_string(::getpid());
+}
+}  // namespace
+
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)
-    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {}
+    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {
+  identity_ = opts_->identity ? *opts_->identity : default_identity();
+}
 
 session_impl::~session_impl() { shutdown(); }
 
@@ -57,11 +73,13 @@ void session_impl::log(log_level level, std::string_view message) {
 }
 
 void session_impl::log_client(log_level level, std::string_view message) {
-  if (!opts_->summarize_client_log) return log(level, message);
+  // Classified either way: the summary keeps each server's last failure, which a connect
+  // timeout's error names.
   std::optional<log_summary::line> summary;
-  level = log_summary_.classify(level, message, summary);
+  auto summarized = log_summary_.classify(level, message, summary);
+  if (!opts_->summarize_client_log) return log(level, message);
   if (summary) log(summary->level, summary->text);
-  log(level, message);
+  log(summarized, message);
 }
 
 void session_impl::on_abandoned_create(const std::string& path) {
@@ -116,6 +134,43 @@ void session_impl::wait_state(session_state known, state_handler h) {
 // ---------------------------------------------------------------------------------------------
 // connect / close
 
+namespace {
+
+// The hosts of `connect` that do not resolve, each with why ("'zk1.invalid': Name or service
+// not known"); empty when all resolve. Only after zookeeper_init failed, which resolved them
+// the same way (and says ENOENT, or EINVAL, without a name).
+std::string unresolvable_hosts(std::string_view connect) {
+  std::string_view hosts = connect.substr(0, connect.find('/'));
+  std::string r;
+  while (!hosts.empty()) {
+    auto comma = hosts.find(',');
+    std::string_view entry = hosts.substr(0, comma);
+    hosts = comma == std::string_view::npos ? std::string_view{} : hosts.substr(comma + 1);
+    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
+    auto colon = entry.rfind(':');
+    std::string host(entry.substr(0, colon));
+    std::string port(colon == std::string_view::npos ? std::string_view{} : entry.substr(colon + 1));
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    addrinfo hints{};
+    hints.ai_flags = AI_ADDRCONFIG;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    addrinfo* res = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+    if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {  // as the C client: again without AI_ADDRCONFIG
+      hints.ai_flags = 0;
+      rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+    }
+    if (res) ::freeaddrinfo(res);
+    if (rc != 0)
+      r += (r.empty() ? "'" : "; '") + host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+  }
+  return r;
+}
+
+}  // namespace
+
 void session_impl::connect(void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
   if (auto ec = validate_connect_string(opts_->connect)) {
@@ -139,7 +194,12 @@ void session_impl::connect(void_handler h) {
   if (zh_) close_handle(errc::session_closed);  // the expired handle
   open_handle();
   if (!zh_) {
-    op->complete(error_code(errno ? errno : EINVAL, boost::system::system_category()));
+    error_code ec(errno ? errno : EINVAL, boost::system::system_category());
+    // The C client fails when no host resolves, with ENOENT ("No such file or directory"):
+    // name them, and why.
+    if (auto why = unresolvable_hosts(opts_->connect); !why.empty())
+      ec = with_message(errc::unresolvable_host, "cannot resolve the ZooKeeper host " + why);
+    op->complete(ec);
     set_state(session_state::disconnected);
     return;
   }
@@ -159,19 +219,37 @@ void session_impl::connect(void_handler h) {
     auto self = weak.lock();
     if (ec || !self || !self->connect_op_) return;
     auto c = std::move(self->connect_op_);
-    // The count the summary kept of the attempts (the error code cannot carry it).
-    if (auto why = self->log_summary_.failures(); !why.empty())
+    // The count the summary kept of the attempts (the error's message has the last causes);
+    // a program that summarises the C client's log itself (summarize_client_log off) says it.
+    if (auto why = self->opts_->summarize_client_log ? self->log_summary_.failures() : std::string(); !why.empty())
       self->log(log_level::error, "zklock: no ZooKeeper server accepted the session within the connect timeout (" + why + ")");
+    auto timeout_ec = self->connect_timeout_error();
     self->close_handle(errc::connect_timeout);
     self->set_state(session_state::disconnected);
-    c->complete(errc::connect_timeout);
+    c->complete(timeout_ec);
   });
   set_state(session_state::connecting);
   pump();
 }
 
+// errc::connect_timeout, with why: each server's last failure, or the one we wait for.
+error_code session_impl::connect_timeout_error() const {
+  std::string cause = log_summary_.causes();
+  if (cause.empty() && zh_) {
+    // Nothing failed: the server we are at has not answered yet (a dropped SYN, a listener
+    // that does not accept, a server too busy to answer the handshake).
+    const char* server = zoo_get_current_server(zh_);
+    cause = std::string(server ? server : "?") +
+            (zoo_state(zh_) == ZOO_ASSOCIATING_STATE ? ": no answer to the connect request" : ": no answer");
+  }
+  if (cause.empty()) return errc::connect_timeout;
+  return with_message(errc::connect_timeout,
+                      "could not connect to any ZooKeeper server within the connect timeout: " + cause);
+}
+
 void session_impl::open_handle() {
   in_session guard(this);
+  ++handle_generation_;
   ever_connected_ = false;
   dropped_in_send_ = false;
   errno = 0;
@@ -258,6 +336,7 @@ void session_impl::shutdown() noexcept {
 void session_impl::on_session_event(int zstate) {
   if (zstate == ZOO_CONNECTED_STATE || zstate == ZOO_READONLY_STATE) {
     bool first = !ever_connected_;
+    if (first && zh_ && reject_handshake()) return;
     ever_connected_ = true;
     log_summary_.on_connected();  // the next outage is reported afresh
     if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
@@ -285,6 +364,31 @@ void session_impl::on_session_event(int zstate) {
       log(log_level::error, "zklock: the server rejected the session's authentication; the session is closed");
     set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::closed : session_state::expired);
   }
+}
+
+// The first connection of a handle: is the answer to the connect request a ZooKeeper
+// server's? (A later one is checked by the C client: a different session id is an expiry.)
+// If not, the connect fails with errc::not_zookeeper and the handle is closed; the session was
+// never connected.
+bool session_impl::reject_handshake() {
+  const clientid_t* id = zoo_client_id(zh_);
+  auto why = implausible_handshake(opts_->session_timeout, zoo_recv_timeout(zh_), id ? id->client_id : 0);
+  if (!why) return false;
+  const char* server = zoo_get_current_server(zh_);
+  auto ec = with_message(errc::not_zookeeper, std::string(server ? server : "?") +
+                                                  " answered the connect request with something that is not a "
+                                                  "ZooKeeper handshake (" + *why +
+                                                  "): is it a ZooKeeper server's client port?");
+  log(log_level::error, "zklock: " + ec.message());
+  // We are inside the C client's call: close the handle after it returns (unless a new
+  // connect replaced it meanwhile).
+  asio::post(ex_, [weak = weak_from_this(), gen = handle_generation_] {
+    if (auto self = weak.lock(); self && self->zh_ && self->handle_generation_ == gen)
+      self->close_handle(errc::not_zookeeper);
+  });
+  finish_connect(ec);
+  set_state(session_state::disconnected);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

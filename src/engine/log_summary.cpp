@@ -45,4 +45,10 @@ std::string log_summary::failures() const {
   return r;
 }
 
+std::string log_summary::causes() const {
+  std::string r;
+  for (const auto& [server, f] : failures_) r += (r.empty() ? "" : "; ") + server + ": " + f.reason;
+  return r;
+}
+
 }  // namespace zklock::detail

@@ -30,6 +30,9 @@ class log_summary {
   /// "HOST:PORT: reason, N attempts; ..." for the servers that failed since the last
   /// connection (empty when none did).
   std::string failures() const;
+  /// "HOST:PORT: reason; ..." for the same servers, without counts: the cause a connect
+  /// timeout's error carries (a message with a bounded set of values).
+  std::string causes() const;
 
  private:
   struct server_failures {

@@ -43,6 +43,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
 
   const asio::any_io_executor& executor() const noexcept { return ex_; }
   const session_options& options() const noexcept { return *opts_; }
+  /// What our lock nodes carry after their marker: options().identity, or "<hostname>:<pid>".
+  const std::string& identity() const noexcept { return identity_; }
   session_state state() const noexcept { return state_; }
   std::int64_t session_id() const noexcept;
   session_credentials credentials() const;
@@ -132,6 +134,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
 
   void open_handle();
   void finish_connect(error_code ec);
+  error_code connect_timeout_error() const;
+  bool reject_handshake();
   void close_handle(error_code reason) noexcept;
   void set_state(session_state s);
   void pump();
@@ -146,7 +150,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
 
   asio::any_io_executor ex_;
   std::unique_ptr<session_options> opts_;
+  std::string identity_;
   _zhandle* zh_ = nullptr;
+  std::uint64_t handle_generation_ = 0;  // one per zookeeper_init
   session_state state_ = session_state::disconnected;
   bool ever_connected_ = false;  // of the current ZooKeeper session
 

@@ -17,8 +17,9 @@ namespace zklock::detail {
 
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
-  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs)
+  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs, std::string identity)
       : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
+    node_dir_->identity = std::move(identity);
     node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
@@ -264,8 +265,8 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 };
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
-                                              int max_local_handoffs) {
-  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs);
+                                              int max_local_handoffs, std::string identity) {
+  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs, std::move(identity));
 }
 
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,

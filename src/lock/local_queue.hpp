@@ -19,8 +19,9 @@ namespace zklock::detail {
 
 class local_queue;
 
+/// `identity`: what the queue's node carries after its marker (mutex_options::identity).
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
-                                              int max_local_handoffs);
+                                              int max_local_handoffs, std::string identity);
 /// One acquire through a local-queue mutex (path validated by start_acquire).
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,
                          acquire_params p);

@@ -14,6 +14,7 @@ namespace zklock::detail {
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases) {
   auto m = std::make_shared<lock_dir>();
   m->max_leases = max_leases;
+  m->identity = s->identity();
   m->s = std::move(s);
   m->path_error = validate_path(path);
   if (path == "/") m->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
@@ -23,7 +24,8 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
 
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o) {
   auto m = make_lock_dir(s, path);
-  if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs);
+  if (o.identity) m->identity = *o.identity;
+  if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs, m->identity);
   return m;
 }
 
@@ -60,7 +62,11 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                     detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                       if (!ec) {
                         (*found)[i] = true;
-                        if (d.data == downgraded_marker) (*result)[i].kind = lock_kind::read;
+                        // an election candidate's data is its participant id, never a marker
+                        bool candidate = (*result)[i].kind == lock_kind::candidate;
+                        auto parts = parse_node_data(d.data);
+                        if (parts.marker == downgraded_marker && !candidate) (*result)[i].kind = lock_kind::read;
+                        (*result)[i].identity = candidate ? d.data : std::string(parts.identity);
                         (*result)[i].stat = d.stat;
                         (*result)[i].data = std::move(d.data);
                       } else if (ec != zk_errc::no_node && !*first_error) {
@@ -85,6 +91,8 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
                                                                         : error_code(errc::not_connected),
                           lock_guard{});
     if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
+    // Our node's data: the marker of its kind and who we are (an election passes its own).
+    if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), state->identity);
     if (p.owner) {
       if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
         // A read hold cannot become a write hold by queueing: the write would wait behind our

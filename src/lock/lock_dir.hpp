@@ -23,6 +23,7 @@ struct lock_dir {
   std::weak_ptr<hold> owned;
   owner_id owner;
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
+  std::string identity;  // after the marker in our nodes' data (session_options::identity by default)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;
   lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)

@@ -19,10 +19,11 @@ struct semaphore_state {
 };
 
 std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
-                                                      int max_leases) {
+                                                      int max_leases, const std::optional<std::string>& identity) {
   auto st = std::make_shared<semaphore_state>();
   st->locks = make_lock_dir(s, join_path(path, "locks"));
   st->leases = make_lock_dir(s, join_path(path, "leases"), max_leases);
+  if (identity) st->locks->identity = st->leases->identity = *identity;
   if (auto ec = validate_path(path); ec || path == "/") {
     st->locks->path_error = st->leases->path_error = ec ? ec : error_code(errc::path_not_absolute);
   }

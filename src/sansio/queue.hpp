@@ -67,11 +67,41 @@ inline constexpr std::string_view shared_marker = "zklock/2:rw";
 /// so no writer gets in between). Curator and kazoo readers keep waiting until it is deleted.
 inline constexpr std::string_view downgraded_marker = "zklock/2:downgraded";
 
+/// A zklock node's data: its marker, then, after one space, the identity of its creator
+/// ("zklock/3 web-1:4242": who holds or waits; session_options::identity). Without an
+/// identity, the marker alone (as zklock wrote before identities). Older zklock waiters compare
+/// the whole data with their markers: they take "zklock/3 web-1:4242" for a foreign node (as
+/// Curator's, a data change makes them list again) and "zklock/2:downgraded web-1:4242" for a
+/// writer still holding (they wait until it releases, as Curator readers do). Curator and
+/// kazoo never read a lock node's data (kazoo's contenders() shows it as text).
+struct node_data_parts {
+  std::string_view marker;    ///< one of the markers above; empty for anything else
+  std::string_view identity;  ///< after the marker; the whole data of a foreign node
+};
+inline node_data_parts parse_node_data(std::string_view data) noexcept {
+  for (std::string_view m : {contender_marker, contender_marker_v2, shared_marker, downgraded_marker, release_marker}) {
+    if (data == m) return {m, {}};
+    if (data.size() > m.size() && data.starts_with(m) && data[m.size()] == ' ') return {m, data.substr(m.size() + 1)};
+  }
+  return {{}, data};
+}
+/// What a node is created with: `marker` (contender_marker for exclusive nodes, shared_marker
+/// for the others, see lock_fsm::node_data), then the identity if any.
+inline std::string make_node_data(std::string_view marker, std::string_view identity) {
+  std::string d(marker);
+  if (!identity.empty()) (d += ' ') += identity;
+  return d;
+}
+inline std::string_view creation_marker(lock_kind kind) noexcept {
+  return kind == lock_kind::exclusive ? contender_marker : shared_marker;
+}
+
 /// What the predecessor's data says about it.
 enum class predecessor_data { other, zklock_contender, downgraded };
 inline predecessor_data classify_predecessor(std::string_view data) noexcept {
-  if (data == contender_marker || data == contender_marker_v2) return predecessor_data::zklock_contender;
-  if (data == downgraded_marker) return predecessor_data::downgraded;
+  auto marker = parse_node_data(data).marker;
+  if (marker == contender_marker || marker == contender_marker_v2) return predecessor_data::zklock_contender;
+  if (marker == downgraded_marker) return predecessor_data::downgraded;
   return predecessor_data::other;
 }
 

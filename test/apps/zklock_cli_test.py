@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -274,8 +275,10 @@ def case_holders(c):
     lines = wait_for(two, 20, "two contenders")
     log(f"holders: {lines}")
     for i, l in enumerate(lines):
-        check(len(l) == 5 and l[0] == str(i), f"line {i}: {l}")
+        check(len(l) == 6 and l[0] == str(i), f"line {i}: {l}")
         check(l[4] == "exclusive", f"kind {l[4]}")
+        # the identity: the zklock process that holds or waits, "<hostname>:<pid>"
+        check(l[5] == f"{socket.gethostname()}:{(holder, waiter)[i].pid}", f"identity {l[5]}")
         check(re.fullmatch(r"_c_[0-9a-f-]+-lock-\d{10}", l[1]), f"node name {l[1]}")
         check(re.fullmatch(r"0x[0-9a-f]+", l[2]), f"owner {l[2]}")
         check(re.fullmatch(r"\d+\.\d", l[3]), f"age {l[3]}")
@@ -298,6 +301,13 @@ def case_holders(c):
             check([l[:3] for l in again] == [l[:3] for l in lines], f"non-lock nodes were listed: {again}")
             zk.delete("/apps/holders/not-a-lock-node")
             zk.delete("/apps/holders/x-lock-12")
+            # a kazoo Lock's contender (Lock(path, identifier="kazoo worker 7")): its data is
+            # its identity, spaces and all
+            kz = zk.create("/apps/holders/" + "a" * 32 + "__lock__", "kazoo worker 7".encode(), ephemeral=True,
+                           sequence=True)
+            third = holders(c, "/apps/holders")
+            check(len(third) == 3 and third[2][5:] == ["kazoo", "worker", "7"], f"kazoo contender: {third}")
+            zk.delete(kz)
         finally:
             zk.stop()
             zk.close()

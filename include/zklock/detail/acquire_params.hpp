@@ -20,8 +20,9 @@ struct acquire_params {
   std::chrono::steady_clock::duration timeout = std::chrono::steady_clock::duration::max();
   /// Reentrant acquire: this owner gets another guard on its hold when it holds already.
   std::optional<owner_id> owner = std::nullopt;
-  /// What our node is created with instead of the lock's marker (lock_fsm::node_data): an
-  /// election candidate's identity.
+  /// What our node is created with instead of the lock's marker (lock_fsm::node_data): set
+  /// by start_acquire to the marker and the lock dir's identity ("zklock/3 web-1:4242"); an
+  /// election passes its participant id.
   std::optional<std::string> node_data = std::nullopt;
 };
 

@@ -1,0 +1,98 @@
+// Issue 21 §3 and §4 without a server: which handshake answers cannot be ZooKeeper's, error
+// codes that carry their own message, and the node data that carries an identity.
+#include "engine/handshake.hpp"
+#include "error_message.hpp"
+#include "sansio/lock_fsm.hpp"
+#include "sansio/queue.hpp"
+
+#include <zklock/error.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace zklock;
+using namespace zklock::detail;
+using namespace std::chrono_literals;
+
+TEST_CASE("handshake: an HTTP answer read as ZooKeeper's is implausible, real servers' answers are not",
+          "[unit][connect]") {
+  // "HTTP/1.1 400 Bad Request" read as the C client reads a connect response
+  CHECK(implausible_handshake(10000ms, 0x20343030, 0x2042616420526571));
+  // any four printable bytes are over 6 days
+  CHECK(implausible_handshake(10000ms, 0x20202020, 0x0100000000000001));
+  CHECK(implausible_handshake(10000ms, 4000, 0));   // session id 0: the server refused a session
+  CHECK(implausible_handshake(10000ms, 0, 0x100));   // no timeout
+  CHECK(implausible_handshake(10000ms, -5, 0x100));  // negative (a high first byte)
+  // what a server grants: the asked timeout clamped to [min, max] (min may be above what we ask)
+  CHECK_FALSE(implausible_handshake(10000ms, 10000, 0x1000a3f2e5c0007));
+  CHECK_FALSE(implausible_handshake(10000ms, 4000, 0x1000a3f2e5c0007));      // clamped down
+  CHECK_FALSE(implausible_handshake(1000ms, 4000, 0x1000a3f2e5c0007));       // raised to the minimum
+  CHECK_FALSE(implausible_handshake(1000ms, 3600000, -0x7f00000000000001));  // server id 129 and up: negative ids
+  CHECK_FALSE(implausible_handshake(48h, 48 * 3600000LL, 0x100));            // a long one that was asked for
+  CHECK(implausible_handshake(1000ms, 25 * 3600000LL, 0x100));               // far beyond asked and any minimum
+  auto why = implausible_handshake(10000ms, 0x20343030, 0x2042616420526571);
+  REQUIRE(why);
+  CHECK(*why == "a session timeout of 540291120 ms for 10000 ms asked");
+}
+
+TEST_CASE("an error code with its own message still compares as its errc and its condition", "[unit][error]") {
+  error_code plain = errc::connect_timeout;
+  error_code detailed = with_message(errc::connect_timeout, "could not connect: 127.0.0.1:1: Connection refused");
+  CHECK(detailed.message() == "could not connect: 127.0.0.1:1: Connection refused");
+  CHECK(detailed == errc::connect_timeout);
+  CHECK(detailed == plain);
+  CHECK(detailed.category() == zklock_category());
+  CHECK(std::string(detailed.category().name()) == "zklock");
+  CHECK(detailed == condition::session_lost);
+  CHECK(detailed != errc::not_connected);
+  CHECK(detailed != condition::connection_lost);
+  // the same message is the same category object; another value of it says its own message
+  CHECK(&with_message(errc::connect_timeout, detailed.message()).category() == &detailed.category());
+  CHECK(detailed.category().message(static_cast<int>(errc::lock_busy)) == error_code(errc::lock_busy).message());
+  // the new codes: their own messages, and no session was established
+  for (auto e : {errc::not_zookeeper, errc::unresolvable_host}) {
+    error_code ec = e;
+    CHECK(ec.message().find("unknown") == std::string::npos);
+    CHECK(ec == condition::session_lost);
+    CHECK(with_message(e, "x") == e);
+  }
+}
+
+TEST_CASE("node data: marker then identity, markers still read, foreign data is the identity", "[unit][lock]") {
+  CHECK(make_node_data(contender_marker, "web-1:4242") == "zklock/3 web-1:4242");
+  CHECK(make_node_data(contender_marker, "") == "zklock/3");  // no identity: as before
+  CHECK(make_node_data(downgraded_marker, "a b\nc") == "zklock/2:downgraded a b\nc");
+  auto p = parse_node_data("zklock/3 web-1:4242");
+  CHECK(p.marker == contender_marker);
+  CHECK(p.identity == "web-1:4242");
+  p = parse_node_data("zklock/2:rw worker 7 of 9");
+  CHECK(p.marker == shared_marker);
+  CHECK(p.identity == "worker 7 of 9");
+  p = parse_node_data("zklock/2:rw");
+  CHECK(p.marker == shared_marker);
+  CHECK(p.identity.empty());
+  for (std::string_view foreign : {"127.0.0.1", "", "__REVOKE__", "zklock/3x", "zklock/2:rwx y", "kazoo worker"}) {
+    p = parse_node_data(foreign);
+    CHECK(p.marker.empty());
+    CHECK(p.identity == foreign);
+  }
+  // every marker-based rule, with and without an identity
+  for (std::string_view id : {"", "web-1:4242", "zklock/2:downgraded"}) {
+    CHECK(classify_predecessor(make_node_data(contender_marker, id)) == predecessor_data::zklock_contender);
+    CHECK(classify_predecessor(make_node_data(contender_marker_v2, id)) == predecessor_data::zklock_contender);
+    CHECK(classify_predecessor(make_node_data(downgraded_marker, id)) == predecessor_data::downgraded);
+    CHECK(classify_predecessor(make_node_data(shared_marker, id)) == predecessor_data::other);
+  }
+  CHECK(classify_predecessor("__REVOKE__") == predecessor_data::other);
+  CHECK(classify_predecessor("zklock/2:downgradedx") == predecessor_data::other);
+  // What an older zklock compared: the whole data. An identity makes a node foreign to it
+  // (never one it would trust), which is why the data change rules hold for it.
+  CHECK(make_node_data(contender_marker, "h:1") != contender_marker);
+  CHECK(make_node_data(contender_marker, "h:1") != contender_marker_v2);
+}
+
+TEST_CASE("the data a lock dir creates nodes with uses the lock state machine's marker", "[unit][lock]") {
+  for (auto k : {lock_kind::exclusive, lock_kind::read, lock_kind::write, lock_kind::lease, lock_kind::candidate})
+    CHECK(creation_marker(k) == lock_fsm("/d", "x", lock_mode::wait, k).node_data());
+}
