@@ -63,8 +63,7 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
     std::weak_ptr<hold> weak = h;
     auto* raw = op.get();
     op->on_cancel = [weak, raw](asio::cancellation_type) {
-      if (auto self = weak.lock())
-        std::erase_if(self->deadline_waiters, [raw](const hold::deadline_waiter& w) { return w.op.get() == raw; });
+      if (auto self = weak.lock()) self->forget_deadline_waiter(raw);
       raw->abort();
     };
     h->wait_deadline(lead, std::move(op));

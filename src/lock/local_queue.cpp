@@ -199,7 +199,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (!taken) return;
     auto& w = *taken;
     // A local hold: nothing is sent. It starts as the node's hold is (held or maybe_lost).
-    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held);
+    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held, /*local=*/true);
     h->node = node_guard_.node_path();
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();

@@ -15,6 +15,7 @@
 
 #include <boost/asio/error.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <concepts>
 #include <cstdio>
@@ -582,14 +583,55 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
 // hold_fsm: drives one and records what it asks for.
 
 struct hold_driver {
+  using time_point = std::chrono::steady_clock::time_point;
   hold_fsm fsm;
   int sends = 0, losts = 0, completions = 0, retries = 0, failures = 0;
   error_code last_completion;
   bool in_flight = false;
   bool retry_pending = false;  // a retry_release's delay is running
   std::string violation;  // the first broken rule of the driver's own
+  // The clock and the session's contact (on_clock): a session timeout of 3 s, a margin of 1 s.
+  time_point now{std::chrono::seconds(1000)}, last_ack = now;
+  std::chrono::milliseconds session_timeout{3000};
+  bool connected = true, ended = false;
+  std::optional<time_point> timer;  // armed by arm_timer
+  int keepalives = 0;
+  bool keepalive_in_flight = false;
+  std::map<std::uint64_t, std::chrono::milliseconds> deadline_waiters;  // id -> lead, not yet answered
+  std::uint64_t next_waiter = 0;
+  int deadline_answers = 0;
 
-  explicit hold_driver(bool connected = true) : fsm(connected) {}
+  explicit hold_driver(bool connected = true, bool local = false)
+      : fsm(connected, local), connected(connected) {}
+
+  time_point valid_until() const { return last_ack + session_timeout - std::chrono::seconds(1); }
+  detail::hold_clock clock() const {
+    return {.now = now, .valid_until = valid_until(), .last_acknowledged = last_ack, .session_timeout = session_timeout,
+            .connected = connected && !ended, .ended = ended};
+  }
+  void tick() { apply(fsm.on_clock(clock())); }
+  void add_waiter(std::chrono::milliseconds lead) {
+    deadline_waiters[++next_waiter] = lead;
+    fsm.add_deadline_waiter(next_waiter, lead);
+    tick();
+  }
+  // Time passes; the timer fires on the way, at its time, each time it is due.
+  void advance(std::chrono::milliseconds d) {
+    auto until = now + d;
+    for (int i = 0; i < 100 && timer && *timer <= until; ++i) {
+      now = std::max(now, *timer);
+      timer.reset();
+      tick();
+    }
+    now = until;
+  }
+  // The keepalive's reply: from the server (contact) or lost with the connection.
+  void keepalive_reply(error_code ec, bool node_ours = true) {
+    if (!keepalive_in_flight) forbid("a keepalive reply without a request");
+    keepalive_in_flight = false;
+    if (!ec) last_ack = now;
+    apply(fsm.on_keepalive_reply(ec, node_ours, clock()));
+  }
 
   void forbid(const std::string& what) {
     if (violation.empty()) violation = what;
@@ -618,7 +660,34 @@ struct hold_driver {
         case hold_action::report_release_failed:
           ++failures;
           break;
+        case hold_action::arm_timer:
+          if (a.at > valid_until()) forbid("a timer armed past the validity deadline");
+          timer = a.at;
+          break;
+        case hold_action::stop_timer:
+          timer.reset();
+          break;
+        case hold_action::send_keepalive:
+          if (keepalive_in_flight) forbid("a second keepalive while one is in flight");
+          if (!connected || ended) forbid("a keepalive sent while the connection is down");
+          if (last_ack + session_timeout / 3 > now) forbid("a keepalive before a third of the session timeout passed");
+          keepalive_in_flight = true;
+          ++keepalives;
+          break;
+        case hold_action::deadline_near: {
+          auto it = deadline_waiters.find(a.waiter);
+          if (it == deadline_waiters.end()) {
+            forbid("a deadline waiter answered twice (or never added)");
+            break;
+          }
+          if (valid_until() - it->second > now) forbid("a deadline waiter answered before its lead");
+          deadline_waiters.erase(it);
+          ++deadline_answers;
+          break;
+        }
       }
+      // The runner answers the waiters left with the loss (report_lost) or the release.
+      if (a.type == hold_action::report_lost) deadline_waiters.clear(), timer.reset();
     }
   }
   // the delay of retry_release passed
@@ -634,43 +703,54 @@ struct hold_driver {
   }
   // the C client fails requests in flight when the connection drops
   void drop_connection() {
+    connected = false;
     if (in_flight) reply(zk_errc::connection_loss);
+    if (keepalive_in_flight) keepalive_reply(zk_errc::connection_loss);
     apply(fsm.on_suspended());
   }
 };
 
-/// One run of the hold property. Inputs at random; after each step: at most one request in
-/// flight, nothing sent while the connection is down or after the session ended, at most one
-/// lost report, a release's answer only to a waiting caller. At the end, with the connection
-/// back and replies applied, a hold whose session lives has its node deleted if it was released
-/// or lost, and every release that waited got exactly one answer.
+/// One run of the hold property. Inputs at random, among them the clock: time passing (the
+/// timer fires when due), contact (a reply moves the deadline), the keepalive's reply, waiters
+/// of async_wait_deadline. After each step: at most one request in flight, nothing sent while
+/// the connection is down or after the session ended, at most one lost report, a release's
+/// answer only to a waiting caller; a hold that owns never has its deadline behind it, keeps a
+/// timer armed at or before it, and has answered every deadline waiter whose lead is reached;
+/// at most one keepalive in flight, none before a third of the session timeout. At the end,
+/// with the connection back and replies applied, a hold whose session lives has its node
+/// deleted if it was released or lost, and every release that waited got exactly one answer.
 template <class Source>
 std::optional<std::string> run_hold_property(Source& rng) {
+  using namespace std::chrono_literals;
   hold_driver d(rng() % 4 != 0);
-  bool connected = d.fsm.status() == lock_status::held, ended = false, released = false;
+  bool released = false;
   int expected_completions = 0;  // every release that waits is answered exactly once
-  for (int step = 0; step < 20 && !rng.exhausted(); ++step) {
-    int sends_before = d.sends;
-    switch (rng() % 8) {
+  d.tick();                      // hold::start
+  for (int step = 0; step < 30 && !rng.exhausted(); ++step) {
+    int sends_before = d.sends, keepalives_before = d.keepalives;
+    switch (rng() % 12) {
       case 0:
         d.drop_connection();
-        connected = false;
+        d.tick();
         break;
       case 1: {
         bool same = rng() % 8 != 0;
         d.apply(d.fsm.on_connected(same));
-        if (!ended) connected = true;
-        if (!same) ended = true;
+        if (!d.ended) d.connected = true;
+        if (!same) d.ended = true, d.connected = false;
+        d.tick();
         break;
       }
       case 2:
         d.apply(d.fsm.on_session_ended());
-        ended = true;
-        connected = false;
+        d.ended = true;
+        d.connected = false;
         d.in_flight = false;  // requests of a dead session never answer
+        d.keepalive_in_flight = false;
+        d.tick();
         break;
       case 3:
-        d.apply(d.fsm.on_deadline());
+        d.advance(std::chrono::milliseconds(rng() % 4000));  // past the deadline, sometimes
         break;
       case 4: {
         bool waits = rng() % 2 == 0;
@@ -680,6 +760,9 @@ std::optional<std::string> run_hold_property(Source& rng) {
         if (released && waits && d.completions != before + 1) return "a second release not answered at once";
         if (released && waits && d.last_completion != errc::already_released) return "a second release not already_released";
         released = true;
+        d.deadline_waiters.clear();  // hold::release_one answers them (already_released)
+        d.timer.reset();             // and cancels the timer
+        d.tick();
         break;
       }
       case 5: {
@@ -689,21 +772,46 @@ std::optional<std::string> run_hold_property(Source& rng) {
         break;
       }
       case 6:
-        if (d.in_flight) d.drop_connection(), connected = false;
+        if (d.in_flight || d.keepalive_in_flight) d.drop_connection(), d.tick();
         break;
       case 7:
         d.retry_due();
         break;
+      case 8:
+        d.advance(std::chrono::milliseconds(rng() % 1200));
+        break;
+      case 9:
+        if (d.connected && !d.ended) d.last_ack = d.now;  // another request's reply: contact
+        break;
+      case 10:
+        // the keepalive's reply: our node, rarely gone (an administrator's delete)
+        if (d.keepalive_in_flight) d.keepalive_reply({}, rng() % 8 != 0);
+        break;
+      case 11: {
+        static const std::chrono::milliseconds leads[] = {0ms, 500ms, 1500ms, 5000ms};
+        auto st = d.fsm.status();
+        if (st == lock_status::held || st == lock_status::maybe_lost) d.add_waiter(leads[rng() % 4]);
+        break;
+      }
     }
     if (!d.violation.empty()) return d.violation;
-    if (d.sends > sends_before && !(connected && !ended)) return "a release sent while the connection is down";
+    if (d.sends > sends_before && !(d.connected && !d.ended)) return "a release sent while the connection is down";
+    if (d.keepalives > keepalives_before + 1) return "two keepalives in one step";
     if (d.losts > 1) return "the loss reported twice";
     if (d.completions > expected_completions) return "a release answered twice";
     if (d.failures > 1) return "a refused delete reported twice";
     if (d.failures != (d.fsm.release_failure() ? 1 : 0)) return "a refused delete not kept for the guard";
+    auto st = d.fsm.status();
+    if ((st == lock_status::held || st == lock_status::maybe_lost) && !d.ended) {
+      if (d.valid_until() <= d.now) return "owns the lock past its validity deadline";
+      if (!d.timer) return "owns the lock with no timer armed";
+      for (auto& [id, lead] : d.deadline_waiters)
+        if (d.valid_until() - lead <= d.now) return "a deadline waiter not answered at its lead";
+    }
   }
   // settle: connection back, replies answered, retries due
-  if (!ended) {
+  if (!d.ended) {
+    d.connected = true;
     d.apply(d.fsm.on_connected(true));
     while (d.in_flight || d.retry_pending) {
       if (d.in_flight) d.reply({});
@@ -712,6 +820,12 @@ std::optional<std::string> run_hold_property(Source& rng) {
     // a node left behind is either deleted or reported (the server refused it for good)
     if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished() && !d.fsm.release_failure())
       return "released or lost, the session alive, and the node neither deleted nor reported";
+    // with no reply any more, time runs out: a hold that still owns is lost at its deadline
+    auto st = d.fsm.status();
+    if (st == lock_status::held || st == lock_status::maybe_lost) {
+      for (int i = 0; i < 10 && d.losts == 0; ++i) d.advance(1000ms);
+      if (d.losts != 1) return "still owns the lock long after its deadline";
+    }
   } else if (d.fsm.release_owed()) {
     return "a delete still owed by a session that ended";
   }
