@@ -227,9 +227,46 @@ lock_fsm::actions lock_fsm::acquired() {
     pending_stat_ = true;
     return {{lock_action::stat_node, node_}};
   }
+  phase_ = phase::granting;
+  return {{lock_action::check_grant, node_}};
+}
+
+lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
+  if (phase_ != phase::granting || pending_refresh_) return {};
+  error_code over = v.session_over;
+  if (!over && refresh_found_session_over_) over = errc::session_expired;
+  if (over) {
+    // Our node went with that session, and someone else may hold: no grant.
+    phase_ = phase::done;
+    result_ = {over, {}, 0};
+    return {{lock_action::complete, {}}};
+  }
+  if (!refreshed_ && v.contact_stale && v.connected) {
+    refreshed_ = pending_refresh_ = true;
+    return {{lock_action::refresh_contact, node_}};
+  }
   phase_ = phase::done;
   result_ = {{}, node_, czxid_};
   return {{lock_action::complete, {}}};
+}
+
+lock_fsm::actions lock_fsm::on_refreshed(error_code ec) {
+  if (!pending_refresh_ || phase_ != phase::granting) return {};
+  pending_refresh_ = false;
+  // The session ended meanwhile: no grant. Otherwise (the node gone, the connection lost) the
+  // hold's own checks take over (its deadline, its node check).
+  if (ec == condition::session_lost) refresh_found_session_over_ = true;
+  return {{lock_action::check_grant, node_}};
+}
+
+lock_fsm::actions lock_fsm::on_timeout(bool connected) {
+  return cancel(connected ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable), stop_kind::at_once,
+                connected);
+}
+
+lock_fsm::actions lock_fsm::on_suspended() {
+  if (mode_ != lock_mode::try_once) return {};
+  return cancel(errc::connection_unavailable, stop_kind::at_once, false);
 }
 
 lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
@@ -380,29 +417,39 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
   phase_ = phase::done;
   pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
-  pending_read_ = false;
+  pending_read_ = pending_refresh_ = false;
   watch_active_ = false;
   retry_ = retry::none;
   result_ = {ec, {}, 0};
   return {{lock_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::cancel(error_code reason) {
-  if (phase_ != phase::acquiring) {
-    if (phase_ == phase::idle) {
-      phase_ = phase::done;
-      result_.ec = reason;
-      return {{lock_action::complete, {}}};
-    }
-    return {};
-  }
-  phase_ = phase::cleaning;
-  reason_ = reason;
+lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool connected) {
   actions out;
-  if (watch_active_ && !pending_remove_) {
-    pending_remove_ = true;
-    out.push_back({lock_action::remove_watch, predecessor_});
+  if (phase_ == phase::idle) {
+    phase_ = phase::done;
+    result_.ec = reason;
+    return {{lock_action::complete, {}}};
   }
+  if (phase_ == phase::acquiring) {
+    phase_ = phase::cleaning;
+    reason_ = reason;
+    if (watch_active_ && !pending_remove_) {
+      pending_remove_ = true;
+      out.push_back({lock_action::remove_watch, predecessor_});
+    }
+    out = finish_cleaning(std::move(out));
+  }
+  // While disconnected the cleanup waits for the reconnect (or the expiry, which removes our
+  // node and watch): a stop that may answer at once does, and the cleanup finishes behind.
+  if (phase_ == phase::cleaning && kind == stop_kind::at_once && !connected && !answered_early_) {
+    answered_early_ = true;
+    out.push_back({lock_action::answer_early, {}, reason});
+  }
+  return out;
+}
+
+lock_fsm::actions lock_fsm::finish_cleaning(actions out) {
   auto rest = finish_cleaning_if_idle();
   out.insert(out.end(), rest.begin(), rest.end());
   return out;

@@ -112,6 +112,11 @@ struct sim {
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
+  // check_grant: what the runner says of its session (over: the session ended under the grant;
+  // stale: no reply for a third of the session timeout)
+  std::function<error_code()> session_over_at_grant;
+  std::function<bool()> contact_stale;
+  int refreshes = 0, early_answers = 0;
   std::string violation;       // the first request the fsm's state forbids (property tests)
 
   explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
@@ -190,7 +195,8 @@ struct sim {
   void apply(const lock_fsm::actions& actions) {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
-      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete) {
+      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete &&
+          a.type != lock_action::check_grant && a.type != lock_action::answer_early) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -326,6 +332,26 @@ struct sim {
           // the recipe's glue: already connected again, so go on at once (posted)
           if (glue && connected) replies.push_back([this] { return fsm.on_reconnected(); });
           break;
+        case lock_action::check_grant:
+          --requests;
+          apply(fsm.on_grant_check({.session_over = session_over_at_grant ? session_over_at_grant() : error_code{},
+                                    .contact_stale = contact_stale && contact_stale(),
+                                    .connected = connected}));
+          break;
+        case lock_action::refresh_contact:
+          ++refreshes;
+          if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a refresh on a node not ours: " + a.path);
+          replies.push_back(reply([this] { return fsm.on_refreshed({}); },
+                                  [this] { return fsm.on_refreshed(zk_errc::connection_loss); }));
+          break;
+        case lock_action::answer_early:
+          --requests;
+          if (connected) forbid("a caller answered before the cleanup while connected");
+          if (++early_answers > 1) forbid("a caller answered early twice");
+          if (a.ec != errc::connection_unavailable && a.ec != boost::asio::error::operation_aborted &&
+              a.ec != errc::lock_timeout)
+            forbid("answered early with " + a.ec.message());
+          break;
         case lock_action::complete:
           completed = true;
           ++completions;
@@ -355,7 +381,10 @@ struct sim {
       case lock_action::read_data:
         replies.push_back([this, loss] { return fsm.on_data(loss, predecessor_data::other); });
         break;
+      case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case lock_action::wait_reconnect:
+      case lock_action::check_grant:
+      case lock_action::answer_early:
       case lock_action::complete: break;
     }
   }
@@ -478,14 +507,25 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   };
   std::vector<std::string> foreign;
   for (int i = rng() % 4; i > 0; --i) foreign.push_back(arrive());
-  s.apply(s.fsm.start());
   bool cancelled = false, expired = false, checked = false;
+  s.contact_stale = [&] { return rng() % 3 == 0; };
+  // Rarely, the session ended under the grant (its state event still queued): no grant.
+  s.session_over_at_grant = [&]() -> error_code {
+    if (expired || rng() % 16 != 0) return {};
+    expired = true;
+    s.watches.clear();
+    for (auto it = s.children.begin(); it != s.children.end();)
+      it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
+    return errc::session_closed;
+  };
+  s.apply(s.fsm.start());
   auto check = [&]() -> std::optional<std::string> {
     if (!s.violation.empty()) return s.violation;
     if (s.ours() > 1) return "two nodes of ours";
     if (s.completions > 1) return "two completions";
     if (s.completed && !checked) {
       checked = true;
+      if (!s.fsm.result().ec && s.fsm.answered_early()) return "granted after the caller was answered";
       return check_completion(s, kind, max_leases, expired);
     }
     return std::nullopt;
@@ -533,7 +573,14 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
       case 2:
         if (!cancelled && rng() % 6 == 0) {
           cancelled = true;
-          s.apply(s.fsm.cancel(rng() % 2 ? error_code(boost::asio::error::operation_aborted) : error_code(errc::lock_timeout)));
+          switch (rng() % 3) {
+            case 0: s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::total, s.connected)); break;
+            case 1: s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::at_once, s.connected)); break;
+            default: s.apply(s.fsm.on_timeout(s.connected)); break;
+          }
+        } else if (cancelled && rng() % 6 == 0) {
+          // a second cancellation (terminal after a total one, or after the timeout)
+          s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::at_once, s.connected));
         }
         break;
       case 3:
@@ -547,9 +594,15 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
           s.apply(s.fsm.on_expired());
         }
         break;
-      case 9:
+      case 9: {
+        bool was = s.connected;
         s.drop_connection([&] { return rng() % 2 == 0; });
+        if (was) s.apply(s.fsm.on_suspended());
+        // a try-acquire never waits for a reconnect: it has answered by now
+        if (was && mode == lock_mode::try_once && !s.completed && s.early_answers == 0)
+          return "a try-acquire still waiting after the connection dropped";
         break;
+      }
       case 10:
         s.reconnect();
         break;

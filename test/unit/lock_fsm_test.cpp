@@ -916,3 +916,142 @@ TEST_CASE("lock_fsm property: with connection drops and reconnects", "[unit][loc
   // connection_loss; a create or delete may have reached the server) and coming back
   check_lock_property(true);
 }
+
+// ---------------------------------------------------------------------------------------------
+// issue 18 §2: the refresh before a grant, and the early answer while disconnected
+
+TEST_CASE("a grant after a long wait refreshes the contact first, once, then grants", "[unit][lock][grant]") {
+  sim s;
+  int asked = 0;
+  s.contact_stale = [&] { return ++asked, true; };  // always stale: refreshed once only
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(asked == 0);
+  s.delete_foreign(head);  // our last blocker goes: the event grants, no request sent
+  s.step();
+  CHECK_FALSE(s.completed);
+  CHECK(s.refreshes == 1);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(asked == 2);  // asked again after the refresh, which is not sent a second time
+  CHECK(s.refreshes == 1);
+}
+
+TEST_CASE("a fresh contact grants without a refresh, also while disconnected nothing is refreshed", "[unit][lock][grant]") {
+  sim s;
+  s.contact_stale = [] { return false; };
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.refreshes == 0);
+  CHECK(s.requests == 1);
+}
+
+TEST_CASE("a grant whose session ended under it is no grant: the session's error", "[unit][lock][grant][fault]") {
+  sim s;
+  s.session_over_at_grant = [] { return error_code(errc::session_closed); };
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_closed);
+  CHECK(s.fsm.result().node.empty());
+}
+
+TEST_CASE("a refresh that finds the session over is no grant", "[unit][lock][grant][fault]") {
+  sim s;
+  s.contact_stale = [] { return true; };
+  s.apply(s.fsm.start());
+  s.step();
+  s.step();  // create, listing: ours; the refresh goes
+  REQUIRE(s.refreshes == 1);
+  s.replies.clear();
+  s.apply(s.fsm.on_refreshed(zk_errc::session_expired));
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_expired);
+  // a connection lost under the refresh still grants: the hold's own checks take over
+  sim t;
+  t.contact_stale = [] { return true; };
+  t.apply(t.fsm.start());
+  t.step();
+  t.step();
+  t.replies.clear();
+  t.apply(t.fsm.on_refreshed(zk_errc::connection_loss));
+  REQUIRE(t.completed);
+  CHECK_FALSE(t.fsm.result().ec);
+}
+
+TEST_CASE("cancel while disconnected: terminal answers at once and cleans up behind, total waits for the cleanup",
+          "[unit][lock][cancel][fault]") {
+  for (auto kind : {stop_kind::at_once, stop_kind::total}) {
+    CAPTURE(kind == stop_kind::at_once);
+    sim s;
+    s.add_foreign();
+    s.apply(s.fsm.start());
+    s.drain();  // waiting behind the head
+    s.drop_connection([] { return true; });
+    s.apply(s.fsm.on_suspended());  // a blocking acquire waits for the reconnect
+    CHECK(s.early_answers == 0);
+    s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, kind, s.connected));
+    CHECK(s.early_answers == (kind == stop_kind::at_once ? 1 : 0));
+    CHECK_FALSE(s.completed);
+    CHECK(s.fsm.answered_early() == (kind == stop_kind::at_once));
+    s.reconnect();
+    s.drain();
+    REQUIRE(s.completed);  // the cleanup is done
+    CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+    CHECK(s.ours() == 0);
+    CHECK(s.watches.empty());
+    CHECK(s.violation == "");
+  }
+}
+
+TEST_CASE("a timeout: lock_timeout after the cleanup while connected, connection_unavailable at once while not",
+          "[unit][lock][cancel][fault]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.apply(s.fsm.on_timeout(true));
+  CHECK(s.early_answers == 0);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_timeout);
+
+  sim t;
+  t.add_foreign();
+  t.apply(t.fsm.start());
+  t.drain();
+  t.drop_connection([] { return true; });
+  t.apply(t.fsm.on_timeout(false));
+  CHECK(t.early_answers == 1);
+  t.reconnect();
+  t.drain();
+  REQUIRE(t.completed);
+  CHECK(t.fsm.result().ec == errc::connection_unavailable);
+  CHECK(t.ours() == 0);
+  CHECK(t.violation == "");
+}
+
+TEST_CASE("a try-acquire answers at once when the connection drops, a blocking one waits", "[unit][lock][fault]") {
+  sim s(lock_mode::try_once);
+  s.apply(s.fsm.start());
+  s.step();  // the look: free, create and list go
+  s.drop_connection([] { return true; });
+  s.apply(s.fsm.on_suspended());
+  CHECK(s.early_answers == 1);
+  s.reconnect();
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::connection_unavailable);
+  CHECK(s.ours() == 0);
+  CHECK(s.violation == "");
+
+  sim w;
+  w.add_foreign();
+  w.apply(w.fsm.start());
+  w.drain();
+  w.drop_connection([] { return true; });
+  CHECK(w.fsm.on_suspended().empty());
+}
