@@ -4,6 +4,7 @@
 #include "lock/hold.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/lock_fsm.hpp"
+#include "sansio/session_end.hpp"
 
 #include <zklock/path.hpp>
 
@@ -238,16 +239,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   }
 
   // Why the session this acquire runs on is over (empty while it is the live one): closed,
-  // expired, never reconnected after an auth failure, or replaced by a new session.
+  // expired, gone under a new connect, or replaced by a new session (session_end.hpp).
   error_code session_over() const {
-    switch (s_->state()) {
-      case session_state::closed: return errc::session_closed;
-      case session_state::expired: return errc::session_expired;
-      case session_state::disconnected: return errc::not_connected;
-      default: break;
-    }
-    if (s_->session_id() != session_id_) return errc::session_expired;  // replaced meanwhile
-    return {};
+    return session_end_error(s_->state(), true, s_->session_id() != session_id_);
   }
 
   std::shared_ptr<lock_dir> m_;

@@ -1,4 +1,5 @@
 #include "sansio/lock_fsm.hpp"
+#include "sansio/session_end.hpp"
 #include <zklock/path.hpp>
 
 #include <algorithm>
@@ -8,13 +9,8 @@ namespace zklock::detail {
 
 namespace {
 bool is_connection_loss(const error_code& ec) { return ec == condition::connection_lost; }
-// A request failed because the session is over: complete with how it ended.
-error_code session_end(const error_code& ec) {
-  if (ec == zk_errc::closing || ec == errc::session_closed) return errc::session_closed;
-  if (ec == errc::not_connected) return errc::not_connected;
-  return errc::session_expired;
-}
-error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end(ec) : ec; }
+// A request failed because the session is over: complete with how it ended (session_end.hpp).
+error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end_error(ec) : ec; }
 }  // namespace
 
 lock_fsm::actions lock_fsm::list_dir() {
