@@ -100,7 +100,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
       }
     }
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
-    if (p.mode == lock_mode::try_once && !is_connected(state->s->state()))
+    if (p.mode != lock_mode::wait && !is_connected(state->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});
     run_acquire(state, std::move(op), std::move(p));
   });

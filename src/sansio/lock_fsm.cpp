@@ -115,19 +115,13 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (is_connection_loss(ec)) return after_connection_loss(retry::list);
     if (ec && ec != zk_errc::no_node) return fail(failure(ec));
     if (!ec) {
-      auto q = queue_order(children);
-      q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
-      if (auto b = find_blockers(q, q.size() - 1, kind_, max_leases_)) {
-        // A reader's one blocker at the head may be a writer that downgraded (it holds the
-        // read side; a blocking read would be granted beside it): read its data first. Only
-        // the head can be one: a writer holds (and may downgrade) with nobody ahead of it,
-        // and none can get ahead later; a second writer ahead of us waits, so it blocks us.
-        if (kind_ == lock_kind::read && b->count == 1 && b->nearest == 0) {
+      switch (probe(children, kind_, max_leases_)) {
+        case probe_result::busy: return busy();
+        case probe_result::read_head_data:
           pending_read_ = true;
-          read_node_ = q[0].name;
-          return {{lock_action::read_data, join_path(dir_, q[0].name)}};
-        }
-        return busy();
+          read_node_ = queue_order(children)[0].name;
+          return {{lock_action::read_data, join_path(dir_, read_node_)}};
+        case probe_result::looks_free: break;
       }
     }
     probing_ = false;
@@ -146,6 +140,19 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     return create_and_list();
   }
   return fail(failure(ec));
+}
+
+probe_result lock_fsm::probe(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
+  auto q = queue_order(children);
+  q.push_back({{}, 0, kind});  // where our node would go: behind everyone
+  auto b = find_blockers(q, q.size() - 1, kind, max_leases);
+  if (!b) return probe_result::looks_free;
+  // A reader's one blocker at the head may be a writer that downgraded (it holds the read
+  // side; a blocking read would be granted beside it): read its data first. Only the head can
+  // be one: a writer holds (and may downgrade) with nobody ahead of it, and none can get ahead
+  // later; a second writer ahead of us waits, so it blocks us.
+  if (kind == lock_kind::read && b->count == 1 && b->nearest == 0) return probe_result::read_head_data;
+  return probe_result::busy;
 }
 
 lock_fsm::actions lock_fsm::busy() {
@@ -203,7 +210,7 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     }
     return acquired();
   }
-  if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
+  if (mode_ != lock_mode::wait) return fail(errc::lock_busy);
   if (kind_ == lock_kind::lease) {
     // Any holder's release frees a lease: watch the dir (one waiter at a time does, behind
     // the semaphore's internal mutex, so no herd). A watch already set stays.
@@ -261,7 +268,7 @@ lock_fsm::actions lock_fsm::on_timeout(bool connected) {
 }
 
 lock_fsm::actions lock_fsm::on_suspended() {
-  if (mode_ != lock_mode::try_once) return {};
+  if (mode_ == lock_mode::wait) return {};
   return cancel(errc::connection_unavailable, stop_kind::at_once, false);
 }
 

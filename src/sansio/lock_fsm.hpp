@@ -77,9 +77,20 @@ struct lock_result {
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
 };
 
+/// A try-acquire's look before it writes: what the listing of the dir says.
+enum class probe_result {
+  looks_free,      ///< nobody would block us: create (the create-and-list decides)
+  busy,            ///< a blocker is there: lock_busy, nothing written
+  read_head_data,  ///< a reader's one blocker is the head writer: read its data (downgraded?)
+};
+
 class lock_fsm {
  public:
   using actions = std::vector<lock_action>;
+
+  /// The try-lock's look: would a node of `kind` created now be blocked by `children`? (The
+  /// semaphore looks at its leases with it before taking its internal mutex.)
+  static probe_result probe(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
   /// `max_leases`: for lock_kind::lease, how many may hold at once.
   lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
