@@ -46,7 +46,7 @@ void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
+      case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: h->lost_waiters.push_back(op);
     }
   });
@@ -57,7 +57,7 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
+      case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: break;
     }
     std::weak_ptr<hold> weak = h;

@@ -53,7 +53,8 @@ void hold::on_session_state(session_state st) {
     run(fsm.on_connected(s->session_id() == session_id));
     if (st == session_state::reconnected) check_node();
   } else if (st == session_state::expired || st == session_state::closed) {
-    run(fsm.on_session_ended());
+    run(fsm.on_session_ended(
+        make_lock_lost(st == session_state::expired ? lost_cause::session_expired : lost_cause::session_closed)));
   }
   check_clock();
 }
@@ -121,7 +122,7 @@ void hold::run(const hold_fsm::actions& actions) {
       case hold_action::report_lost:
         deadline_timer.cancel();
         metrics.lost();
-        complete_lost_waiters(errc::lock_lost);
+        complete_lost_waiters(a.ec);  // errc::lock_lost naming its cause
         lost_signal.emit(asio::cancellation_type::terminal);
         break;
       case hold_action::complete_release:

@@ -23,11 +23,12 @@ void hold_fsm::complete(actions& out, error_code ec) {
   out.push_back({hold_action::complete_release, ec});
 }
 
-hold_fsm::actions hold_fsm::lose() {
+hold_fsm::actions hold_fsm::lose(error_code why) {
   if (status_ != lock_status::held && status_ != lock_status::maybe_lost) return {};
   status_ = lock_status::lost;
+  lost_ = why;
   deadline_waiters_.clear();  // report_lost answers them
-  return {{hold_action::report_lost, errc::lock_lost}};
+  return {{hold_action::report_lost, why}};
 }
 
 hold_fsm::actions hold_fsm::send_if_connected() {
@@ -49,7 +50,7 @@ hold_fsm::actions hold_fsm::on_suspended() {
 
 hold_fsm::actions hold_fsm::on_connected(bool same_session) {
   if (link_ == link::ended) return {};
-  if (!same_session) return on_session_ended();
+  if (!same_session) return on_session_ended(make_lock_lost(lost_cause::session_replaced));
   link_ = link::connected;
   if (status_ == lock_status::maybe_lost) status_ = lock_status::held;
   // A release that waited for the connection (or was lost with it) goes now; so does the
@@ -57,21 +58,21 @@ hold_fsm::actions hold_fsm::on_connected(bool same_session) {
   return send_if_connected();
 }
 
-hold_fsm::actions hold_fsm::on_session_ended() {
+hold_fsm::actions hold_fsm::on_session_ended(error_code why) {
   if (link_ == link::ended) return {};
   link_ = link::ended;
-  actions out = lose();
+  actions out = lose(why);
   if (delete_ == delete_state::failed) {
     delete_ = delete_state::done;  // the node the server kept went with the session at last
   } else if (delete_ != delete_state::done) {
     delete_ = delete_state::done;  // the node went with the session
-    complete(out, errc::lock_lost);
+    complete(out, why);
   }
   return out;
 }
 
 hold_fsm::actions hold_fsm::on_deadline() {
-  actions out = lose();
+  actions out = lose(make_lock_lost(lost_cause::deadline_passed));
   if (out.empty()) return out;
   // Our node may outlive the deadline (the session may survive): it is owed a delete, which
   // goes as soon as the connection allows.
@@ -96,12 +97,12 @@ hold_fsm::actions hold_fsm::release(bool caller_waits) {
     return out;
   }
   if (link_ == link::ended || delete_ == delete_state::done) {
-    complete(out, errc::lock_lost);  // the node went with the session
+    complete(out, lost_ ? lost_ : error_code(errc::lock_lost));  // the node went with the session
     return out;
   }
   if (was_lost) {
-    // The caller learns the lock was lost; the owed delete goes on in the background.
-    complete(out, errc::lock_lost);
+    // The caller learns the lock was lost (and why); the owed delete goes on in the background.
+    complete(out, lost_);
   } else if (link_ != link::connected) {
     complete(out, errc::release_pending);  // do not make the caller wait for the network
   }
@@ -127,10 +128,11 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     // On a retry the first request committed (our session lives, and only its delete or its
     // expiry removes our ephemeral node). On the first try someone else deleted it.
     delete_ = delete_state::done;
-    complete(out, attempts_ > 1 ? error_code{} : error_code(errc::lock_lost));
+    complete(out, attempts_ > 1 ? error_code{} : make_lock_lost(lost_cause::node_deleted));
   } else if (ec == condition::session_lost) {
     delete_ = delete_state::done;  // the node goes with the session
-    complete(out, errc::lock_lost);
+    complete(out, make_lock_lost(ec == zk_errc::closing || ec == errc::session_closed ? lost_cause::session_closed
+                                                                                        : lost_cause::session_expired));
   } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && retries_ < max_release_retries) {
     // Refused for now (the server throttles; the C client failed locally): the node is still
     // ours to delete. The caller, if any, keeps waiting for the outcome.

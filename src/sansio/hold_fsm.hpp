@@ -91,15 +91,18 @@ class hold_fsm {
   /// How often a delete the server may accept later is sent again, after 100 ms, 200 ms, ...
   static constexpr int max_release_retries = 5;
 
+  /// Why the lock was lost (errc::lock_lost naming the cause; empty while not lost).
+  error_code lost_error() const noexcept { return lost_; }
+
   /// The connection dropped; the session may still live.
   actions on_suspended();
   /// Connected again. `same_session` false means the ZooKeeper session was replaced: our node
   /// belonged to the old one, so this counts as its end.
   actions on_connected(bool same_session);
-  /// The session expired or was closed: our node is gone with it.
-  actions on_session_ended();
+  /// The session expired or was closed (`why`: make_lock_lost of the cause): our node is gone with it.
+  actions on_session_ended(error_code why = make_lock_lost(lost_cause::session_expired));
   /// Our node is gone although the session lives (deleted by someone else).
-  actions on_node_gone() { return on_session_ended(); }
+  actions on_node_gone() { return on_session_ended(make_lock_lost(lost_cause::node_deleted)); }
   /// The validity deadline passed without a reply from the server: it may have expired the
   /// session and granted the lock to someone else.
   actions on_deadline();
@@ -131,7 +134,7 @@ class hold_fsm {
   // good, our node stays until the session ends
   enum class delete_state { none, wanted, in_flight, backoff, failed, done };
 
-  actions lose();
+  actions lose(error_code why);
   actions send_if_connected();
   void complete(actions& out, error_code ec);
 
@@ -141,6 +144,7 @@ class hold_fsm {
   int attempts_ = 0;           // release requests sent
   int retries_ = 0;            // of them, resent after the server refused for now
   error_code failure_;         // see release_failure()
+  error_code lost_;            // see lost_error()
   bool caller_waits_ = false;  // a caller waits for complete_release
   bool local_ = false;         // a local queue's hold: no deadline of its own
   bool keepalive_in_flight_ = false;

@@ -641,6 +641,7 @@ struct hold_driver {
   hold_fsm fsm;
   int sends = 0, losts = 0, completions = 0, retries = 0, failures = 0;
   error_code last_completion;
+  error_code lost_error;  // what report_lost said
   bool in_flight = false;
   bool retry_pending = false;  // a retry_release's delay is running
   std::string violation;  // the first broken rule of the driver's own
@@ -700,6 +701,9 @@ struct hold_driver {
           break;
         case hold_action::report_lost:
           ++losts;
+          lost_error = a.ec;
+          if (a.ec != errc::lock_lost || lock_lost_cause(a.ec) == lost_cause::unknown)
+            forbid("a loss reported without its cause: " + a.ec.message());
           break;
         case hold_action::complete_release:
           ++completions;

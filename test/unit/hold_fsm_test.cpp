@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <random>
 
 using namespace zklock;
@@ -393,4 +394,45 @@ TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serv
   CHECK(d.keepalives == 0);
   CHECK(d.losts == 0);
   CHECK(d.fsm.status() == lock_status::held);
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 21 §2: the lost error names its cause
+
+TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold][error]") {
+  struct scenario {
+    const char* name;
+    std::function<void(driver&)> lose;
+    lost_cause cause;
+    const char* says;
+  };
+  const scenario scenarios[] = {
+      {"deadline", [](driver& d) { d.tick(), d.drop_connection(), d.advance(2000ms); }, lost_cause::deadline_passed,
+       "validity deadline"},
+      {"expired", [](driver& d) { d.apply(d.fsm.on_session_ended()); }, lost_cause::session_expired, "session expired"},
+      {"closed", [](driver& d) { d.apply(d.fsm.on_session_ended(make_lock_lost(lost_cause::session_closed))); },
+       lost_cause::session_closed, "session was closed"},
+      {"replaced", [](driver& d) { d.apply(d.fsm.on_connected(false)); }, lost_cause::session_replaced, "replaced"},
+      {"node deleted", [](driver& d) { d.apply(d.fsm.on_node_checked({}, false)); }, lost_cause::node_deleted,
+       "deleted by someone else"},
+  };
+  for (const auto& sc : scenarios) {
+    CAPTURE(sc.name);
+    driver d;
+    sc.lose(d);
+    REQUIRE(d.losts == 1);
+    CHECK(d.lost_error == errc::lock_lost);
+    CHECK(d.lost_error == condition::lock_lost);
+    CHECK(lock_lost_cause(d.lost_error) == sc.cause);
+    CHECK_THAT(d.lost_error.message(), Catch::Contains(sc.says));
+    CHECK(d.fsm.lost_error() == d.lost_error);
+    // a later release says the same
+    d.apply(d.fsm.release(true));
+    CHECK(lock_lost_cause(d.last_completion) == sc.cause);
+  }
+  // a plain errc::lock_lost has no cause; other codes neither
+  CHECK(lock_lost_cause(errc::lock_lost) == lost_cause::unknown);
+  CHECK(lock_lost_cause(errc::lock_busy) == lost_cause::unknown);
+  CHECK(make_lock_lost(lost_cause::deadline_passed) != errc::lock_busy);
+  CHECK(make_lock_lost(lost_cause::deadline_passed).category().name() == std::string("zklock"));
 }
