@@ -27,7 +27,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
-        timer_(s_->executor()) {}
+        timer_(s_->executor()),
+        retry_timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
   }
@@ -164,6 +165,17 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           timer_.cancel();
           fail(a.ec);
           break;
+        case lock_action::retry_delete:
+          // (the timer holds us: the cleanup must finish even when the caller was answered)
+          retry_timer_.expires_after(a.delay);
+          retry_timer_.async_wait([self](error_code ec) {
+            if (!ec) self->run(self->fsm_.on_retry_due());
+          });
+          break;
+        case lock_action::report_cleanup_failed:
+          s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
+                                        ") after an acquire gave up; it blocks the lock until the session ends");
+          break;
         case lock_action::complete:
           complete();
           break;
@@ -251,6 +263,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::optional<owner_id> owner_;
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
+  asio::steady_timer retry_timer_;  // lock_action::retry_delete
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;
   std::uint64_t listener_ = 0;

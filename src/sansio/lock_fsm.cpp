@@ -386,8 +386,34 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
   if (!pending_delete_) return {};
   pending_delete_ = false;
   if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
-  node_gone_ = true;  // ok, no_node, or the session is gone (ephemeral with it)
-  return finish_cleaning_if_idle();
+  if (!ec || ec == zk_errc::no_node || ec == condition::session_lost) {
+    node_gone_ = true;  // deleted, or the session is gone (ephemeral with it)
+    return finish_cleaning_if_idle();
+  }
+  // Refused. For now (the server throttles; the C client failed locally): the node is still
+  // ours to delete, send it again after a growing delay, as hold_fsm does for a release.
+  if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && delete_retries_ < max_delete_retries) {
+    lock_action a{lock_action::retry_delete, node_};
+    a.ec = ec;
+    a.delay = std::chrono::milliseconds(100 << delete_retries_);
+    ++delete_retries_;
+    backoff_ = true;
+    return {a};
+  }
+  // For good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our node
+  // blocks the lock until the session ends. Never silent: the runner logs it.
+  node_gone_ = true;  // nothing more we can do for it
+  actions out{{lock_action::report_cleanup_failed, node_, ec}};
+  auto rest = finish_cleaning_if_idle();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::on_retry_due() {
+  if (!backoff_ || phase_ == phase::done) return {};
+  backoff_ = false;
+  pending_delete_ = true;
+  return {{lock_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
 }
 
 lock_fsm::actions lock_fsm::on_reconnected() {
@@ -420,7 +446,7 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
   phase_ = phase::done;
   pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
-  pending_read_ = pending_refresh_ = false;
+  pending_read_ = pending_refresh_ = backoff_ = false;
   watch_active_ = false;
   retry_ = retry::none;
   result_ = {ec, {}, 0};
@@ -467,7 +493,8 @@ lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
   // Wait for what is in flight: a create whose outcome decides whether there is a node, a
   // watch being set (to remove it), a removal or delete, or a reconnect.
-  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || retry_ != retry::none) return {};
+  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || backoff_ || retry_ != retry::none)
+    return {};
   if (create_outcome_unknown_ && node_.empty()) {
     if (pending_list_) return {};
     return list_dir();

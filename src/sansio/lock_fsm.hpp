@@ -25,6 +25,7 @@
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,11 +53,14 @@ struct lock_action {
     check_grant,        ///< the lock is ours: call on_grant_check with what the session says now
     refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
     answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
+    retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
+    report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
     complete,           ///< the operation is over: see lock_fsm::result()
   };
   kind type;
   std::string path;
   error_code ec{};
+  std::chrono::milliseconds delay{0};
 };
 
 /// What the runner says of its session when a won lock is to be handed out.
@@ -109,6 +113,10 @@ class lock_fsm {
   actions on_data(error_code ec, predecessor_data data);
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
+  /// The delay asked by retry_delete has passed.
+  actions on_retry_due();
+  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...).
+  static constexpr int max_delete_retries = 5;
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
   /// node of another session is never adopted).
   actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
@@ -187,6 +195,8 @@ class lock_fsm {
   bool pending_refresh_ = false;
   bool refresh_found_session_over_ = false;
   bool answered_early_ = false;
+  int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now
+  bool backoff_ = false;    // a retry_delete's delay is running
   lock_result result_;
 };
 

@@ -117,6 +117,8 @@ struct sim {
   std::function<error_code()> session_over_at_grant;
   std::function<bool()> contact_stale;
   int refreshes = 0, early_answers = 0;
+  int delete_retries = 0, cleanup_failures = 0;
+  bool retry_due = false;  // a retry_delete's delay is running
   std::string violation;       // the first request the fsm's state forbids (property tests)
 
   explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
@@ -196,7 +198,8 @@ struct sim {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
       if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete &&
-          a.type != lock_action::check_grant && a.type != lock_action::answer_early) {
+          a.type != lock_action::check_grant && a.type != lock_action::answer_early &&
+          a.type != lock_action::retry_delete && a.type != lock_action::report_cleanup_failed) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -352,6 +355,16 @@ struct sim {
               a.ec != errc::lock_timeout)
             forbid("answered early with " + a.ec.message());
           break;
+        case lock_action::retry_delete:
+          --requests;
+          if (retry_due) forbid("a second delete retry while one is due");
+          retry_due = true;
+          ++delete_retries;
+          break;
+        case lock_action::report_cleanup_failed:
+          --requests;
+          ++cleanup_failures;
+          break;
         case lock_action::complete:
           completed = true;
           ++completions;
@@ -359,6 +372,11 @@ struct sim {
           break;
       }
     }
+  }
+  void retry_delete_due() {
+    if (!retry_due) return;
+    retry_due = false;
+    apply(fsm.on_retry_due());
   }
   // A request sent while the connection is down: its reply is connection_loss.
   void queue_lost(const lock_action& a) {
@@ -383,6 +401,8 @@ struct sim {
         break;
       case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case lock_action::wait_reconnect:
+      case lock_action::retry_delete:
+      case lock_action::report_cleanup_failed:
       case lock_action::check_grant:
       case lock_action::answer_early:
       case lock_action::complete: break;

@@ -1143,3 +1143,64 @@ TEST_CASE("a try after its caller's probe writes at once: one round trip free, l
   CHECK(t.ours() == 0);
   CHECK(t.watches.empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// issue 22, 8c (cleanup half): a cleanup delete the server refuses is never counted as done
+
+namespace {
+// A try-acquire that found the lock taken after its create: its cleanup delete is on its way.
+void busy_after_create(sim& s) {
+  s.apply(s.fsm.start());
+  s.add_foreign();  // between the try-lock's look and its create
+  s.step();         // the look: free -> create and list
+  s.step();
+  s.step();         // listing: busy -> delete requested
+  REQUIRE(s.replies.size() == 1);
+  s.replies.clear();  // the server's answer is the test's: until it applies one, our node is there
+  s.children[std::string(node_name(s.fsm.node_prefix())) + "0000000001"] = 1;
+}
+}  // namespace
+
+TEST_CASE("a cleanup delete the server throttles is sent again after a growing delay, then completes",
+          "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
+  CHECK_FALSE(s.completed);  // the node is still there: not done
+  REQUIRE(s.delete_retries == 1);
+  s.retry_delete_due();  // the delete again
+  REQUIRE(s.replies.size() == 1);
+  s.replies.clear();
+  s.apply(s.fsm.on_deleted(zk_errc::system_error));  // the C client failed it locally: again
+  CHECK(s.delete_retries == 2);
+  s.retry_delete_due();
+  s.drain();  // applied this time
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 0);
+  CHECK(s.cleanup_failures == 0);
+}
+
+TEST_CASE("a cleanup delete refused by the ACL (no_auth) is reported, never forgotten silently", "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  s.apply(s.fsm.on_deleted(zk_errc::no_auth));
+  CHECK(s.delete_retries == 0);  // refused for good: no retry
+  CHECK(s.cleanup_failures == 1);
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 1);  // the node stays (until the session ends), and that was said
+}
+
+TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  for (int i = 0; i <= lock_fsm::max_delete_retries && !s.completed; ++i) {
+    s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
+    s.retry_delete_due();
+    s.replies.clear();
+  }
+  CHECK(s.delete_retries == lock_fsm::max_delete_retries);
+  CHECK(s.cleanup_failures == 1);
+  REQUIRE(s.completed);
+}
