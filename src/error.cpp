@@ -106,6 +106,39 @@ class detailed_category final : public zklock_category_impl {
   std::string text_;
 };
 
+// errc::lock_lost with its cause in the message; every other code as the zklock category says.
+class lost_category_impl final : public zklock_category_impl {
+ public:
+  explicit lost_category_impl(lost_cause cause) noexcept : cause_(cause) {}
+  lost_cause cause() const noexcept { return cause_; }
+  std::string message(int ev) const override {
+    if (ev != static_cast<int>(errc::lock_lost)) return zklock_category_impl::message(ev);
+    switch (cause_) {
+      case lost_cause::deadline_passed:
+        return "the lock was lost: its validity deadline passed with no reply from ZooKeeper (the session may have "
+               "expired on the server, and someone else may hold the lock)";
+      case lost_cause::session_expired: return "the lock was lost: its session expired";
+      case lost_cause::session_closed: return "the lock was lost: its session was closed";
+      case lost_cause::session_replaced:
+        return "the lock was lost: its session was replaced by a new one (the lock node belonged to the old one)";
+      case lost_cause::node_deleted: return "the lock was lost: its lock node was deleted by someone else";
+      case lost_cause::unknown: break;
+    }
+    return zklock_category_impl::message(ev);
+  }
+
+ private:
+  lost_cause cause_;
+};
+
+const lost_category_impl& lost_category(lost_cause c) noexcept {
+  static const lost_category_impl cats[] = {
+      lost_category_impl(lost_cause::unknown),          lost_category_impl(lost_cause::deadline_passed),
+      lost_category_impl(lost_cause::session_expired),  lost_category_impl(lost_cause::session_closed),
+      lost_category_impl(lost_cause::session_replaced), lost_category_impl(lost_cause::node_deleted)};
+  return cats[static_cast<int>(c)];
+}
+
 class condition_category_impl final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "zklock.condition"; }
@@ -178,5 +211,16 @@ error_code with_message(errc e, std::string message) {
 }
 
 }  // namespace detail
+
+error_code make_lock_lost(lost_cause cause) noexcept {
+  if (cause == lost_cause::unknown) return errc::lock_lost;
+  return {static_cast<int>(errc::lock_lost), lost_category(cause)};
+}
+
+lost_cause lock_lost_cause(const error_code& ec) noexcept {
+  if (ec != errc::lock_lost) return lost_cause::unknown;
+  auto* cat = dynamic_cast<const lost_category_impl*>(&ec.category());
+  return cat ? cat->cause() : lost_cause::unknown;
+}
 
 }  // namespace zklock

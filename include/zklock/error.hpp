@@ -69,7 +69,7 @@ enum class errc : int {
   // locks
   lock_busy,                      ///< try-acquire found the lock held by someone else
   lock_timeout,                   ///< a timed acquire gave up when its time ran out
-  lock_lost,                      ///< the lock was held but its session expired (or its node vanished)
+  lock_lost,                      ///< the lock was held and is lost; its message (and lock_lost_cause) says why
   already_released,               ///< the guard's lock was released already
   release_pending,                ///< released while disconnected: the node goes after the reconnect (or with the session)
   not_downgradable,               ///< async_downgrade on a guard that does not hold a shared_mutex's write side
@@ -98,6 +98,22 @@ const boost::system::error_category& zk_category() noexcept;
 /// (`ec == errc::connect_timeout`, `ec.category() == zklock_category()` hold).
 const boost::system::error_category& zklock_category() noexcept;
 const boost::system::error_category& condition_category() noexcept;
+
+/// Why a held lock was lost. An errc::lock_lost from a guard carries it: its message names it,
+/// and lock_lost_cause() returns it, while the code still compares equal to errc::lock_lost and
+/// to condition::lock_lost (one category per cause, all with the zklock category's identity).
+enum class lost_cause {
+  unknown,           ///< a plain errc::lock_lost, or not a lock_lost at all
+  deadline_passed,   ///< the validity deadline passed with no reply from ZooKeeper: the session may have expired on the server
+  session_expired,   ///< the session expired: the lock node went with it
+  session_closed,    ///< the session was closed (by its owner, or after an authentication failure)
+  session_replaced,  ///< the session was replaced by a new one: the lock node belonged to the old one
+  node_deleted,      ///< the lock node was deleted by someone else (or is not our session's any more)
+};
+/// errc::lock_lost naming `cause` (equal to errc::lock_lost).
+error_code make_lock_lost(lost_cause cause) noexcept;
+/// The cause an errc::lock_lost carries (lost_cause::unknown for anything else).
+lost_cause lock_lost_cause(const error_code& ec) noexcept;
 
 inline error_code make_error_code(zk_errc e) noexcept {
   return {static_cast<int>(e), zk_category()};

@@ -4,6 +4,7 @@
 #include "lock/hold.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/lock_fsm.hpp"
+#include "sansio/session_end.hpp"
 
 #include <zklock/path.hpp>
 
@@ -25,9 +26,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         s_(m_->s),
         fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
         owner_(p.owner),
-        try_once_(p.mode == lock_mode::try_once),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
-        timer_(s_->executor()) {}
+        timer_(s_->executor()),
+        retry_timer_(s_->executor()) {}
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
   }
@@ -50,35 +51,24 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     if (timeout != std::chrono::steady_clock::duration::max()) {
       timer_.expires_after(timeout);
       timer_.async_wait([self](error_code ec) {
-        // Out of time while not connected: ZooKeeper could not be asked, which says nothing of
-        // contention (lock_timeout would blame it).
-        if (!ec) self->stop(is_connected(self->s_->state()) ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable));
+        if (!ec) self->run(self->fsm_.on_timeout(is_connected(self->s_->state())));
       });
     }
     run(fsm_.start());
   }
 
  private:
-  // Cancellation or timeout: clean up (our node, our watch), then complete. While the session
-  // is disconnected the cleanup waits for the reconnect (or the expiry, which removes both):
-  // a terminal or partial cancellation (and the timeout) completes the caller at once then,
-  // and the cleanup finishes in the background. A total cancellation promises that nothing
-  // happened, so it completes only once the cleanup is done.
-  void stop(error_code reason, asio::cancellation_type type = asio::cancellation_type::terminal) {
-    run(fsm_.cancel(reason));
+  // Cancellation: lock_fsm::cancel decides what it answers when (stop_kind).
+  void stop(error_code reason, asio::cancellation_type type) {
     bool at_once = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
                    asio::cancellation_type::none;
-    if (at_once && !fsm_.done() && !is_connected(s_->state())) {
-      timer_.cancel();
-      fail(reason);
-    }
+    run(fsm_.cancel(reason, at_once ? stop_kind::at_once : stop_kind::total, is_connected(s_->state())));
   }
 
   void on_state(session_state st) {
-    // A try-acquire never waits, not for a reconnect either: it gives up (and cleans up in the
-    // background) as soon as the connection is lost.
-    if (st == session_state::suspended && try_once_) return stop(errc::connection_unavailable);
-    if (is_connected(st))
+    if (st == session_state::suspended)
+      run(fsm_.on_suspended());
+    else if (is_connected(st))
       run(fsm_.on_reconnected());
     else if (st == session_state::expired)
       run(fsm_.on_expired(errc::session_expired));
@@ -160,6 +150,32 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           if (is_connected(s_->state()))
             asio::post(s_->executor(), [self] { self->run(self->fsm_.on_reconnected()); });
           break;
+        case lock_action::check_grant:
+          run(fsm_.on_grant_check({.session_over = session_over(),
+                                   .contact_stale = s_->last_acknowledged() + s_->negotiated_timeout() / 3 <=
+                                                    std::chrono::steady_clock::now(),
+                                   .connected = is_connected(s_->state())}));
+          break;
+        case lock_action::refresh_contact:
+          s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
+                       self->run(self->fsm_.on_refreshed(ec));
+                     }));
+          break;
+        case lock_action::answer_early:
+          timer_.cancel();
+          fail(a.ec);
+          break;
+        case lock_action::retry_delete:
+          // (the timer holds us: the cleanup must finish even when the caller was answered)
+          retry_timer_.expires_after(a.delay);
+          retry_timer_.async_wait([self](error_code ec) {
+            if (!ec) self->run(self->fsm_.on_retry_due());
+          });
+          break;
+        case lock_action::report_cleanup_failed:
+          s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
+                                        ") after an acquire gave up; it blocks the lock until the session ends");
+          break;
         case lock_action::complete:
           complete();
           break;
@@ -212,29 +228,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     timer_.cancel();
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
-    if (r.ec) return fail(r.ec);
-    // A grant is checked against the session it was won on: one that reaches us after that
-    // session was closed, destroyed, expired or replaced (its state event still queued behind
-    // the grant) is not a grant. Its node went with the session, and someone else may hold.
-    if (auto ec = session_over()) return fail(ec);
-    // A grant straight from a watch event sends no request: after a long wait the validity
-    // deadline (last answered request + session timeout - margin) is stale and the new hold
-    // would be lost on arrival. One exists on our node refreshes it first (waits longer than a
-    // third of the session timeout only: the keepalive's cadence).
-    if (!refreshed_ && s_->last_acknowledged() + s_->negotiated_timeout() / 3 <= std::chrono::steady_clock::now() &&
-        is_connected(s_->state())) {
-      refreshed_ = true;
-      ptr self(this);
-      s_->exists(r.node, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
-        if (ec == condition::session_lost) {
-          auto over = self->session_over();
-          return self->fail(over ? over : error_code(errc::session_expired));
-        }
-        self->complete();  // otherwise the hold's own checks take over (deadline, node gone)
-      }));
+    if (r.ec) {
+      if (!fsm_.answered_early()) fail(r.ec);  // answered already: counted then
       return;
     }
-
     auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
     h->node = r.node;
     h->token = r.fencing_token;
@@ -254,16 +251,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   }
 
   // Why the session this acquire runs on is over (empty while it is the live one): closed,
-  // expired, never reconnected after an auth failure, or replaced by a new session.
+  // expired, gone under a new connect, or replaced by a new session (session_end.hpp).
   error_code session_over() const {
-    switch (s_->state()) {
-      case session_state::closed: return errc::session_closed;
-      case session_state::expired: return errc::session_expired;
-      case session_state::disconnected: return errc::not_connected;
-      default: break;
-    }
-    if (s_->session_id() != session_id_) return errc::session_expired;  // replaced meanwhile
-    return {};
+    return session_end_error(s_->state(), true, s_->session_id() != session_id_);
   }
 
   std::shared_ptr<lock_dir> m_;
@@ -271,13 +261,12 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::int64_t session_id_ = 0;  // the ZooKeeper session the acquire started on
   lock_fsm fsm_;
   std::optional<owner_id> owner_;
-  bool try_once_;
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
+  asio::steady_timer retry_timer_;  // lock_action::retry_delete
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;
   std::uint64_t listener_ = 0;
-  bool refreshed_ = false;  // the validity deadline was refreshed before the grant
   acquire_probe metrics_;   // the session's lock metrics
 };
 

@@ -46,7 +46,7 @@ void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
+      case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: h->lost_waiters.push_back(op);
     }
   });
@@ -57,14 +57,13 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
+      case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: break;
     }
     std::weak_ptr<hold> weak = h;
     auto* raw = op.get();
     op->on_cancel = [weak, raw](asio::cancellation_type) {
-      if (auto self = weak.lock())
-        std::erase_if(self->deadline_waiters, [raw](const hold::deadline_waiter& w) { return w.op.get() == raw; });
+      if (auto self = weak.lock()) self->forget_deadline_waiter(raw);
       raw->abort();
     };
     h->wait_deadline(lead, std::move(op));

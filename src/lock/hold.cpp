@@ -5,8 +5,8 @@
 
 namespace zklock::detail {
 
-hold::hold(std::shared_ptr<session_impl> session, bool connected)
-    : s(std::move(session)), fsm(connected), deadline_timer(s->executor()), retry_timer(s->executor()) {}
+hold::hold(std::shared_ptr<session_impl> session, bool connected, bool local)
+    : s(std::move(session)), fsm(connected, local), deadline_timer(s->executor()), retry_timer(s->executor()) {}
 
 hold::~hold() {
   // A guard may be destroyed on any thread, holding our last reference (a released guard
@@ -43,7 +43,7 @@ void hold::start() {
       if (auto self = weak.lock()) self->on_session_state(st);
     });
   });
-  arm_deadline();
+  check_clock();
 }
 
 void hold::on_session_state(session_state st) {
@@ -53,65 +53,45 @@ void hold::on_session_state(session_state st) {
     run(fsm.on_connected(s->session_id() == session_id));
     if (st == session_state::reconnected) check_node();
   } else if (st == session_state::expired || st == session_state::closed) {
-    run(fsm.on_session_ended());
+    run(fsm.on_session_ended(
+        make_lock_lost(st == session_state::expired ? lost_cause::session_expired : lost_cause::session_closed)));
   }
-  arm_deadline();
+  check_clock();
 }
 
-// The validity deadline (see lock_guard::valid_until): keep it ahead with a cheap request of
-// our own while the connection is idle, and report the lock lost when it passes.
-void hold::arm_deadline() {
-  if (!owns()) {
-    deadline_timer.cancel();
-    return;
-  }
-  auto now = std::chrono::steady_clock::now();
-  auto until = s->valid_until();
-  // A local hold (local_release set) neither sends nor loses on its own: its node's hold keeps
-  // the deadline and reports the loss; here only its async_wait_deadline waiters are served.
-  const bool local = static_cast<bool>(local_release);
-  if (until <= now && !local) return run(fsm.on_deadline());
-  // async_wait_deadline: the deadline is within its lead and no reply has moved it on
-  auto next = until;
-  for (auto it = deadline_waiters.begin(); it != deadline_waiters.end();) {
-    if (until - it->lead <= now) {
-      it->op->complete({});
-      it = deadline_waiters.erase(it);
-    } else {
-      next = std::min(next, until - it->lead);
-      ++it;
-    }
-  }
-  if (local) {
-    if (until <= now || deadline_waiters.empty()) return;
-    deadline_timer.expires_at(next);
-    deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) self->arm_deadline();
-    });
-    return;
-  }
-  auto refresh = s->last_acknowledged() + s->negotiated_timeout() / 3;
-  if (refresh <= now && is_connected(s->state()) && !keepalive_in_flight) {
-    keepalive_in_flight = true;
-    // exists on our own node: refreshes the deadline, and finds a node deleted under us.
-    s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
-      self->keepalive_in_flight = false;
-      self->on_node_stat(ec, st);
-      self->arm_deadline();
-    }));
-  }
-  if (refresh > now) next = std::min(next, refresh);
-  deadline_timer.expires_at(next);
-  deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
-    if (ec) return;
-    if (auto self = weak.lock()) self->arm_deadline();
+hold_clock hold::clock() const {
+  auto st = s->state();
+  return {.now = std::chrono::steady_clock::now(),
+          .valid_until = s->valid_until(),
+          .last_acknowledged = s->last_acknowledged(),
+          .session_timeout = s->negotiated_timeout(),
+          .connected = is_connected(st),
+          .ended = st == session_state::expired || st == session_state::closed || st == session_state::disconnected};
+}
+
+// The validity deadline (see lock_guard::valid_until) and its keepalive: hold_fsm::on_clock decides.
+void hold::check_clock() { run(fsm.on_clock(clock())); }
+
+void hold::wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op) {
+  auto id = ++next_waiter;
+  deadline_waiters.push_back({id, std::move(op)});
+  fsm.add_deadline_waiter(id, lead);
+  check_clock();  // completes it at once when the deadline is already that close
+}
+
+void hold::forget_deadline_waiter(const pending<void(error_code)>* op) {
+  std::erase_if(deadline_waiters, [&](const deadline_waiter& w) {
+    if (w.op.get() != op) return false;
+    fsm.remove_deadline_waiter(w.id);
+    return true;
   });
 }
 
-void hold::wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op) {
-  deadline_waiters.push_back({lead, std::move(op)});
-  arm_deadline();  // completes it at once when the deadline is already that close
+// exists on our own node: refreshes the deadline, and finds a node deleted under us.
+void hold::send_keepalive() {
+  s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
+    self->run(self->fsm.on_keepalive_reply(ec, self->node_ours(st), self->clock()));
+  }));
 }
 
 // After a reconnect: our node must still be there and still our session's (CURATOR-696: a
@@ -120,13 +100,8 @@ void hold::wait_deadline(std::chrono::steady_clock::duration lead, pending<void(
 void hold::check_node() {
   if (!owns()) return;
   s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
-    self->on_node_stat(ec, st);
+    self->run(self->fsm.on_node_checked(ec, self->node_ours(st)));
   }));
-}
-
-void hold::on_node_stat(error_code ec, const std::optional<node_stat>& st) {
-  if (ec || fsm.status() == lock_status::released) return;
-  if (!st || st->ephemeral_owner != session_id) run(fsm.on_node_gone());
 }
 
 void hold::complete_lost_waiters(error_code ec) {
@@ -147,7 +122,7 @@ void hold::run(const hold_fsm::actions& actions) {
       case hold_action::report_lost:
         deadline_timer.cancel();
         metrics.lost();
-        complete_lost_waiters(errc::lock_lost);
+        complete_lost_waiters(a.ec);  // errc::lock_lost naming its cause
         lost_signal.emit(asio::cancellation_type::terminal);
         break;
       case hold_action::complete_release:
@@ -159,6 +134,28 @@ void hold::run(const hold_fsm::actions& actions) {
         retry_timer.async_wait([self = shared_from_this()](error_code ec) {
           if (!ec) self->run(self->fsm.on_retry_due());
         });
+        break;
+      case hold_action::arm_timer:
+        deadline_timer.expires_at(a.at);
+        deadline_timer.async_wait([weak = weak_from_this()](error_code ec) {
+          if (ec) return;
+          if (auto self = weak.lock()) self->check_clock();
+        });
+        break;
+      case hold_action::stop_timer:
+        deadline_timer.cancel();
+        break;
+      case hold_action::send_keepalive:
+        send_keepalive();
+        break;
+      case hold_action::deadline_near:
+        for (auto it = deadline_waiters.begin(); it != deadline_waiters.end(); ++it)
+          if (it->id == a.waiter) {
+            auto op = std::move(it->op);
+            deadline_waiters.erase(it);
+            op->complete({});
+            break;
+          }
         break;
       case hold_action::report_release_failed:
         // Nobody may wait for the outcome (a guard destroyed without release): never silent.

@@ -35,16 +35,16 @@ struct hold : std::enable_shared_from_this<hold> {
   int count = 1;
   std::uint64_t listener = 0;
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
-  // async_wait_deadline: complete once the validity deadline is `lead` away (see arm_deadline)
+  // async_wait_deadline: completed when hold_fsm says its waiter is due (deadline_near)
   struct deadline_waiter {
-    std::chrono::steady_clock::duration lead;
+    std::uint64_t id;
     pending<void(error_code)>::ptr op;
   };
   std::vector<deadline_waiter> deadline_waiters;
+  std::uint64_t next_waiter = 0;
   pending<void(error_code)>::ptr release_waiter;
-  asio::steady_timer deadline_timer;
+  asio::steady_timer deadline_timer;  // hold_action::arm_timer: the deadline, the keepalive, a waiter
   asio::steady_timer retry_timer;  // a delete the server refused for now (hold_action::retry_release)
-  bool keepalive_in_flight = false;
   asio::cancellation_signal lost_signal;
   // While a release is owed the guard may be gone (release_pending), and the session listener
   // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so
@@ -59,7 +59,8 @@ struct hold : std::enable_shared_from_this<hold> {
   // the node. Its status is driven from outside through apply (never start()ed).
   std::function<void(const std::shared_ptr<hold>&, void_handler)> local_release;
 
-  hold(std::shared_ptr<session_impl> session, bool connected);
+  /// `local`: a local queue's hold (see local_release).
+  hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
   ~hold();
 
   /// Starts following the session and the validity deadline (after the fields are set).
@@ -75,14 +76,19 @@ struct hold : std::enable_shared_from_this<hold> {
   /// Completes `op` once the validity deadline is `lead` away with no reply moving it on (or
   /// with lock_lost / already_released first).
   void wait_deadline(std::chrono::steady_clock::duration lead, pending<void(error_code)>::ptr op);
+  /// Forgets the async_wait_deadline waiter `op` (cancelled).
+  void forget_deadline_waiter(const pending<void(error_code)>* op);
   /// Carries out actions of this hold's state machine fed from outside (a local hold).
   void apply(const hold_fsm::actions& actions) { run(actions); }
 
  private:
   void on_session_state(session_state st);
-  void arm_deadline();
+  /// Feeds hold_fsm::on_clock what the session says now.
+  void check_clock();
+  hold_clock clock() const;
+  bool node_ours(const std::optional<node_stat>& st) const { return st && st->ephemeral_owner == session_id; }
   void check_node();
-  void on_node_stat(error_code ec, const std::optional<node_stat>& st);
+  void send_keepalive();
   void run(const hold_fsm::actions& actions);
   void send_release();
   void complete_lost_waiters(error_code ec);

@@ -88,7 +88,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         case local_action::grant: grant(a.waiter, a.generation); break;
         case local_action::fail: finish(a.waiter, a.ec); break;
         case local_action::lose_holder:
-          if (auto h = holder_hold_.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended());
+          if (auto h = holder_hold_.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
           break;
       }
     }
@@ -137,6 +137,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
       czxid_ = node_guard_.fencing_token();
       node_guard_.async_wait_lost([self = shared_from_this(), epoch](error_code ec) {
         if (epoch != self->epoch_ || ec != errc::lock_lost) return;
+        self->node_lost_ = ec;  // its cause, for the local holder's guard
         auto st = self->s_->state();
         error_code end = st == session_state::expired  ? error_code(errc::session_expired)
                          : st == session_state::closed ? error_code(errc::session_closed)
@@ -199,7 +200,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (!taken) return;
     auto& w = *taken;
     // A local hold: nothing is sent. It starts as the node's hold is (held or maybe_lost).
-    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held);
+    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held, /*local=*/true);
     h->node = node_guard_.node_path();
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();
@@ -260,6 +261,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   boost::intrusive_ptr<watch_state> watch_;
   // the local holder
   std::weak_ptr<hold> holder_hold_;
+  error_code node_lost_;  // why the node's hold was lost (errc::lock_lost naming the cause)
   std::uint64_t holder_id_ = 0;
   std::optional<owner_id> holder_owner_;
 };

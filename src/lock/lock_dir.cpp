@@ -6,6 +6,7 @@
 #include "lock/hold.hpp"
 #include "lock/local_queue.hpp"
 #include "sansio/queue.hpp"
+#include "sansio/session_end.hpp"
 
 #include <zklock/path.hpp>
 
@@ -85,11 +86,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
     if (state->path_error) return op->complete(state->path_error, lock_guard{});
     // The session first: a reentrant hold of a session that just ended (its state event still
     // queued) must not be handed out again.
-    if (!is_connected(state->s->state()) && state->s->state() != session_state::suspended)
-      return op->complete(state->s->state() == session_state::expired ? error_code(errc::session_expired)
-                          : state->s->state() == session_state::closed ? error_code(errc::session_closed)
-                                                                        : error_code(errc::not_connected),
-                          lock_guard{});
+    if (auto ec = session_end_error(state->s->state())) return op->complete(ec, lock_guard{});
     if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
     // Our node's data: the marker of its kind and who we are (an election passes its own).
     if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), state->identity);
@@ -103,7 +100,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
       }
     }
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
-    if (p.mode == lock_mode::try_once && !is_connected(state->s->state()))
+    if (p.mode != lock_mode::wait && !is_connected(state->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});
     run_acquire(state, std::move(op), std::move(p));
   });

@@ -1,6 +1,6 @@
 #include "lock/chained_acquire.hpp"
 #include "lock/lock_dir.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/lock_fsm.hpp"
 
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
@@ -44,11 +44,12 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
   void start() {
     forward_cancellation();
     if (mode_ == lock_mode::try_once) {
-      // All leases taken: say so on this one read, without queueing (no write).
+      // All leases taken: say so on this one read (lock_fsm::probe decides), without queueing
+      // (no write). Looks free: the lease step writes at once, without looking again.
       auto self = shared_from_this();
       st_->leases->s->get_children(st_->leases->path, nullptr, children_handler([self](error_code ec, children_result r) {
         if (self->cancelled_) return self->op_->complete(asio::error::operation_aborted, lock_guard{});
-        if (!ec && blocked_at_tail(r.children, lock_kind::lease, self->st_->leases->max_leases))
+        if (!ec && lock_fsm::probe(r.children, lock_kind::lease, self->st_->leases->max_leases) == probe_result::busy)
           return self->op_->complete(errc::lock_busy, lock_guard{});
         self->take_internal();  // looks free (or no dir yet): the recipe decides
       }));
@@ -64,7 +65,8 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
     if (ec) return op_->complete(ec, lock_guard{});
     if (cancelled_) return op_->complete(asio::error::operation_aborted, lock_guard{});  // g releases
     internal_ = std::move(g);
-    step(st_->leases, mode_, lock_kind::lease, &lease_op::on_lease);
+    step(st_->leases, mode_ == lock_mode::try_once ? lock_mode::try_after_probe : mode_, lock_kind::lease,
+         &lease_op::on_lease);
   }
 
   void on_lease(error_code ec, lock_guard g) {

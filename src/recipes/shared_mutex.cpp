@@ -16,7 +16,7 @@ void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
+      case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: break;
     }
     if (h->kind != lock_kind::write) return op->complete(errc::not_downgradable);

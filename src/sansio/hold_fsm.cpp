@@ -1,6 +1,21 @@
 #include "sansio/hold_fsm.hpp"
 
+#include <algorithm>
+
 namespace zklock::detail {
+
+namespace {
+hold_action arm_timer_at(std::chrono::steady_clock::time_point at) {
+  hold_action a{hold_action::arm_timer, {}};
+  a.at = at;
+  return a;
+}
+hold_action deadline_near(std::uint64_t waiter) {
+  hold_action a{hold_action::deadline_near, {}};
+  a.waiter = waiter;
+  return a;
+}
+}  // namespace
 
 void hold_fsm::complete(actions& out, error_code ec) {
   if (!caller_waits_) return;
@@ -8,10 +23,12 @@ void hold_fsm::complete(actions& out, error_code ec) {
   out.push_back({hold_action::complete_release, ec});
 }
 
-hold_fsm::actions hold_fsm::lose() {
+hold_fsm::actions hold_fsm::lose(error_code why) {
   if (status_ != lock_status::held && status_ != lock_status::maybe_lost) return {};
   status_ = lock_status::lost;
-  return {{hold_action::report_lost, errc::lock_lost}};
+  lost_ = why;
+  deadline_waiters_.clear();  // report_lost answers them
+  return {{hold_action::report_lost, why}};
 }
 
 hold_fsm::actions hold_fsm::send_if_connected() {
@@ -33,7 +50,7 @@ hold_fsm::actions hold_fsm::on_suspended() {
 
 hold_fsm::actions hold_fsm::on_connected(bool same_session) {
   if (link_ == link::ended) return {};
-  if (!same_session) return on_session_ended();
+  if (!same_session) return on_session_ended(make_lock_lost(lost_cause::session_replaced));
   link_ = link::connected;
   if (status_ == lock_status::maybe_lost) status_ = lock_status::held;
   // A release that waited for the connection (or was lost with it) goes now; so does the
@@ -41,21 +58,21 @@ hold_fsm::actions hold_fsm::on_connected(bool same_session) {
   return send_if_connected();
 }
 
-hold_fsm::actions hold_fsm::on_session_ended() {
+hold_fsm::actions hold_fsm::on_session_ended(error_code why) {
   if (link_ == link::ended) return {};
   link_ = link::ended;
-  actions out = lose();
+  actions out = lose(why);
   if (delete_ == delete_state::failed) {
     delete_ = delete_state::done;  // the node the server kept went with the session at last
   } else if (delete_ != delete_state::done) {
     delete_ = delete_state::done;  // the node went with the session
-    complete(out, errc::lock_lost);
+    complete(out, why);
   }
   return out;
 }
 
 hold_fsm::actions hold_fsm::on_deadline() {
-  actions out = lose();
+  actions out = lose(make_lock_lost(lost_cause::deadline_passed));
   if (out.empty()) return out;
   // Our node may outlive the deadline (the session may survive): it is owed a delete, which
   // goes as soon as the connection allows.
@@ -74,17 +91,18 @@ hold_fsm::actions hold_fsm::release(bool caller_waits) {
   }
   status_ = lock_status::released;
   caller_waits_ = caller_waits;
+  deadline_waiters_.clear();  // the runner answers them (already_released)
   if (delete_ == delete_state::failed) {
     complete(out, failure_);  // a lost hold whose owed delete the server refused
     return out;
   }
   if (link_ == link::ended || delete_ == delete_state::done) {
-    complete(out, errc::lock_lost);  // the node went with the session
+    complete(out, lost_ ? lost_ : error_code(errc::lock_lost));  // the node went with the session
     return out;
   }
   if (was_lost) {
-    // The caller learns the lock was lost; the owed delete goes on in the background.
-    complete(out, errc::lock_lost);
+    // The caller learns the lock was lost (and why); the owed delete goes on in the background.
+    complete(out, lost_);
   } else if (link_ != link::connected) {
     complete(out, errc::release_pending);  // do not make the caller wait for the network
   }
@@ -110,10 +128,11 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     // On a retry the first request committed (our session lives, and only its delete or its
     // expiry removes our ephemeral node). On the first try someone else deleted it.
     delete_ = delete_state::done;
-    complete(out, attempts_ > 1 ? error_code{} : error_code(errc::lock_lost));
+    complete(out, attempts_ > 1 ? error_code{} : make_lock_lost(lost_cause::node_deleted));
   } else if (ec == condition::session_lost) {
     delete_ = delete_state::done;  // the node goes with the session
-    complete(out, errc::lock_lost);
+    complete(out, make_lock_lost(ec == zk_errc::closing || ec == errc::session_closed ? lost_cause::session_closed
+                                                                                        : lost_cause::session_expired));
   } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && retries_ < max_release_retries) {
     // Refused for now (the server throttles; the C client failed locally): the node is still
     // ours to delete. The caller, if any, keeps waiting for the outcome.
@@ -135,6 +154,61 @@ hold_fsm::actions hold_fsm::on_retry_due() {
   if (delete_ != delete_state::backoff) return {};
   delete_ = delete_state::wanted;
   return send_if_connected();  // or after the reconnect
+}
+
+hold_fsm::actions hold_fsm::on_clock(const hold_clock& c) {
+  if ((status_ != lock_status::held && status_ != lock_status::maybe_lost) || c.ended)
+    return {{hold_action::stop_timer, {}}};
+  if (!local_ && c.valid_until <= c.now) return on_deadline();
+  actions out;
+  // async_wait_deadline: the deadline is within its lead and no reply has moved it on
+  auto next = c.valid_until;
+  std::erase_if(deadline_waiters_, [&](const deadline_waiter& w) {
+    if (c.valid_until - w.lead <= c.now) {
+      out.push_back(deadline_near(w.id));
+      return true;
+    }
+    next = std::min(next, c.valid_until - w.lead);
+    return false;
+  });
+  if (local_) {
+    // Served only while the deadline (kept by the node's hold) is ahead.
+    if (c.valid_until > c.now && !deadline_waiters_.empty()) out.push_back(arm_timer_at(next));
+    return out;
+  }
+  // The keepalive: a third of the session timeout without a reply (the C client's own ping
+  // cadence), and the connection up to carry it.
+  auto refresh = c.last_acknowledged + c.session_timeout / 3;
+  if (refresh <= c.now && c.connected && !keepalive_in_flight_) {
+    keepalive_in_flight_ = true;
+    out.push_back({hold_action::send_keepalive, {}});
+  }
+  if (refresh > c.now) next = std::min(next, refresh);
+  out.push_back(arm_timer_at(next));
+  return out;
+}
+
+hold_fsm::actions hold_fsm::on_keepalive_reply(error_code ec, bool node_ours, const hold_clock& c) {
+  keepalive_in_flight_ = false;
+  actions out = on_node_checked(ec, node_ours);
+  auto next = on_clock(c);
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+hold_fsm::actions hold_fsm::on_node_checked(error_code ec, bool node_ours) {
+  // Only the owner's delete or the session's end removes our node: gone (or another session's)
+  // means deleted by someone else, or a replaced session.
+  if (ec || status_ == lock_status::released || node_ours) return {};
+  return on_node_gone();
+}
+
+void hold_fsm::add_deadline_waiter(std::uint64_t id, std::chrono::steady_clock::duration lead) {
+  deadline_waiters_.push_back({id, lead});
+}
+
+void hold_fsm::remove_deadline_waiter(std::uint64_t id) {
+  std::erase_if(deadline_waiters_, [id](const deadline_waiter& w) { return w.id == id; });
 }
 
 }  // namespace zklock::detail

@@ -1,7 +1,9 @@
-// A held lock's life after the grant, as a sans-I/O state machine: lost-tracking and the
-// release. Inputs: the session's state changes, the release request, the release's reply, the
-// validity deadline; outputs: send the release, report the loss, complete the release. The
-// mutex's `hold` carries the actions out; unit tests walk every interleaving without a server.
+// A held lock's life after the grant, as a sans-I/O state machine: lost-tracking, the
+// validity deadline with its keepalive, and the release. Inputs: the session's state changes,
+// the clock (on_clock: a timer fired, a state changed, a reply came), the keepalive's reply, the
+// release request, the release's reply; outputs: arm the timer, send a keepalive, report the
+// loss, send the release, complete the release. The mutex's `hold` carries the actions out;
+// unit tests walk every interleaving without a server.
 //
 // Rules it keeps:
 //  - A hold that was not released always gets its node deleted while its session lives, even
@@ -18,15 +20,33 @@
 //    error, or the retries used up) leaves our node blocking the lock until the session ends,
 //    and says so: the release's caller gets the error, release_failure() keeps it for the
 //    guard, and report_release_failed asks the runner to log it (nobody may wait).
+//  - The validity deadline (lock_guard::valid_until: the last reply + the session timeout - a
+//    margin) is kept ahead while the connection is idle by a keepalive of our own (an exists on
+//    our node, which also finds a node deleted under us) once a third of the session timeout
+//    passed without a reply; when it passes the hold is lost. The timer is always armed at or
+//    before the deadline. A local hold (mutex_options::local_queue) neither sends nor loses on
+//    its own: its node's hold does; it only serves its async_wait_deadline waiters.
 #pragma once
 
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 namespace zklock::detail {
+
+/// What the session says of its contact with the server when an input arrives.
+struct hold_clock {
+  using time_point = std::chrono::steady_clock::time_point;
+  time_point now;
+  time_point valid_until;          ///< last reply + negotiated timeout - margin
+  time_point last_acknowledged;    ///< the last reply the server sent
+  std::chrono::milliseconds session_timeout{0};  ///< the negotiated one
+  bool connected = false;          ///< the session's state right now
+  bool ended = false;              ///< expired, closed or disconnected: its event is on its way
+};
 
 struct hold_action {
   enum kind {
@@ -35,10 +55,16 @@ struct hold_action {
     complete_release,  ///< the caller of the release gets `ec`
     retry_release,     ///< call on_retry_due() after `delay` (the server refused for now)
     report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
+    arm_timer,         ///< call on_clock() at `at` (replaces the previous timer)
+    stop_timer,        ///< nothing to wait for: cancel the timer
+    send_keepalive,    ///< exists on our node; its reply goes to on_keepalive_reply()
+    deadline_near,     ///< async_wait_deadline waiter `waiter` is due: complete it (success)
   };
   kind type;
   error_code ec;
   std::chrono::milliseconds delay{0};
+  std::chrono::steady_clock::time_point at{};
+  std::uint64_t waiter = 0;
 };
 
 class hold_fsm {
@@ -46,9 +72,11 @@ class hold_fsm {
   using actions = std::vector<hold_action>;
 
   /// A hold starts held (connected) or maybe_lost (granted while the connection dropped).
-  explicit hold_fsm(bool connected) noexcept
+  /// `local`: a local queue's hold, which keeps no deadline of its own (see above).
+  explicit hold_fsm(bool connected, bool local = false) noexcept
       : status_(connected ? lock_status::held : lock_status::maybe_lost),
-        link_(connected ? link::connected : link::suspended) {}
+        link_(connected ? link::connected : link::suspended),
+        local_(local) {}
 
   lock_status status() const noexcept { return status_; }
   /// True while our node may still exist and a delete is owed (sent or waiting to be sent).
@@ -63,18 +91,36 @@ class hold_fsm {
   /// How often a delete the server may accept later is sent again, after 100 ms, 200 ms, ...
   static constexpr int max_release_retries = 5;
 
+  /// Why the lock was lost (errc::lock_lost naming the cause; empty while not lost).
+  error_code lost_error() const noexcept { return lost_; }
+
   /// The connection dropped; the session may still live.
   actions on_suspended();
   /// Connected again. `same_session` false means the ZooKeeper session was replaced: our node
   /// belonged to the old one, so this counts as its end.
   actions on_connected(bool same_session);
-  /// The session expired or was closed: our node is gone with it.
-  actions on_session_ended();
+  /// The session expired or was closed (`why`: make_lock_lost of the cause): our node is gone with it.
+  actions on_session_ended(error_code why = make_lock_lost(lost_cause::session_expired));
   /// Our node is gone although the session lives (deleted by someone else).
-  actions on_node_gone() { return on_session_ended(); }
+  actions on_node_gone() { return on_session_ended(make_lock_lost(lost_cause::node_deleted)); }
   /// The validity deadline passed without a reply from the server: it may have expired the
   /// session and granted the lock to someone else.
   actions on_deadline();
+  /// The time or the contact may have moved (the timer fired, a state changed, a reply came, a
+  /// waiter came): lose at the deadline, send a keepalive when due, serve the deadline
+  /// waiters, and arm the timer for what comes next.
+  actions on_clock(const hold_clock& c);
+  /// Reply to send_keepalive: `node_ours` says our node is there and our session's. Give it
+  /// the clock of the reply (it moved the deadline).
+  actions on_keepalive_reply(error_code ec, bool node_ours, const hold_clock& c);
+  /// Reply to the check of our node after a reconnect (CURATOR-696: a node of an older
+  /// session is not ours): as the keepalive's, without the clock.
+  actions on_node_checked(error_code ec, bool node_ours);
+  /// async_wait_deadline: `id` is due once the deadline is `lead` away (deadline_near), or
+  /// dropped with the loss or the release (the runner answers those itself). Call on_clock after.
+  void add_deadline_waiter(std::uint64_t id, std::chrono::steady_clock::duration lead);
+  void remove_deadline_waiter(std::uint64_t id);
+  bool keepalive_in_flight() const noexcept { return keepalive_in_flight_; }
   /// The owner gives the lock back. `caller_waits`: someone waits for the outcome.
   actions release(bool caller_waits);
   /// Reply to send_release.
@@ -88,7 +134,7 @@ class hold_fsm {
   // good, our node stays until the session ends
   enum class delete_state { none, wanted, in_flight, backoff, failed, done };
 
-  actions lose();
+  actions lose(error_code why);
   actions send_if_connected();
   void complete(actions& out, error_code ec);
 
@@ -98,7 +144,15 @@ class hold_fsm {
   int attempts_ = 0;           // release requests sent
   int retries_ = 0;            // of them, resent after the server refused for now
   error_code failure_;         // see release_failure()
+  error_code lost_;            // see lost_error()
   bool caller_waits_ = false;  // a caller waits for complete_release
+  bool local_ = false;         // a local queue's hold: no deadline of its own
+  bool keepalive_in_flight_ = false;
+  struct deadline_waiter {
+    std::uint64_t id;
+    std::chrono::steady_clock::duration lead;
+  };
+  std::vector<deadline_waiter> deadline_waiters_;
 };
 
 }  // namespace zklock::detail

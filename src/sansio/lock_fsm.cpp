@@ -1,4 +1,5 @@
 #include "sansio/lock_fsm.hpp"
+#include "sansio/session_end.hpp"
 #include <zklock/path.hpp>
 
 #include <algorithm>
@@ -8,13 +9,8 @@ namespace zklock::detail {
 
 namespace {
 bool is_connection_loss(const error_code& ec) { return ec == condition::connection_lost; }
-// A request failed because the session is over: complete with how it ended.
-error_code session_end(const error_code& ec) {
-  if (ec == zk_errc::closing || ec == errc::session_closed) return errc::session_closed;
-  if (ec == errc::not_connected) return errc::not_connected;
-  return errc::session_expired;
-}
-error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end(ec) : ec; }
+// A request failed because the session is over: complete with how it ended (session_end.hpp).
+error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end_error(ec) : ec; }
 }  // namespace
 
 lock_fsm::actions lock_fsm::list_dir() {
@@ -119,19 +115,13 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (is_connection_loss(ec)) return after_connection_loss(retry::list);
     if (ec && ec != zk_errc::no_node) return fail(failure(ec));
     if (!ec) {
-      auto q = queue_order(children);
-      q.push_back({{}, 0, kind_});  // where our node would go: behind everyone
-      if (auto b = find_blockers(q, q.size() - 1, kind_, max_leases_)) {
-        // A reader's one blocker at the head may be a writer that downgraded (it holds the
-        // read side; a blocking read would be granted beside it): read its data first. Only
-        // the head can be one: a writer holds (and may downgrade) with nobody ahead of it,
-        // and none can get ahead later; a second writer ahead of us waits, so it blocks us.
-        if (kind_ == lock_kind::read && b->count == 1 && b->nearest == 0) {
+      switch (probe(children, kind_, max_leases_)) {
+        case probe_result::busy: return busy();
+        case probe_result::read_head_data:
           pending_read_ = true;
-          read_node_ = q[0].name;
-          return {{lock_action::read_data, join_path(dir_, q[0].name)}};
-        }
-        return busy();
+          read_node_ = queue_order(children)[0].name;
+          return {{lock_action::read_data, join_path(dir_, read_node_)}};
+        case probe_result::looks_free: break;
       }
     }
     probing_ = false;
@@ -150,6 +140,19 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     return create_and_list();
   }
   return fail(failure(ec));
+}
+
+probe_result lock_fsm::probe(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
+  auto q = queue_order(children);
+  q.push_back({{}, 0, kind});  // where our node would go: behind everyone
+  auto b = find_blockers(q, q.size() - 1, kind, max_leases);
+  if (!b) return probe_result::looks_free;
+  // A reader's one blocker at the head may be a writer that downgraded (it holds the read
+  // side; a blocking read would be granted beside it): read its data first. Only the head can
+  // be one: a writer holds (and may downgrade) with nobody ahead of it, and none can get ahead
+  // later; a second writer ahead of us waits, so it blocks us.
+  if (kind == lock_kind::read && b->count == 1 && b->nearest == 0) return probe_result::read_head_data;
+  return probe_result::busy;
 }
 
 lock_fsm::actions lock_fsm::busy() {
@@ -207,7 +210,7 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     }
     return acquired();
   }
-  if (mode_ == lock_mode::try_once) return fail(errc::lock_busy);
+  if (mode_ != lock_mode::wait) return fail(errc::lock_busy);
   if (kind_ == lock_kind::lease) {
     // Any holder's release frees a lease: watch the dir (one waiter at a time does, behind
     // the semaphore's internal mutex, so no herd). A watch already set stays.
@@ -227,9 +230,46 @@ lock_fsm::actions lock_fsm::acquired() {
     pending_stat_ = true;
     return {{lock_action::stat_node, node_}};
   }
+  phase_ = phase::granting;
+  return {{lock_action::check_grant, node_}};
+}
+
+lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
+  if (phase_ != phase::granting || pending_refresh_) return {};
+  error_code over = v.session_over;
+  if (!over && refresh_found_session_over_) over = errc::session_expired;
+  if (over) {
+    // Our node went with that session, and someone else may hold: no grant.
+    phase_ = phase::done;
+    result_ = {over, {}, 0};
+    return {{lock_action::complete, {}}};
+  }
+  if (!refreshed_ && v.contact_stale && v.connected) {
+    refreshed_ = pending_refresh_ = true;
+    return {{lock_action::refresh_contact, node_}};
+  }
   phase_ = phase::done;
   result_ = {{}, node_, czxid_};
   return {{lock_action::complete, {}}};
+}
+
+lock_fsm::actions lock_fsm::on_refreshed(error_code ec) {
+  if (!pending_refresh_ || phase_ != phase::granting) return {};
+  pending_refresh_ = false;
+  // The session ended meanwhile: no grant. Otherwise (the node gone, the connection lost) the
+  // hold's own checks take over (its deadline, its node check).
+  if (ec == condition::session_lost) refresh_found_session_over_ = true;
+  return {{lock_action::check_grant, node_}};
+}
+
+lock_fsm::actions lock_fsm::on_timeout(bool connected) {
+  return cancel(connected ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable), stop_kind::at_once,
+                connected);
+}
+
+lock_fsm::actions lock_fsm::on_suspended() {
+  if (mode_ == lock_mode::wait) return {};
+  return cancel(errc::connection_unavailable, stop_kind::at_once, false);
 }
 
 lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
@@ -346,8 +386,34 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
   if (!pending_delete_) return {};
   pending_delete_ = false;
   if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
-  node_gone_ = true;  // ok, no_node, or the session is gone (ephemeral with it)
-  return finish_cleaning_if_idle();
+  if (!ec || ec == zk_errc::no_node || ec == condition::session_lost) {
+    node_gone_ = true;  // deleted, or the session is gone (ephemeral with it)
+    return finish_cleaning_if_idle();
+  }
+  // Refused. For now (the server throttles; the C client failed locally): the node is still
+  // ours to delete, send it again after a growing delay, as hold_fsm does for a release.
+  if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && delete_retries_ < max_delete_retries) {
+    lock_action a{lock_action::retry_delete, node_};
+    a.ec = ec;
+    a.delay = std::chrono::milliseconds(100 << delete_retries_);
+    ++delete_retries_;
+    backoff_ = true;
+    return {a};
+  }
+  // For good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our node
+  // blocks the lock until the session ends. Never silent: the runner logs it.
+  node_gone_ = true;  // nothing more we can do for it
+  actions out{{lock_action::report_cleanup_failed, node_, ec}};
+  auto rest = finish_cleaning_if_idle();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::on_retry_due() {
+  if (!backoff_ || phase_ == phase::done) return {};
+  backoff_ = false;
+  pending_delete_ = true;
+  return {{lock_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
 }
 
 lock_fsm::actions lock_fsm::on_reconnected() {
@@ -380,29 +446,39 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
   phase_ = phase::done;
   pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
-  pending_read_ = false;
+  pending_read_ = pending_refresh_ = backoff_ = false;
   watch_active_ = false;
   retry_ = retry::none;
   result_ = {ec, {}, 0};
   return {{lock_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::cancel(error_code reason) {
-  if (phase_ != phase::acquiring) {
-    if (phase_ == phase::idle) {
-      phase_ = phase::done;
-      result_.ec = reason;
-      return {{lock_action::complete, {}}};
-    }
-    return {};
-  }
-  phase_ = phase::cleaning;
-  reason_ = reason;
+lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool connected) {
   actions out;
-  if (watch_active_ && !pending_remove_) {
-    pending_remove_ = true;
-    out.push_back({lock_action::remove_watch, predecessor_});
+  if (phase_ == phase::idle) {
+    phase_ = phase::done;
+    result_.ec = reason;
+    return {{lock_action::complete, {}}};
   }
+  if (phase_ == phase::acquiring) {
+    phase_ = phase::cleaning;
+    reason_ = reason;
+    if (watch_active_ && !pending_remove_) {
+      pending_remove_ = true;
+      out.push_back({lock_action::remove_watch, predecessor_});
+    }
+    out = finish_cleaning(std::move(out));
+  }
+  // While disconnected the cleanup waits for the reconnect (or the expiry, which removes our
+  // node and watch): a stop that may answer at once does, and the cleanup finishes behind.
+  if (phase_ == phase::cleaning && kind == stop_kind::at_once && !connected && !answered_early_) {
+    answered_early_ = true;
+    out.push_back({lock_action::answer_early, {}, reason});
+  }
+  return out;
+}
+
+lock_fsm::actions lock_fsm::finish_cleaning(actions out) {
   auto rest = finish_cleaning_if_idle();
   out.insert(out.end(), rest.begin(), rest.end());
   return out;
@@ -417,7 +493,8 @@ lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
   // Wait for what is in flight: a create whose outcome decides whether there is a node, a
   // watch being set (to remove it), a removal or delete, or a reconnect.
-  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || retry_ != retry::none) return {};
+  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || backoff_ || retry_ != retry::none)
+    return {};
   if (create_outcome_unknown_ && node_.empty()) {
     if (pending_list_) return {};
     return list_dir();

@@ -25,6 +25,7 @@
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,11 +50,30 @@ struct lock_action {
     stat_node,          ///< exists `path` (to learn its czxid after recovery)
     read_data,          ///< getData `path` without a watch: is the try-read's one blocker downgraded?
     wait_reconnect,     ///< nothing to send until the session is connected again
+    check_grant,        ///< the lock is ours: call on_grant_check with what the session says now
+    refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
+    answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
+    retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
+    report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
     complete,           ///< the operation is over: see lock_fsm::result()
   };
   kind type;
   std::string path;
+  error_code ec{};
+  std::chrono::milliseconds delay{0};
 };
+
+/// What the runner says of its session when a won lock is to be handed out.
+struct grant_view {
+  error_code session_over;     ///< why the session the acquire started on is over (empty: it lives)
+  bool contact_stale = false;  ///< no reply for a third of the session timeout (the keepalive's cadence)
+  bool connected = true;
+};
+
+/// How a stop may answer its caller while the cleanup waits for the network (issue 18 §4):
+/// `total` only once the cleanup is done (Asio: nothing happened); `at_once` (terminal or
+/// partial cancellation, the timeout) at once while disconnected, the cleanup going on.
+enum class stop_kind { total, at_once };
 
 struct lock_result {
   error_code ec;
@@ -61,9 +81,20 @@ struct lock_result {
   std::int64_t fencing_token = 0;  ///< czxid of our lock node
 };
 
+/// A try-acquire's look before it writes: what the listing of the dir says.
+enum class probe_result {
+  looks_free,      ///< nobody would block us: create (the create-and-list decides)
+  busy,            ///< a blocker is there: lock_busy, nothing written
+  read_head_data,  ///< a reader's one blocker is the head writer: read its data (downgraded?)
+};
+
 class lock_fsm {
  public:
   using actions = std::vector<lock_action>;
+
+  /// The try-lock's look: would a node of `kind` created now be blocked by `children`? (The
+  /// semaphore looks at its leases with it before taking its internal mutex.)
+  static probe_result probe(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
   /// `max_leases`: for lock_kind::lease, how many may hold at once.
   lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
@@ -82,14 +113,35 @@ class lock_fsm {
   actions on_data(error_code ec, predecessor_data data);
   actions on_watch_removed(error_code ec);
   actions on_deleted(error_code ec);
+  /// The delay asked by retry_delete has passed.
+  actions on_retry_due();
+  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...).
+  static constexpr int max_delete_retries = 5;
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
   /// node of another session is never adopted).
   actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
   actions on_reconnected();
   actions on_expired(error_code ec = errc::session_expired);
   /// Stop: cancellation (operation_aborted) or timeout (errc::lock_timeout). Cleans up (our
-  /// node, our watch) before completing with `reason`.
-  actions cancel(error_code reason);
+  /// node, our watch) before completing with `reason`; with stop_kind::at_once and the
+  /// connection down (`connected` false) the caller is answered at once (answer_early).
+  actions cancel(error_code reason, stop_kind kind = stop_kind::total, bool connected = true);
+  /// The timed acquire's time ran out. Not connected, ZooKeeper could not be asked, which says
+  /// nothing of contention: connection_unavailable rather than lock_timeout.
+  actions on_timeout(bool connected);
+  /// The connection dropped (the session may live). A try-acquire never waits, not for a
+  /// reconnect either: it gives up at once (connection_unavailable), cleaning up behind.
+  actions on_suspended();
+  /// Reply to check_grant. A grant is checked against the session it was won on: one that
+  /// arrives after that session was closed, expired or replaced (its state event still queued)
+  /// is not a grant. A grant straight from a watch event sent no request: after a long wait the
+  /// validity deadline is stale and the new hold would be lost on arrival, so one exists on our
+  /// node refreshes it first (once).
+  actions on_grant_check(const grant_view& v);
+  /// Reply to refresh_contact.
+  actions on_refreshed(error_code ec);
+  /// The caller was answered early (answer_early): the final complete is nobody's.
+  bool answered_early() const noexcept { return answered_early_; }
 
   bool done() const noexcept { return phase_ == phase::done; }
   const lock_result& result() const noexcept { return result_; }
@@ -102,7 +154,8 @@ class lock_fsm {
   bool watching_last_blocker() const noexcept { return last_blocker_; }
 
  private:
-  enum class phase { idle, acquiring, cleaning, done };
+  // granting: won, checked against the session (and its contact refreshed) before the grant
+  enum class phase { idle, acquiring, granting, cleaning, done };
   enum class retry { none, create, list, delete_node, remove_watch };
 
   actions evaluate(const std::vector<std::string>& children);
@@ -110,6 +163,7 @@ class lock_fsm {
   actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec
   actions finish_cleaning_if_idle();
+  actions finish_cleaning(actions out);  // `out`, then finish_cleaning_if_idle's
   actions after_watch_removed();  // our watch is gone: grant, look again, or go on cleaning
   actions create_and_list();
   actions after_connection_loss(retry what);
@@ -137,6 +191,12 @@ class lock_fsm {
   bool last_blocker_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
   std::string read_node_;                // the try-read's blocker whose data we read
+  bool refreshed_ = false;       // the contact was refreshed before the grant (once)
+  bool pending_refresh_ = false;
+  bool refresh_found_session_over_ = false;
+  bool answered_early_ = false;
+  int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now
+  bool backoff_ = false;    // a retry_delete's delay is running
   lock_result result_;
 };
 

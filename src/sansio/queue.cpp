@@ -64,10 +64,4 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
   return b;
 }
 
-bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
-  auto q = queue_order(children);
-  q.push_back({{}, 0, kind});  // where our node would go: behind everyone
-  return find_blockers(q, q.size() - 1, kind, max_leases).has_value();
-}
-
 }  // namespace zklock::detail

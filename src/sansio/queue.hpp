@@ -42,9 +42,6 @@ struct blockers {
 };
 std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
                                       int max_leases = 1) noexcept;
-/// Whether a new node of `kind` would be blocked by the contenders among `children` (it would
-/// queue behind all of them): what a try-lock looks at before writing anything.
-bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
 /// Data of a zklock mutex contender's node when created. No data write ever grants the lock:
 /// the watch event carries only its type, so a data change on a predecessor cannot tell a

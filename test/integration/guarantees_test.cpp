@@ -969,3 +969,47 @@ TEST_CASE("while suspended: a try-acquire fails at once, a timed acquire does no
     co_await g.async_release(asio::use_awaitable);
   }(), 60s);
 }
+
+TEST_CASE("the lost error names its cause: a validity deadline passed behind a blackholed proxy, a node deleted by someone else",
+          "[integration][fault][validity]") {
+  // issue 21 §2: "session expired or lock node deleted" when the deadline passed said neither
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 3000ms));
+  session other(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    {
+      // someone else deletes our node: the keepalive finds it (a third of the session timeout)
+      mutex m(s, "/locks/cause-deleted");
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      co_await other.async_delete(g.node_path(), -1, asio::use_awaitable);
+      auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+      CHECK(lost == errc::lock_lost);
+      CHECK(lost == condition::lock_lost);
+      CHECK(lock_lost_cause(lost) == lost_cause::node_deleted);
+      CHECK_THAT(lost.message(), Catch::Contains("deleted by someone else"));
+      auto [rel] = co_await g.async_release(tuple_awaitable);
+      CHECK(lock_lost_cause(rel) == lost_cause::node_deleted);
+    }
+    {
+      // nothing passes any more, the connection stays open: lost at the validity deadline
+      mutex m(s, "/locks/cause-deadline");
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      proxy.blackhole(true);
+      auto [lost] = co_await g.async_wait_lost(tuple_awaitable);
+      CHECK(lost == errc::lock_lost);
+      CHECK(lost == condition::lock_lost);
+      CHECK(lock_lost_cause(lost) == lost_cause::deadline_passed);
+      CHECK_THAT(lost.message(), Catch::Contains("validity deadline"));
+      // asked after the loss, the guard says the same
+      auto [again] = co_await g.async_wait_lost(tuple_awaitable);
+      CHECK(lock_lost_cause(again) == lost_cause::deadline_passed);
+      proxy.blackhole(false);
+      g = lock_guard{};
+      co_await await_children(other, "/locks/cause-deadline", 0);  // deleted, or gone with the session
+    }
+  }(), 60s);
+}

@@ -15,6 +15,7 @@
 
 #include <boost/asio/error.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <concepts>
 #include <cstdio>
@@ -111,6 +112,15 @@ struct sim {
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
+  // check_grant: what the runner says of its session (over: the session ended under the grant;
+  // stale: no reply for a third of the session timeout)
+  std::function<error_code()> session_over_at_grant;
+  std::function<bool()> contact_stale;
+  int refreshes = 0, early_answers = 0;
+  int delete_retries = 0, cleanup_failures = 0;
+  // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
+  std::function<bool()> throttle_delete;
+  bool retry_due = false;  // a retry_delete's delay is running
   std::string violation;       // the first request the fsm's state forbids (property tests)
 
   explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
@@ -189,7 +199,9 @@ struct sim {
   void apply(const lock_fsm::actions& actions) {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
-      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete) {
+      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete &&
+          a.type != lock_action::check_grant && a.type != lock_action::answer_early &&
+          a.type != lock_action::retry_delete && a.type != lock_action::report_cleanup_failed) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -290,6 +302,11 @@ struct sim {
           if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a delete of a node not ours: " + a.path);
           auto it = children.find(name);
           bool had = it != children.end();
+          if (had && throttle_delete && throttle_delete()) {
+            replies.push_back(reply([this] { return fsm.on_deleted(zk_errc::throttled_op); },
+                                    [this] { return fsm.on_deleted(zk_errc::connection_loss); }));
+            break;
+          }
           auto z = had ? it->second : 0;
           auto d = data_of(name);
           if (had) children.erase(it), data.erase(name);
@@ -325,6 +342,36 @@ struct sim {
           // the recipe's glue: already connected again, so go on at once (posted)
           if (glue && connected) replies.push_back([this] { return fsm.on_reconnected(); });
           break;
+        case lock_action::check_grant:
+          --requests;
+          apply(fsm.on_grant_check({.session_over = session_over_at_grant ? session_over_at_grant() : error_code{},
+                                    .contact_stale = contact_stale && contact_stale(),
+                                    .connected = connected}));
+          break;
+        case lock_action::refresh_contact:
+          ++refreshes;
+          if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a refresh on a node not ours: " + a.path);
+          replies.push_back(reply([this] { return fsm.on_refreshed({}); },
+                                  [this] { return fsm.on_refreshed(zk_errc::connection_loss); }));
+          break;
+        case lock_action::answer_early:
+          --requests;
+          if (connected) forbid("a caller answered before the cleanup while connected");
+          if (++early_answers > 1) forbid("a caller answered early twice");
+          if (a.ec != errc::connection_unavailable && a.ec != boost::asio::error::operation_aborted &&
+              a.ec != errc::lock_timeout)
+            forbid("answered early with " + a.ec.message());
+          break;
+        case lock_action::retry_delete:
+          --requests;
+          if (retry_due) forbid("a second delete retry while one is due");
+          retry_due = true;
+          ++delete_retries;
+          break;
+        case lock_action::report_cleanup_failed:
+          --requests;
+          ++cleanup_failures;
+          break;
         case lock_action::complete:
           completed = true;
           ++completions;
@@ -332,6 +379,11 @@ struct sim {
           break;
       }
     }
+  }
+  void retry_delete_due() {
+    if (!retry_due) return;
+    retry_due = false;
+    apply(fsm.on_retry_due());
   }
   // A request sent while the connection is down: its reply is connection_loss.
   void queue_lost(const lock_action& a) {
@@ -354,7 +406,12 @@ struct sim {
       case lock_action::read_data:
         replies.push_back([this, loss] { return fsm.on_data(loss, predecessor_data::other); });
         break;
+      case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case lock_action::wait_reconnect:
+      case lock_action::retry_delete:
+      case lock_action::report_cleanup_failed:
+      case lock_action::check_grant:
+      case lock_action::answer_early:
       case lock_action::complete: break;
     }
   }
@@ -422,7 +479,9 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   const auto& r = s.fsm.result();
   if (r.ec) {
     if (expired) return std::nullopt;  // the node and the watch went with the session
-    if (s.ours() != 0) return "completed with " + r.ec.message() + " before deleting our node";
+    if (s.ours() != 0 && s.cleanup_failures == 0)  // a node the server refused to delete is reported
+      return "completed with " + r.ec.message() + " before deleting our node";
+    if (s.cleanup_failures > 0 && s.ours() != 1) return "a cleanup failure reported for a node not left";
     if (!s.watches.empty()) return "completed with " + r.ec.message() + " before removing the watch on " + *s.watches.begin();
     return std::nullopt;
   }
@@ -453,7 +512,8 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   const std::string prefixes[] = {mutex_prefix, reader_prefix, writer_prefix, lease_prefix};
   const lock_kind kinds[] = {lock_kind::exclusive, lock_kind::read, lock_kind::write, lock_kind::lease};
   lock_kind kind = kinds[rng() % 4];
-  lock_mode mode = rng() % 4 == 0 ? lock_mode::try_once : lock_mode::wait;
+  auto mode_draw = rng() % 8;
+  lock_mode mode = mode_draw < 2 ? lock_mode::try_once : mode_draw == 2 ? lock_mode::try_after_probe : lock_mode::wait;
   int max_leases = 1 + static_cast<int>(rng() % 3);
   sim s;
   s.fsm = lock_fsm(s.dir, our_id, mode, kind, max_leases);
@@ -477,14 +537,26 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   };
   std::vector<std::string> foreign;
   for (int i = rng() % 4; i > 0; --i) foreign.push_back(arrive());
-  s.apply(s.fsm.start());
   bool cancelled = false, expired = false, checked = false;
+  s.contact_stale = [&] { return rng() % 3 == 0; };
+  s.throttle_delete = [&] { return rng() % 3 == 0; };  // sometimes until the retries run out
+  // Rarely, the session ended under the grant (its state event still queued): no grant.
+  s.session_over_at_grant = [&]() -> error_code {
+    if (expired || rng() % 16 != 0) return {};
+    expired = true;
+    s.watches.clear();
+    for (auto it = s.children.begin(); it != s.children.end();)
+      it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
+    return errc::session_closed;
+  };
+  s.apply(s.fsm.start());
   auto check = [&]() -> std::optional<std::string> {
     if (!s.violation.empty()) return s.violation;
     if (s.ours() > 1) return "two nodes of ours";
     if (s.completions > 1) return "two completions";
     if (s.completed && !checked) {
       checked = true;
+      if (!s.fsm.result().ec && s.fsm.answered_early()) return "granted after the caller was answered";
       return check_completion(s, kind, max_leases, expired);
     }
     return std::nullopt;
@@ -532,7 +604,14 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
       case 2:
         if (!cancelled && rng() % 6 == 0) {
           cancelled = true;
-          s.apply(s.fsm.cancel(rng() % 2 ? error_code(boost::asio::error::operation_aborted) : error_code(errc::lock_timeout)));
+          switch (rng() % 3) {
+            case 0: s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::total, s.connected)); break;
+            case 1: s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::at_once, s.connected)); break;
+            default: s.apply(s.fsm.on_timeout(s.connected)); break;
+          }
+        } else if (cancelled && rng() % 6 == 0) {
+          // a second cancellation (terminal after a total one, or after the timeout)
+          s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, detail::stop_kind::at_once, s.connected));
         }
         break;
       case 3:
@@ -546,9 +625,18 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
           s.apply(s.fsm.on_expired());
         }
         break;
-      case 9:
-        s.drop_connection([&] { return rng() % 2 == 0; });
+      case 5:
+        s.retry_delete_due();  // the delay of a refused cleanup delete passed
         break;
+      case 9: {
+        bool was = s.connected;
+        s.drop_connection([&] { return rng() % 2 == 0; });
+        if (was) s.apply(s.fsm.on_suspended());
+        // a try-acquire never waits for a reconnect: it has answered by now
+        if (was && mode != lock_mode::wait && !s.completed && s.early_answers == 0)
+          return "a try-acquire still waiting after the connection dropped";
+        break;
+      }
       case 10:
         s.reconnect();
         break;
@@ -565,16 +653,20 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   // contender gone; whatever was still waiting must now complete.
   s.reconnect();
   s.drain();
+  for (int i = 0; i < 10 && s.retry_due; ++i) s.retry_delete_due(), s.drain();
   if (auto bad = check()) return bad;
   if (!s.completed && !expired) {
     for (auto& f : foreign) s.delete_foreign(f);
     foreign.clear();
     s.drain();
+    for (int i = 0; i < 10 && s.retry_due; ++i) s.retry_delete_due(), s.drain();
     if (auto bad = check()) return bad;
     if (!s.completed) return "still waiting with the connection up and no contender left";
   }
   if (s.completed && !expired && !s.fsm.result().ec && s.ours() != 1) return "our granted node vanished";
-  if (s.completed && !expired && s.fsm.result().ec && s.ours() != 0) return "a node of ours left after the failure";
+  if (s.completed && !expired && s.fsm.result().ec && s.ours() != 0 && s.cleanup_failures == 0)
+    return "a node of ours left after the failure, not reported";
+  if (s.retry_due && s.completed) return "a delete retry due after the completion";
   return std::nullopt;
 }
 
@@ -582,14 +674,56 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
 // hold_fsm: drives one and records what it asks for.
 
 struct hold_driver {
+  using time_point = std::chrono::steady_clock::time_point;
   hold_fsm fsm;
   int sends = 0, losts = 0, completions = 0, retries = 0, failures = 0;
   error_code last_completion;
+  error_code lost_error;  // what report_lost said
   bool in_flight = false;
   bool retry_pending = false;  // a retry_release's delay is running
   std::string violation;  // the first broken rule of the driver's own
+  // The clock and the session's contact (on_clock): a session timeout of 3 s, a margin of 1 s.
+  time_point now{std::chrono::seconds(1000)}, last_ack = now;
+  std::chrono::milliseconds session_timeout{3000};
+  bool connected = true, ended = false;
+  std::optional<time_point> timer;  // armed by arm_timer
+  int keepalives = 0;
+  bool keepalive_in_flight = false;
+  std::map<std::uint64_t, std::chrono::milliseconds> deadline_waiters;  // id -> lead, not yet answered
+  std::uint64_t next_waiter = 0;
+  int deadline_answers = 0;
 
-  explicit hold_driver(bool connected = true) : fsm(connected) {}
+  explicit hold_driver(bool connected = true, bool local = false)
+      : fsm(connected, local), connected(connected) {}
+
+  time_point valid_until() const { return last_ack + session_timeout - std::chrono::seconds(1); }
+  detail::hold_clock clock() const {
+    return {.now = now, .valid_until = valid_until(), .last_acknowledged = last_ack, .session_timeout = session_timeout,
+            .connected = connected && !ended, .ended = ended};
+  }
+  void tick() { apply(fsm.on_clock(clock())); }
+  void add_waiter(std::chrono::milliseconds lead) {
+    deadline_waiters[++next_waiter] = lead;
+    fsm.add_deadline_waiter(next_waiter, lead);
+    tick();
+  }
+  // Time passes; the timer fires on the way, at its time, each time it is due.
+  void advance(std::chrono::milliseconds d) {
+    auto until = now + d;
+    for (int i = 0; i < 100 && timer && *timer <= until; ++i) {
+      now = std::max(now, *timer);
+      timer.reset();
+      tick();
+    }
+    now = until;
+  }
+  // The keepalive's reply: from the server (contact) or lost with the connection.
+  void keepalive_reply(error_code ec, bool node_ours = true) {
+    if (!keepalive_in_flight) forbid("a keepalive reply without a request");
+    keepalive_in_flight = false;
+    if (!ec) last_ack = now;
+    apply(fsm.on_keepalive_reply(ec, node_ours, clock()));
+  }
 
   void forbid(const std::string& what) {
     if (violation.empty()) violation = what;
@@ -604,6 +738,9 @@ struct hold_driver {
           break;
         case hold_action::report_lost:
           ++losts;
+          lost_error = a.ec;
+          if (a.ec != errc::lock_lost || lock_lost_cause(a.ec) == lost_cause::unknown)
+            forbid("a loss reported without its cause: " + a.ec.message());
           break;
         case hold_action::complete_release:
           ++completions;
@@ -618,7 +755,34 @@ struct hold_driver {
         case hold_action::report_release_failed:
           ++failures;
           break;
+        case hold_action::arm_timer:
+          if (a.at > valid_until()) forbid("a timer armed past the validity deadline");
+          timer = a.at;
+          break;
+        case hold_action::stop_timer:
+          timer.reset();
+          break;
+        case hold_action::send_keepalive:
+          if (keepalive_in_flight) forbid("a second keepalive while one is in flight");
+          if (!connected || ended) forbid("a keepalive sent while the connection is down");
+          if (last_ack + session_timeout / 3 > now) forbid("a keepalive before a third of the session timeout passed");
+          keepalive_in_flight = true;
+          ++keepalives;
+          break;
+        case hold_action::deadline_near: {
+          auto it = deadline_waiters.find(a.waiter);
+          if (it == deadline_waiters.end()) {
+            forbid("a deadline waiter answered twice (or never added)");
+            break;
+          }
+          if (valid_until() - it->second > now) forbid("a deadline waiter answered before its lead");
+          deadline_waiters.erase(it);
+          ++deadline_answers;
+          break;
+        }
       }
+      // The runner answers the waiters left with the loss (report_lost) or the release.
+      if (a.type == hold_action::report_lost) deadline_waiters.clear(), timer.reset();
     }
   }
   // the delay of retry_release passed
@@ -634,43 +798,54 @@ struct hold_driver {
   }
   // the C client fails requests in flight when the connection drops
   void drop_connection() {
+    connected = false;
     if (in_flight) reply(zk_errc::connection_loss);
+    if (keepalive_in_flight) keepalive_reply(zk_errc::connection_loss);
     apply(fsm.on_suspended());
   }
 };
 
-/// One run of the hold property. Inputs at random; after each step: at most one request in
-/// flight, nothing sent while the connection is down or after the session ended, at most one
-/// lost report, a release's answer only to a waiting caller. At the end, with the connection
-/// back and replies applied, a hold whose session lives has its node deleted if it was released
-/// or lost, and every release that waited got exactly one answer.
+/// One run of the hold property. Inputs at random, among them the clock: time passing (the
+/// timer fires when due), contact (a reply moves the deadline), the keepalive's reply, waiters
+/// of async_wait_deadline. After each step: at most one request in flight, nothing sent while
+/// the connection is down or after the session ended, at most one lost report, a release's
+/// answer only to a waiting caller; a hold that owns never has its deadline behind it, keeps a
+/// timer armed at or before it, and has answered every deadline waiter whose lead is reached;
+/// at most one keepalive in flight, none before a third of the session timeout. At the end,
+/// with the connection back and replies applied, a hold whose session lives has its node
+/// deleted if it was released or lost, and every release that waited got exactly one answer.
 template <class Source>
 std::optional<std::string> run_hold_property(Source& rng) {
+  using namespace std::chrono_literals;
   hold_driver d(rng() % 4 != 0);
-  bool connected = d.fsm.status() == lock_status::held, ended = false, released = false;
+  bool released = false;
   int expected_completions = 0;  // every release that waits is answered exactly once
-  for (int step = 0; step < 20 && !rng.exhausted(); ++step) {
-    int sends_before = d.sends;
-    switch (rng() % 8) {
+  d.tick();                      // hold::start
+  for (int step = 0; step < 30 && !rng.exhausted(); ++step) {
+    int sends_before = d.sends, keepalives_before = d.keepalives;
+    switch (rng() % 12) {
       case 0:
         d.drop_connection();
-        connected = false;
+        d.tick();
         break;
       case 1: {
         bool same = rng() % 8 != 0;
         d.apply(d.fsm.on_connected(same));
-        if (!ended) connected = true;
-        if (!same) ended = true;
+        if (!d.ended) d.connected = true;
+        if (!same) d.ended = true, d.connected = false;
+        d.tick();
         break;
       }
       case 2:
         d.apply(d.fsm.on_session_ended());
-        ended = true;
-        connected = false;
+        d.ended = true;
+        d.connected = false;
         d.in_flight = false;  // requests of a dead session never answer
+        d.keepalive_in_flight = false;
+        d.tick();
         break;
       case 3:
-        d.apply(d.fsm.on_deadline());
+        d.advance(std::chrono::milliseconds(rng() % 4000));  // past the deadline, sometimes
         break;
       case 4: {
         bool waits = rng() % 2 == 0;
@@ -680,6 +855,9 @@ std::optional<std::string> run_hold_property(Source& rng) {
         if (released && waits && d.completions != before + 1) return "a second release not answered at once";
         if (released && waits && d.last_completion != errc::already_released) return "a second release not already_released";
         released = true;
+        d.deadline_waiters.clear();  // hold::release_one answers them (already_released)
+        d.timer.reset();             // and cancels the timer
+        d.tick();
         break;
       }
       case 5: {
@@ -689,21 +867,46 @@ std::optional<std::string> run_hold_property(Source& rng) {
         break;
       }
       case 6:
-        if (d.in_flight) d.drop_connection(), connected = false;
+        if (d.in_flight || d.keepalive_in_flight) d.drop_connection(), d.tick();
         break;
       case 7:
         d.retry_due();
         break;
+      case 8:
+        d.advance(std::chrono::milliseconds(rng() % 1200));
+        break;
+      case 9:
+        if (d.connected && !d.ended) d.last_ack = d.now;  // another request's reply: contact
+        break;
+      case 10:
+        // the keepalive's reply: our node, rarely gone (an administrator's delete)
+        if (d.keepalive_in_flight) d.keepalive_reply({}, rng() % 8 != 0);
+        break;
+      case 11: {
+        static const std::chrono::milliseconds leads[] = {0ms, 500ms, 1500ms, 5000ms};
+        auto st = d.fsm.status();
+        if (st == lock_status::held || st == lock_status::maybe_lost) d.add_waiter(leads[rng() % 4]);
+        break;
+      }
     }
     if (!d.violation.empty()) return d.violation;
-    if (d.sends > sends_before && !(connected && !ended)) return "a release sent while the connection is down";
+    if (d.sends > sends_before && !(d.connected && !d.ended)) return "a release sent while the connection is down";
+    if (d.keepalives > keepalives_before + 1) return "two keepalives in one step";
     if (d.losts > 1) return "the loss reported twice";
     if (d.completions > expected_completions) return "a release answered twice";
     if (d.failures > 1) return "a refused delete reported twice";
     if (d.failures != (d.fsm.release_failure() ? 1 : 0)) return "a refused delete not kept for the guard";
+    auto st = d.fsm.status();
+    if ((st == lock_status::held || st == lock_status::maybe_lost) && !d.ended) {
+      if (d.valid_until() <= d.now) return "owns the lock past its validity deadline";
+      if (!d.timer) return "owns the lock with no timer armed";
+      for (auto& [id, lead] : d.deadline_waiters)
+        if (d.valid_until() - lead <= d.now) return "a deadline waiter not answered at its lead";
+    }
   }
   // settle: connection back, replies answered, retries due
-  if (!ended) {
+  if (!d.ended) {
+    d.connected = true;
     d.apply(d.fsm.on_connected(true));
     while (d.in_flight || d.retry_pending) {
       if (d.in_flight) d.reply({});
@@ -712,6 +915,12 @@ std::optional<std::string> run_hold_property(Source& rng) {
     // a node left behind is either deleted or reported (the server refused it for good)
     if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished() && !d.fsm.release_failure())
       return "released or lost, the session alive, and the node neither deleted nor reported";
+    // with no reply any more, time runs out: a hold that still owns is lost at its deadline
+    auto st = d.fsm.status();
+    if (st == lock_status::held || st == lock_status::maybe_lost) {
+      for (int i = 0; i < 10 && d.losts == 0; ++i) d.advance(1000ms);
+      if (d.losts != 1) return "still owns the lock long after its deadline";
+    }
   } else if (d.fsm.release_owed()) {
     return "a delete still owed by a session that ended";
   }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <random>
 
 using namespace zklock;
@@ -285,4 +286,153 @@ TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", 
   d.retry_due();
   CHECK(d.sends == 1);
   CHECK(d.fsm.finished());
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 18 §2: the validity deadline and the keepalive (hold_fsm::on_clock)
+
+TEST_CASE("clock: a keepalive once a third of the session timeout passed without a reply, one at a time",
+          "[unit][hold][deadline]") {
+  driver d;
+  d.tick();
+  CHECK(d.keepalives == 0);
+  REQUIRE(d.timer);
+  CHECK(*d.timer == d.last_ack + 1000ms);  // the refresh, before the deadline (last_ack + 2 s)
+  d.advance(999ms);
+  CHECK(d.keepalives == 0);
+  d.advance(1ms);  // the timer fires at the refresh
+  CHECK(d.keepalives == 1);
+  REQUIRE(d.timer);
+  CHECK(*d.timer == d.valid_until());  // the deadline is next
+  d.advance(500ms);
+  d.tick();  // another input meanwhile: no second keepalive while one is in flight
+  CHECK(d.keepalives == 1);
+  d.keepalive_reply({});  // contact: the deadline moves on
+  CHECK(d.fsm.status() == lock_status::held);
+  REQUIRE(d.timer);
+  CHECK(*d.timer == d.now + 1000ms);
+  CHECK(d.losts == 0);
+}
+
+TEST_CASE("clock: no keepalive while the connection is down, lost when the deadline passes", "[unit][hold][deadline][fault]") {
+  driver d;
+  d.tick();
+  d.drop_connection();
+  d.tick();
+  CHECK(d.fsm.status() == lock_status::maybe_lost);
+  d.advance(1000ms);
+  CHECK(d.keepalives == 0);
+  CHECK(d.losts == 0);
+  d.advance(999ms);
+  CHECK(d.losts == 0);
+  d.advance(1ms);  // valid_until: last reply + 3 s - 1 s
+  CHECK(d.losts == 1);
+  CHECK(d.fsm.status() == lock_status::lost);
+  CHECK_FALSE(d.timer);
+  CHECK(d.fsm.release_owed());  // the session may survive: the delete is still owed
+}
+
+TEST_CASE("clock: a server that stops answering while connected: the keepalive goes, the deadline still passes",
+          "[unit][hold][deadline][fault]") {
+  driver d;
+  d.tick();
+  d.advance(1000ms);
+  CHECK(d.keepalives == 1);
+  d.advance(1000ms);  // no reply
+  CHECK(d.losts == 1);
+  CHECK(d.sends == 1);  // connected: the owed delete goes at once
+}
+
+TEST_CASE("clock: a keepalive that finds our node gone or another session's: lost", "[unit][hold][deadline]") {
+  driver d;
+  d.tick();
+  d.advance(1000ms);
+  REQUIRE(d.keepalives == 1);
+  d.keepalive_reply({}, false);
+  CHECK(d.losts == 1);
+  CHECK(d.fsm.status() == lock_status::lost);
+  CHECK_FALSE(d.timer);
+  // the check after a reconnect decides the same way; an error proves nothing
+  driver e;
+  e.apply(e.fsm.on_node_checked(zk_errc::connection_loss, false));
+  CHECK(e.losts == 0);
+  e.apply(e.fsm.on_node_checked({}, true));
+  CHECK(e.losts == 0);
+  e.apply(e.fsm.on_node_checked({}, false));
+  CHECK(e.losts == 1);
+}
+
+TEST_CASE("clock: deadline waiters are answered at their lead, the others with the loss", "[unit][hold][deadline]") {
+  driver d;
+  d.tick();
+  d.add_waiter(1500ms);  // due at valid_until - 1.5 s = last_ack + 500 ms
+  d.add_waiter(5000ms);  // already due
+  CHECK(d.deadline_answers == 1);
+  REQUIRE(d.timer);
+  CHECK(*d.timer == d.last_ack + 500ms);
+  d.advance(500ms);
+  CHECK(d.deadline_answers == 2);
+  d.add_waiter(100ms);
+  d.fsm.remove_deadline_waiter(d.next_waiter);  // cancelled
+  d.deadline_waiters.erase(d.next_waiter);
+  d.add_waiter(200ms);
+  d.drop_connection();
+  d.advance(3000ms);
+  CHECK(d.deadline_answers == 3);  // the 200 ms one, before the loss
+  CHECK(d.losts == 1);
+}
+
+TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serves its waiters", "[unit][hold][deadline]") {
+  driver d(true, /*local=*/true);
+  d.tick();
+  CHECK_FALSE(d.timer);  // nothing to wait for
+  d.add_waiter(1000ms);
+  REQUIRE(d.timer);
+  d.advance(5000ms);
+  CHECK(d.deadline_answers == 1);
+  d.tick();
+  CHECK(d.keepalives == 0);
+  CHECK(d.losts == 0);
+  CHECK(d.fsm.status() == lock_status::held);
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 21 §2: the lost error names its cause
+
+TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold][error]") {
+  struct scenario {
+    const char* name;
+    std::function<void(driver&)> lose;
+    lost_cause cause;
+    const char* says;
+  };
+  const scenario scenarios[] = {
+      {"deadline", [](driver& d) { d.tick(), d.drop_connection(), d.advance(2000ms); }, lost_cause::deadline_passed,
+       "validity deadline"},
+      {"expired", [](driver& d) { d.apply(d.fsm.on_session_ended()); }, lost_cause::session_expired, "session expired"},
+      {"closed", [](driver& d) { d.apply(d.fsm.on_session_ended(make_lock_lost(lost_cause::session_closed))); },
+       lost_cause::session_closed, "session was closed"},
+      {"replaced", [](driver& d) { d.apply(d.fsm.on_connected(false)); }, lost_cause::session_replaced, "replaced"},
+      {"node deleted", [](driver& d) { d.apply(d.fsm.on_node_checked({}, false)); }, lost_cause::node_deleted,
+       "deleted by someone else"},
+  };
+  for (const auto& sc : scenarios) {
+    CAPTURE(sc.name);
+    driver d;
+    sc.lose(d);
+    REQUIRE(d.losts == 1);
+    CHECK(d.lost_error == errc::lock_lost);
+    CHECK(d.lost_error == condition::lock_lost);
+    CHECK(lock_lost_cause(d.lost_error) == sc.cause);
+    CHECK_THAT(d.lost_error.message(), Catch::Contains(sc.says));
+    CHECK(d.fsm.lost_error() == d.lost_error);
+    // a later release says the same
+    d.apply(d.fsm.release(true));
+    CHECK(lock_lost_cause(d.last_completion) == sc.cause);
+  }
+  // a plain errc::lock_lost has no cause; other codes neither
+  CHECK(lock_lost_cause(errc::lock_lost) == lost_cause::unknown);
+  CHECK(lock_lost_cause(errc::lock_busy) == lost_cause::unknown);
+  CHECK(make_lock_lost(lost_cause::deadline_passed) != errc::lock_busy);
+  CHECK(make_lock_lost(lost_cause::deadline_passed).category().name() == std::string("zklock"));
 }

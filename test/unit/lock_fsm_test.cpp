@@ -916,3 +916,291 @@ TEST_CASE("lock_fsm property: with connection drops and reconnects", "[unit][loc
   // connection_loss; a create or delete may have reached the server) and coming back
   check_lock_property(true);
 }
+
+// ---------------------------------------------------------------------------------------------
+// issue 18 §2: the refresh before a grant, and the early answer while disconnected
+
+TEST_CASE("a grant after a long wait refreshes the contact first, once, then grants", "[unit][lock][grant]") {
+  sim s;
+  int asked = 0;
+  s.contact_stale = [&] { return ++asked, true; };  // always stale: refreshed once only
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(asked == 0);
+  s.delete_foreign(head);  // our last blocker goes: the event grants, no request sent
+  s.step();
+  CHECK_FALSE(s.completed);
+  CHECK(s.refreshes == 1);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(asked == 2);  // asked again after the refresh, which is not sent a second time
+  CHECK(s.refreshes == 1);
+}
+
+TEST_CASE("a fresh contact grants without a refresh, also while disconnected nothing is refreshed", "[unit][lock][grant]") {
+  sim s;
+  s.contact_stale = [] { return false; };
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.refreshes == 0);
+  CHECK(s.requests == 1);
+}
+
+TEST_CASE("a grant whose session ended under it is no grant: the session's error", "[unit][lock][grant][fault]") {
+  sim s;
+  s.session_over_at_grant = [] { return error_code(errc::session_closed); };
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_closed);
+  CHECK(s.fsm.result().node.empty());
+}
+
+TEST_CASE("a refresh that finds the session over is no grant", "[unit][lock][grant][fault]") {
+  sim s;
+  s.contact_stale = [] { return true; };
+  s.apply(s.fsm.start());
+  s.step();
+  s.step();  // create, listing: ours; the refresh goes
+  REQUIRE(s.refreshes == 1);
+  s.replies.clear();
+  s.apply(s.fsm.on_refreshed(zk_errc::session_expired));
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_expired);
+  // a connection lost under the refresh still grants: the hold's own checks take over
+  sim t;
+  t.contact_stale = [] { return true; };
+  t.apply(t.fsm.start());
+  t.step();
+  t.step();
+  t.replies.clear();
+  t.apply(t.fsm.on_refreshed(zk_errc::connection_loss));
+  REQUIRE(t.completed);
+  CHECK_FALSE(t.fsm.result().ec);
+}
+
+TEST_CASE("cancel while disconnected: terminal answers at once and cleans up behind, total waits for the cleanup",
+          "[unit][lock][cancel][fault]") {
+  for (auto kind : {stop_kind::at_once, stop_kind::total}) {
+    CAPTURE(kind == stop_kind::at_once);
+    sim s;
+    s.add_foreign();
+    s.apply(s.fsm.start());
+    s.drain();  // waiting behind the head
+    s.drop_connection([] { return true; });
+    s.apply(s.fsm.on_suspended());  // a blocking acquire waits for the reconnect
+    CHECK(s.early_answers == 0);
+    s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, kind, s.connected));
+    CHECK(s.early_answers == (kind == stop_kind::at_once ? 1 : 0));
+    CHECK_FALSE(s.completed);
+    CHECK(s.fsm.answered_early() == (kind == stop_kind::at_once));
+    s.reconnect();
+    s.drain();
+    REQUIRE(s.completed);  // the cleanup is done
+    CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+    CHECK(s.ours() == 0);
+    CHECK(s.watches.empty());
+    CHECK(s.violation == "");
+  }
+}
+
+TEST_CASE("a timeout: lock_timeout after the cleanup while connected, connection_unavailable at once while not",
+          "[unit][lock][cancel][fault]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.apply(s.fsm.on_timeout(true));
+  CHECK(s.early_answers == 0);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_timeout);
+
+  sim t;
+  t.add_foreign();
+  t.apply(t.fsm.start());
+  t.drain();
+  t.drop_connection([] { return true; });
+  t.apply(t.fsm.on_timeout(false));
+  CHECK(t.early_answers == 1);
+  t.reconnect();
+  t.drain();
+  REQUIRE(t.completed);
+  CHECK(t.fsm.result().ec == errc::connection_unavailable);
+  CHECK(t.ours() == 0);
+  CHECK(t.violation == "");
+}
+
+TEST_CASE("a try-acquire answers at once when the connection drops, a blocking one waits", "[unit][lock][fault]") {
+  sim s(lock_mode::try_once);
+  s.apply(s.fsm.start());
+  s.step();  // the look: free, create and list go
+  s.drop_connection([] { return true; });
+  s.apply(s.fsm.on_suspended());
+  CHECK(s.early_answers == 1);
+  s.reconnect();
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::connection_unavailable);
+  CHECK(s.ours() == 0);
+  CHECK(s.violation == "");
+
+  sim w;
+  w.add_foreign();
+  w.apply(w.fsm.start());
+  w.drain();
+  w.drop_connection([] { return true; });
+  CHECK(w.fsm.on_suspended().empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 18 §3: "the session ended -> which error", one rule (src/sansio/session_end.hpp)
+
+#include "sansio/session_end.hpp"
+
+TEST_CASE("session ended: one rule for starting operations, running ones and failed requests", "[unit][lock][error]") {
+  using st = session_state;
+  // an operation that starts
+  CHECK(session_end_error(st::closed) == errc::session_closed);
+  CHECK(session_end_error(st::expired) == errc::session_expired);
+  CHECK(session_end_error(st::disconnected) == errc::not_connected);
+  CHECK(session_end_error(st::connecting) == errc::not_connected);
+  CHECK_FALSE(session_end_error(st::suspended));
+  CHECK_FALSE(session_end_error(st::connected));
+  // an operation that ran on a session: not established any more means that session is gone
+  CHECK(session_end_error(st::closed, true) == errc::session_closed);
+  CHECK(session_end_error(st::expired, true) == errc::session_expired);
+  CHECK(session_end_error(st::connecting, true) == errc::session_expired);
+  CHECK(session_end_error(st::disconnected, true) == errc::session_expired);
+  CHECK_FALSE(session_end_error(st::reconnected, true));
+  CHECK(session_end_error(st::reconnected, true, true) == errc::session_expired);  // replaced
+  // a request's error
+  CHECK(session_end_error(error_code(zk_errc::closing)) == errc::session_closed);
+  CHECK(session_end_error(error_code(errc::session_closed)) == errc::session_closed);
+  CHECK(session_end_error(error_code(zk_errc::session_expired)) == errc::session_expired);
+  CHECK(session_end_error(error_code(errc::not_connected)) == errc::session_expired);
+  // every one of them is condition::session_lost
+  for (auto s : {st::closed, st::expired, st::disconnected, st::connecting})
+    for (bool ran : {false, true}) CHECK(session_end_error(s, ran) == condition::session_lost);
+}
+
+TEST_CASE("a request failing because the handle closed under a running acquire: session_expired", "[unit][lock][error]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.step();  // create
+  s.replies.clear();
+  s.apply(s.fsm.on_children(errc::not_connected, {}));
+  s.drain();
+  // the cleanup's delete fails the same way; the node went with the session
+  while (!s.completed && !s.replies.empty()) s.step();
+  if (!s.completed) s.apply(s.fsm.on_expired(errc::session_expired));
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::session_expired);
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 18 §2: the try-acquire's look (lock_fsm::probe), also the semaphore's
+
+TEST_CASE("probe: what a try-acquire's look decides, for every kind", "[unit][lock][semaphore]") {
+  using zklock::testing::lease_prefix;
+  using zklock::testing::mutex_prefix;
+  using zklock::testing::seq10;
+  CHECK(lock_fsm::probe({}, lock_kind::exclusive) == probe_result::looks_free);
+  CHECK(lock_fsm::probe({mutex_prefix + seq10(1)}, lock_kind::exclusive) == probe_result::busy);
+  CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::read) == probe_result::looks_free);
+  CHECK(lock_fsm::probe({writer_prefix + seq10(1)}, lock_kind::read) == probe_result::read_head_data);
+  CHECK(lock_fsm::probe({writer_prefix + seq10(1), writer_prefix + seq10(2)}, lock_kind::read) == probe_result::busy);
+  CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::write) == probe_result::busy);
+  // leases: busy once max_leases are there
+  std::vector<std::string> two{lease_prefix + seq10(1), lease_prefix + seq10(2)};
+  CHECK(lock_fsm::probe(two, lock_kind::lease, 3) == probe_result::looks_free);
+  CHECK(lock_fsm::probe(two, lock_kind::lease, 2) == probe_result::busy);
+  CHECK(lock_fsm::probe({"config", "other"}, lock_kind::lease, 1) == probe_result::looks_free);
+}
+
+TEST_CASE("a try after its caller's probe writes at once: one round trip free, lock_busy and no node when taken meanwhile",
+          "[unit][lock][semaphore]") {
+  sim s(lock_mode::try_after_probe);
+  auto a = s.fsm.start();
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].type == lock_action::create_and_list);  // no second look
+  s.apply(a);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.lists == 1);
+
+  sim t(lock_mode::try_after_probe);
+  t.add_foreign();  // came between the caller's look and our create
+  t.apply(t.fsm.start());
+  t.drain();
+  REQUIRE(t.completed);
+  CHECK(t.fsm.result().ec == errc::lock_busy);
+  CHECK(t.ours() == 0);
+  CHECK(t.watches.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// issue 22, 8c (cleanup half): a cleanup delete the server refuses is never counted as done
+
+namespace {
+// A try-acquire that found the lock taken after its create: its cleanup delete is on its way.
+void busy_after_create(sim& s) {
+  s.apply(s.fsm.start());
+  s.add_foreign();  // between the try-lock's look and its create
+  s.step();         // the look: free -> create and list
+  s.step();
+  s.step();         // listing: busy -> delete requested
+  REQUIRE(s.replies.size() == 1);
+  s.replies.clear();  // the server's answer is the test's: until it applies one, our node is there
+  s.children[std::string(node_name(s.fsm.node_prefix())) + "0000000001"] = 1;
+}
+}  // namespace
+
+TEST_CASE("a cleanup delete the server throttles is sent again after a growing delay, then completes",
+          "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
+  CHECK_FALSE(s.completed);  // the node is still there: not done
+  REQUIRE(s.delete_retries == 1);
+  s.retry_delete_due();  // the delete again
+  REQUIRE(s.replies.size() == 1);
+  s.replies.clear();
+  s.apply(s.fsm.on_deleted(zk_errc::system_error));  // the C client failed it locally: again
+  CHECK(s.delete_retries == 2);
+  s.retry_delete_due();
+  s.drain();  // applied this time
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 0);
+  CHECK(s.cleanup_failures == 0);
+}
+
+TEST_CASE("a cleanup delete refused by the ACL (no_auth) is reported, never forgotten silently", "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  s.apply(s.fsm.on_deleted(zk_errc::no_auth));
+  CHECK(s.delete_retries == 0);  // refused for good: no retry
+  CHECK(s.cleanup_failures == 1);
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == errc::lock_busy);
+  CHECK(s.ours() == 1);  // the node stays (until the session ends), and that was said
+}
+
+TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[unit][lock][fault][cancel]") {
+  sim s(lock_mode::try_once);
+  busy_after_create(s);
+  for (int i = 0; i <= lock_fsm::max_delete_retries && !s.completed; ++i) {
+    s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
+    s.retry_delete_due();
+    s.replies.clear();
+  }
+  CHECK(s.delete_retries == lock_fsm::max_delete_retries);
+  CHECK(s.cleanup_failures == 1);
+  REQUIRE(s.completed);
+}

@@ -10,8 +10,10 @@
 
 namespace zklock::detail {
 
-/// Wait in the queue, or give up when blocked (a try-lock: looks before it writes).
-enum class lock_mode { wait, try_once };
+/// Wait in the queue, or give up when blocked (a try-lock: looks before it writes; or, when
+/// its caller has just looked itself with lock_fsm::probe, writes at once: the semaphore's
+/// lease after its internal mutex).
+enum class lock_mode { wait, try_once, try_after_probe };
 
 struct acquire_params {
   lock_mode mode = lock_mode::wait;
