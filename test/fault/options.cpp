@@ -78,10 +78,12 @@ int parse_options(int argc, char** argv, options& o) {
   app.add_option("--stuck-bound", o.stuck_bound_ms,
                  "MS: a wait for the lock longer than this is a stuck waiter (default 5 session timeouts + 10 s)");
   app.add_option("--window", window,
-                 "zklock|zklock-lib|zklock-election|curator|kazoo|all (or a comma list): instead, measure the "
+                 "zklock|zklock-lib|zklock-election|curator|curator-latch|kazoo|all (or a comma list): instead, "
+                 "measure the "
                  "partition window (issue 10 §2): holder behind a blackholed proxy, waiter connected directly; "
                  "window = holder's stop (zklock exec's command exit / the library guard's lost notification / "
-                 "the election leader's lost leadership, its successor the next leader / Curator SUSPENDED, "
+                 "the election leader's lost leadership, its successor the next leader / Curator LeaderLatch's "
+                 "notLeader, its successor a zklock candidate / Curator SUSPENDED, "
                  "LOST / kazoo listener) minus the successor's grant");
   app.add_option("--window-runs", o.window_runs, "runs per client (default 3)");
   app.add_option("--window-session-timeout", o.window_session_timeout_ms, "MS (default 6000)");
