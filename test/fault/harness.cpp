@@ -104,13 +104,13 @@ int main(int argc, char** argv) {
       std::cout << "\nPartition window (ms after the holder's partition began; window = holder's stop - "
                    "successor's grant; session timeout "
                 << o.window_session_timeout_ms << " ms)\n";
-      std::cout << "client     run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
+      std::cout << "client           run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
       json << "{\"seed\":" << o.seed << ",\"session_timeout_ms\":" << o.window_session_timeout_ms << ",\"windows\":[";
       bool first = true;
       for (auto& w : results) {
         auto win = [&](double t) { return t < 0 || w.grant_ms < 0 ? std::string("-") : fmt(t - w.grant_ms); };
         auto at = [](double t) { return t < 0 ? std::string("-") : fmt(t); };  // -1: never seen
-        std::cout << std::left << std::setw(11) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
+        std::cout << std::left << std::setw(17) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
                   << std::setw(13) << at(w.stop_ms) << std::setw(8) << win(w.stop_ms) << std::setw(11)
                   << at(w.suspended_ms) << std::setw(8) << win(w.suspended_ms) << std::setw(8) << at(w.lost_ms)
                   << std::setw(8) << win(w.lost_ms) << std::setw(8) << at(w.healed_ms) << w.note
