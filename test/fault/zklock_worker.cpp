@@ -272,7 +272,7 @@ struct worker {
       int done = 0;
       asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
       for (int i = 0; i < cfg.coroutines; ++i)
-        asio::co_spawn(ex, contend_on(i, s, m, *mine[i]), [&](std::exception_ptr e) {
+        asio::co_spawn(ex, contend_on(i, s, m, cfg.coroutines == 1 ? res : *mine[i]), [&](std::exception_ptr e) {
           if (e) std::rethrow_exception(e);
           if (++done == cfg.coroutines) all_done.cancel();
         });
