@@ -1,6 +1,10 @@
 // A fault-harness client process: Apache Curator 5 InterProcessMutex, the same protocol as
 // zklock_worker.cpp (see resource_client.hpp).
-//   java -cp <curator jars>:<classes> CuratorWorker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold
+//   java -cp <curator jars>:<classes> CuratorWorker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold [latch]
+// latch (hold mode, the partition window of an election): a Curator LeaderLatch with id WHO
+// instead of the mutex; once it leads, "grant" (token: its latch node's czxid), then it holds
+// until SIGTERM; its LeaderLatchListener.notLeader() is reported as "lost" (Curator 5's
+// default error policy calls it at SUSPENDED), connection states as "state".
 // Fencing token: the czxid of our lock node (the same quantity as zklock's fencing_token(),
 // so both can write to one resource; within one lock dir it orders holders as the node's
 // sequence number does). As Curator advises, a holder treats SUSPENDED as lost: it stops
@@ -14,6 +18,8 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -83,6 +89,29 @@ public class CuratorWorker {
     client.start();
     client.blockUntilConnected();
     send("hello", 0, "0x" + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId()));
+    if (args.length > 7 && args[7].equals("latch")) {
+      LeaderLatch latch = new LeaderLatch(client, path, who);
+      latch.addListener(new LeaderLatchListener() {
+        public void isLeader() {}
+        public void notLeader() {
+          try {
+            send("lost", 0, "notLeader");
+          } catch (Exception e) {
+          }
+        }
+      });
+      send("acquire", 0, "");
+      latch.start();
+      latch.await();
+      long token = 0;
+      try {
+        Stat st = client.checkExists().forPath(latch.getOurPath());
+        token = st == null ? 0 : st.getCzxid();
+      } catch (Exception e) {
+      }
+      send("grant", token, latch.getOurPath());
+      Thread.sleep(Long.MAX_VALUE);  // until SIGTERM
+    }
     Mutex mutex = new Mutex(client, path);
     while (!stopping) {
       send("acquire", 0, "");

@@ -52,6 +52,36 @@ double max_free_grant_delay_ms(const std::vector<section>& v, const recipe_rule&
   return worst;
 }
 
+// local-queue's fairness bound (recipe_rule): per wait of a contender of process Q, per other
+// process P, per node of P (the token's czxid, token >> 16), the grants of that node within the
+// wait whose child-event count exceeds the count at the node's first grant within the wait.
+void check_fairness(run_result& r, const std::vector<section>& v, const std::vector<wait_interval>& waits,
+                    int max_local_handoffs) {
+  for (auto& w : waits) {
+    const std::string q = process_of(w.who);
+    std::map<std::string, int> per_process;                            // P -> grants in the wait
+    std::map<std::pair<std::string, std::int64_t>, std::pair<std::int64_t, int>> per_node;  // -> (E0, count)
+    for (auto& s : v) {  // in grant order
+      if (s.start <= w.from || s.start >= w.to) continue;
+      const std::string p = process_of(s.who);
+      if (p == q) continue;
+      ++per_process[p];
+      r.wait_grants_max = std::max(r.wait_grants_max, per_process[p]);
+      if (s.child_events < 0) continue;
+      auto [it, first] = per_node.try_emplace({p, s.token >> 16}, s.child_events, 0);
+      if (first || s.child_events <= it->second.first) continue;
+      const int n = ++it->second.second;
+      r.fair_max = std::max(r.fair_max, n);
+      if (n == max_local_handoffs + 1) {
+        ++r.fairness_violations;
+        r.notes.push_back("FAIRNESS: " + p + "'s node " + std::to_string(s.token >> 16) + " made " +
+                          std::to_string(n) + " grants after its child watch fired while " + w.who +
+                          " waited (bound " + std::to_string(max_local_handoffs) + "), the last to " + s.who);
+      }
+    }
+  }
+}
+
 void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
            const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
            const recipe_rule& rule) {
@@ -61,6 +91,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
   std::map<std::string, std::int64_t> waiting_since;                    // who -> acquire start
   std::map<std::string, std::int64_t> last_acquire;
   std::vector<std::tuple<std::int64_t, std::int64_t, bool>> grants;  // (time, token, not a reader)
+  std::vector<wait_interval> waits;  // every acquire's wait (local-queue's fairness)
   for (auto& x : j) {
     if (x.kind == "acquire") {
       waiting_since[x.who] = x.t_client;
@@ -73,6 +104,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
           ++r.stuck;
           r.notes.push_back(x.who + " waited " + std::to_string(int(w)) + " ms for the lock");
         }
+        waits.push_back({x.who, it->second, x.t_client});
         waiting_since.erase(it);
       }
     }
@@ -93,6 +125,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       s.token = x.token;
       if (auto it = last_acquire.find(x.who); it != last_acquire.end()) s.acquired_at = it->second;
       s.start = s.end = x.t_client;
+      if (auto at = x.extra.find("ev="); at != std::string::npos) s.child_events = std::stoll(x.extra.substr(at + 3));
       current[x.who] = {x.who, x.token};
       grants.push_back({x.t_client, x.token, !is_reader(s.side)});
     }
@@ -115,11 +148,13 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       }
     }
   }
-  for (auto& [who, since] : waiting_since)
+  for (auto& [who, since] : waiting_since) {
+    waits.push_back({who, since, t_end});
     if (t_end - since > stuck_bound_ns) {
       ++r.stuck;
       r.notes.push_back(who + " still waiting after " + std::to_string((t_end - since) / 1000000) + " ms");
     }
+  }
   // stale writes: received after a holder with a higher token was granted (shared: a
   // conflicting holder, i.e. a writer, or anyone for a writer's write). The semaphore has no
   // stale writes by token order: its leases are not exclusive (see the over-capacity writes).
@@ -148,9 +183,11 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
   std::vector<section> v;
   for (auto& [k, s] : secs) v.push_back(s);
   std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+  // a pause stops the whole process (SIGSTOP): every contender of it
   auto paused_in = [&](const section& s) {
-    return std::any_of(pauses.begin(), pauses.end(),
-                       [&](auto& p) { return p.who == s.who && p.from <= s.end && p.to >= s.start; });
+    return std::any_of(pauses.begin(), pauses.end(), [&](auto& p) {
+      return process_of(p.who) == process_of(s.who) && p.from <= s.end && p.to >= s.start;
+    });
   };
   // an overlap (an over-capacity grant) not explained by a pause, charged to `whose` kind
   auto violation = [&](const section& whose, std::string note) {
@@ -207,7 +244,12 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       }
       if (paused_in(v[a]))
         ++r.overlaps_paused;
-      else
+      else if (process_of(v[a].who) == process_of(v[b].who)) {
+        ++r.overlaps_within;  // two coroutines of one process (local-queue: a local handoff)
+        violation(v[a], "OVERLAP within " + process_of(v[a].who) + ": " + v[a].who + " (token " +
+                            std::to_string(v[a].token) + ") until +" + std::to_string((v[a].end - v[b].start) / 1000000) +
+                            " ms after " + v[b].who + " (token " + std::to_string(v[b].token) + ") was granted");
+      } else
         violation(v[a], "OVERLAP: " + v[a].who + " (token " + std::to_string(v[a].token) + ", " +
                             (kind_of.count(v[a].who) ? kind_of.at(v[a].who) : "?") + ", " + v[a].side + ") until +" +
                             std::to_string((v[a].end - v[b].start) / 1000000) + " ms after " + v[b].who + " (" +
@@ -219,6 +261,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
     r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
     return;
   }
+  if (rule.max_local_handoffs > 0) check_fairness(r, v, waits, rule.max_local_handoffs);
   // grant delay while the lock was free: previous holder released -> next grant
   for (std::size_t i = 1; i < v.size(); ++i) {
     auto& prev = v[i - 1];

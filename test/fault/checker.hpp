@@ -45,11 +45,20 @@ struct run_result {
   int max_concurrent = 0;
   int at_capacity = 0;
   int over_capacity_writes = 0;
+  // local-queue: overlaps (of `overlaps`) between two coroutines of one process; the fairness
+  // bound (see recipe_rule::max_local_handoffs): the most grants one node of a process made,
+  // while a waiter of another process waited, after its session's child watch had reported a
+  // change (fair_max), and the nodes past the bound (fairness_violations); the most grants of
+  // one other process during one wait, however made (wait_grants_max: reported only)
+  int overlaps_within = 0;
+  int fair_max = 0;
+  int fairness_violations = 0;
+  int wait_grants_max = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
     return overlaps == 0 && stale_accepted == 0 && stuck == 0 && nodes_left == 0 && watches_left == 0 &&
-           worker_failures == 0 && user_socket_stalls == 0;
+           worker_failures == 0 && user_socket_stalls == 0 && fairness_violations == 0;
   }
 };
 
@@ -67,13 +76,26 @@ struct section {
   bool released_ok = false;
   std::int64_t released_at = 0;
   bool lost = false;
+  std::int64_t child_events = -1;  // local-queue: the session's child watch events at the grant ("ev=N")
 };
 
-// What the recipe lets hold together: the mutex nothing, the shared lock readers, the semaphore
-// up to N (capacity) of anything.
+// What the recipe lets hold together: the mutex (and the election, and the local-queue mutex)
+// nothing, the shared lock readers, the semaphore up to N (capacity) of anything.
+//
+// local-queue also checks the fairness bound (mutex_options::max_local_handoffs, > 0 here). A
+// node of a process grants at most max_local_handoffs local holders unless a listing made while
+// it held showed nobody else queued, and a child watch event makes that listing stale (every
+// such event costs it the exemption until the next listing). So while a waiter of another
+// process Q waits, the grants of one node of a process P that came after P's session got a
+// child watch event (the worker sends its session's count with each grant, "ev=N"; counted
+// from the node's first grant within the wait) are at most max_local_handoffs - 1 in the
+// implementation; more than max_local_handoffs is a violation (one grant of slack).
+// Conservative: an event about a third process's node counts too, and while P's connection
+// is down no event arrives, so nothing is counted.
 struct recipe_rule {
   std::string recipe = "mutex";
   int capacity = 1;
+  int max_local_handoffs = 0;  // local-queue: the fairness bound to check (0: not checked)
   bool conflict(const section& a, const section& b) const {
     return recipe != "shared" || !is_reader(a.side) || !is_reader(b.side);
   }
@@ -86,6 +108,16 @@ struct recipe_rule {
 // The semaphore's grants go one at a time through its internal mutex (FIFO): a waiter behind
 // another waits for that one's grant too, so its wait counts from the previous grant at the
 // earliest.
+
+// An acquire's wait: from its "acquire" to its grant, failure or idle report (or the run's end).
+struct wait_interval {
+  std::string who;
+  std::int64_t from = 0, to = 0;
+};
+
+// local-queue's fairness bound, see recipe_rule (checker.cpp).
+void check_fairness(run_result& r, const std::vector<section>& v, const std::vector<wait_interval>& waits,
+                    int max_local_handoffs);
 
 // The longest wait for a grant while the lock (a lease) was free, for the shared lock and the
 // semaphore (see checker.cpp).

@@ -261,3 +261,91 @@ TEST_CASE("checker: the semaphore allows N sections at once, not N + 1", "[unit]
     CHECK(r.overlaps_paused == 1);
   }
 }
+
+TEST_CASE("checker: local queue: an overlap of two coroutines of one process is counted as one within it",
+          "[unit][fault]") {
+  // p.1 hands over to p.2 (a local handoff: same node, generation 0 then 1) but keeps writing
+  const std::int64_t node = std::int64_t(100) << 16;
+  journal j;
+  j.section("p.1", node | 0, 0, 1, 30).section("p.2", node | 1, 2, 25, 40).section("q.1", std::int64_t(200) << 16, 3, 45, 60);
+  auto r = checked(j);
+  CHECK(r.overlaps == 1);
+  CHECK(r.overlaps_within == 1);
+  CHECK(noted(r, "OVERLAP within p: p.1"));
+  // across processes it is an overlap, not one within
+  journal k;
+  k.section("p.1", node | 0, 0, 1, 30).section("q.1", std::int64_t(200) << 16, 2, 25, 40);
+  auto rk = checked(k);
+  CHECK(rk.overlaps == 1);
+  CHECK(rk.overlaps_within == 0);
+}
+
+TEST_CASE("checker: a paused process pauses every coroutine of it", "[unit][fault]") {
+  // SIGSTOP stops the whole process: the pause was recorded for p.1 (whose grant fired it),
+  // the section that overran is p.2's
+  journal j;
+  j.section("p.2", 10, 0, 1, 30).section("q.1", 20, 2, 25, 40);
+  auto r = checked(j, {{"p.1", 3 * ms, 28 * ms}});
+  CHECK(r.overlaps == 0);
+  CHECK(r.overlaps_paused == 1);
+  // another process's pause explains nothing
+  CHECK(checked(j, {{"r.1", 3 * ms, 28 * ms}}).overlaps == 1);
+}
+
+TEST_CASE("checker: local queue: the fairness bound", "[unit][fault]") {
+  // q.1 waits from 0 to 100 while process p's node (czxid 100) grants its coroutines; "ev" is
+  // p's session's child watch events at each grant: the event at 1 (q's node appeared) came
+  // after the node's first grant in the wait
+  const std::int64_t node = std::int64_t(100) << 16;
+  auto run = [&](int grants_after_event, int bound, int first_ev = 0) {
+    journal j;
+    j.add("acquire", "q.1", 0, 0);
+    std::int64_t t = 2;
+    j.section("p.1", node | 0, 1, t, t + 5, "exclusive ev=" + std::to_string(first_ev));
+    for (int g = 1; g <= grants_after_event; ++g) {
+      t += 10;
+      j.section("p." + std::to_string(g % 8 + 1), node | g, 1, t, t + 5, "exclusive ev=" + std::to_string(first_ev + 1));
+    }
+    j.add("grant", "q.1", std::int64_t(300) << 16, 100, "/l/n side=exclusive ev=0").add("end", "q.1", std::int64_t(300) << 16, 105);
+    j.add("released", "q.1", std::int64_t(300) << 16, 106, "ok");
+    recipe_rule lq{"local-queue", 1, bound};
+    return checked(j, {}, lq);
+  };
+  SECTION("within the bound") {
+    auto r = run(1, 1);
+    CHECK(r.fairness_violations == 0);
+    CHECK(r.fair_max == 1);
+    CHECK(r.wait_grants_max == 2);
+    CHECK(run(2, 2).fairness_violations == 0);
+  }
+  SECTION("past it") {
+    auto r = run(2, 1);
+    CHECK(r.fairness_violations == 1);
+    CHECK(r.fair_max == 2);
+    CHECK(noted(r, "FAIRNESS: p's node 100 made 2 grants after its child watch fired while q.1 waited (bound 1)"));
+    CHECK(run(5, 2).fairness_violations == 1);
+    CHECK_FALSE(r.zklock_ok());
+  }
+  SECTION("grants before the watch fired are not held against it") {
+    // no event during the wait: p had not seen q's node (its session was cut off, say)
+    journal j;
+    j.add("acquire", "q.1", 0, 0);
+    for (int g = 0; g < 6; ++g) j.section("p." + std::to_string(g + 1), node | g, 1, 2 + 10 * g, 7 + 10 * g, "exclusive ev=4");
+    recipe_rule lq{"local-queue", 1, 1};
+    auto r = checked(j, {}, lq, 100);
+    CHECK(r.fairness_violations == 0);
+    CHECK(r.fair_max == 0);
+    CHECK(r.wait_grants_max == 6);
+  }
+  SECTION("each node of the process has its own count, and the bound is checked only when asked") {
+    journal j;
+    j.add("acquire", "q.1", 0, 0);
+    j.section("p.1", node | 0, 1, 2, 7, "exclusive ev=0").section("p.2", node | 1, 1, 12, 17, "exclusive ev=1");
+    const std::int64_t next = std::int64_t(101) << 16;
+    j.section("p.3", next | 0, 1, 22, 27, "exclusive ev=1").section("p.4", next | 1, 1, 32, 37, "exclusive ev=2");
+    recipe_rule lq{"local-queue", 1, 1};
+    CHECK(checked(j, {}, lq, 100).fairness_violations == 0);
+    CHECK(checked(j, {}, lq, 100).fair_max == 1);
+    CHECK(run(5, 0).fairness_violations == 0);  // mutex rule: not checked
+  }
+}

@@ -104,13 +104,13 @@ int main(int argc, char** argv) {
       std::cout << "\nPartition window (ms after the holder's partition began; window = holder's stop - "
                    "successor's grant; session timeout "
                 << o.window_session_timeout_ms << " ms)\n";
-      std::cout << "client     run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
+      std::cout << "client           run  successor-grant  holder-stop  window  suspended  window  lost    window  healed  note\n";
       json << "{\"seed\":" << o.seed << ",\"session_timeout_ms\":" << o.window_session_timeout_ms << ",\"windows\":[";
       bool first = true;
       for (auto& w : results) {
         auto win = [&](double t) { return t < 0 || w.grant_ms < 0 ? std::string("-") : fmt(t - w.grant_ms); };
         auto at = [](double t) { return t < 0 ? std::string("-") : fmt(t); };  // -1: never seen
-        std::cout << std::left << std::setw(11) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
+        std::cout << std::left << std::setw(17) << w.client << std::setw(5) << w.run << std::setw(17) << at(w.grant_ms)
                   << std::setw(13) << at(w.stop_ms) << std::setw(8) << win(w.stop_ms) << std::setw(11)
                   << at(w.suspended_ms) << std::setw(8) << win(w.suspended_ms) << std::setw(8) << at(w.lost_ms)
                   << std::setw(8) << win(w.lost_ms) << std::setw(8) << at(w.healed_ms) << w.note
@@ -123,9 +123,11 @@ int main(int argc, char** argv) {
           all_ok = false;
           std::cout << "  FAILED: zklock's command did not stop before the successor's grant\n";
         }
-        if (w.client == "zklock-lib" && !(w.grant_ms > 0 && w.lost_ms > 0 && w.lost_ms < w.grant_ms)) {
+        if ((w.client == "zklock-lib" || w.client == "zklock-election") &&
+            !(w.grant_ms > 0 && w.lost_ms > 0 && w.lost_ms < w.grant_ms)) {
           all_ok = false;
-          std::cout << "  FAILED: zklock's guard was not lost before the successor's grant\n";
+          std::cout << "  FAILED: zklock's " << (w.client == "zklock-election" ? "leadership" : "guard")
+                    << " was not lost before the successor's grant\n";
         }
       }
       json << "]}\n";
@@ -144,6 +146,10 @@ int main(int argc, char** argv) {
                     << " overlaps, " << r.overlaps_paused << " behind a paused holder, ";
           if (o.recipe == "shared")
             std::cerr << r.write_sections << " of them writers, " << r.reader_overlaps << " reader overlaps, ";
+          if (o.recipe == "local-queue")
+            std::cerr << r.overlaps_within << " of them within a process, fairness: " << r.fair_max
+                      << " grants after the watch (bound " << o.max_local_handoffs << ", " << r.fairness_violations
+                      << " past it), " << r.wait_grants_max << " grants of one process in one wait, ";
           if (o.recipe == "semaphore")
             std::cerr << "max " << r.max_concurrent << " at once (" << r.at_capacity << " grants made it "
                       << o.leases << "), " << r.over_capacity_writes << " over-capacity writes, ";
@@ -160,11 +166,15 @@ int main(int argc, char** argv) {
       std::cout << "\nrecipe " << o.recipe
                 << (o.recipe == "semaphore" ? " (" + std::to_string(o.leases) + " leases)"
                     : o.recipe == "shared"  ? " (" + std::to_string(o.write_percent) + " % writers)"
-                                            : std::string())
+                    : o.recipe == "local-queue"
+                        ? " (" + std::to_string(o.coroutines) + " coroutines per process, max_local_handoffs " +
+                              std::to_string(o.max_local_handoffs) + ")"
+                        : std::string())
                 << "\nscenario            runs  acq   ";
       if (o.recipe == "shared") std::cout << "w-acq  ";
       std::cout << (o.recipe == "semaphore" ? "over-cap  paused-ovc  " : "overlaps  paused-ovl  ");
       if (o.recipe == "shared") std::cout << "reader-ovl  ";
+      if (o.recipe == "local-queue") std::cout << "ovl-within  fair-max  fair-viol  wait-grants  ";
       if (o.recipe == "semaphore") std::cout << "max-conc  at-N  over-cap-wr  ";
       else std::cout << "stale-acc  stale-rej  ";
       std::cout << "max-grant-ms  max-wait-ms  stuck  nodes  watches  lost  dead  rss-kb(before->after)\n";
@@ -172,7 +182,8 @@ int main(int argc, char** argv) {
       for (auto& p : o.peers) peers += (peers.empty() ? "\"" : ",\"") + p + "\"";
       json << "{\"seed\":" << o.seed << ",\"clients\":" << o.clients << ",\"peers\":[" << peers << "]"
            << ",\"session_timeout_ms\":" << o.session_timeout_ms << ",\"recipe\":\"" << o.recipe
-           << "\",\"leases\":" << o.leases << ",\"write_percent\":" << o.write_percent << ",\"scenarios\":[";
+           << "\",\"leases\":" << o.leases << ",\"write_percent\":" << o.write_percent
+           << ",\"coroutines\":" << o.coroutines << ",\"max_local_handoffs\":" << o.max_local_handoffs << ",\"scenarios\":[";
       bool first = true;
       for (auto& s : o.scenarios) {
         run_result t;
@@ -199,6 +210,10 @@ int main(int argc, char** argv) {
           t.max_concurrent = std::max(t.max_concurrent, r.max_concurrent);
           t.at_capacity += r.at_capacity;
           t.over_capacity_writes += r.over_capacity_writes;
+          t.overlaps_within += r.overlaps_within;
+          t.fair_max = std::max(t.fair_max, r.fair_max);
+          t.fairness_violations += r.fairness_violations;
+          t.wait_grants_max = std::max(t.wait_grants_max, r.wait_grants_max);
           t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
           t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
           t.worker_failures += r.worker_failures;
@@ -208,7 +223,7 @@ int main(int argc, char** argv) {
           int ours = r.overlaps - r.per_kind_overlaps["curator"] - r.per_kind_overlaps["kazoo"];
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
-                        r.worker_failures == 0 && r.user_socket_stalls == 0;
+                        r.worker_failures == 0 && r.user_socket_stalls == 0 && r.fairness_violations == 0;
           // a holder that stopped right before a write resumed after its successor wrote: that
           // write must have reached the resource and been rejected (the fencing demonstration;
           // shared: the paused holder is a writer. Not for the semaphore: whether its late write
@@ -224,6 +239,9 @@ int main(int argc, char** argv) {
         if (o.recipe == "shared") std::cout << std::setw(7) << t.write_sections;
         std::cout << std::setw(10) << t.overlaps << std::setw(12) << t.overlaps_paused;
         if (o.recipe == "shared") std::cout << std::setw(12) << t.reader_overlaps;
+        if (o.recipe == "local-queue")
+          std::cout << std::setw(12) << t.overlaps_within << std::setw(10) << t.fair_max << std::setw(11)
+                    << t.fairness_violations << std::setw(13) << t.wait_grants_max;
         if (o.recipe == "semaphore")
           std::cout << std::setw(10) << t.max_concurrent << std::setw(6) << t.at_capacity << std::setw(13)
                     << t.over_capacity_writes;
@@ -243,7 +261,9 @@ int main(int argc, char** argv) {
              << ",\"rss_before_kb\":" << t.rss_before_kb << ",\"rss_after_kb\":" << t.rss_after_kb
              << ",\"write_sections\":" << t.write_sections << ",\"reader_overlaps\":" << t.reader_overlaps
              << ",\"max_concurrent\":" << t.max_concurrent << ",\"at_capacity\":" << t.at_capacity
-             << ",\"over_capacity_writes\":" << t.over_capacity_writes
+             << ",\"over_capacity_writes\":" << t.over_capacity_writes << ",\"overlaps_within\":" << t.overlaps_within
+             << ",\"fair_max\":" << t.fair_max << ",\"fairness_violations\":" << t.fairness_violations
+             << ",\"wait_grants_max\":" << t.wait_grants_max
              << ",\"foreign_writes\":" << t.foreign_writes << ",\"user_socket_stalls\":" << t.user_socket_stalls
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;

@@ -59,22 +59,31 @@ int parse_options(int argc, char** argv, options& o) {
                  "(extra_lock_patterns=[\"-lock-\"]) client on the same path (\"both\" puts Curator and kazoo "
                  "on one path, which they do not share safely: see docs/RELIABILITY.md)");
   app.add_option("--recipe", o.recipe,
-                 "mutex|shared|semaphore: what the zklock clients take (default mutex): shared is "
+                 "mutex|shared|semaphore|election|local-queue: what the zklock clients take (default mutex): "
+                 "election is a candidate of zklock::election (leads, writes fenced, resigns; leaders must not "
+                 "overlap); local-queue is --coroutines coroutines per process on one zklock::mutex with "
+                 "mutex_options::local_queue (overlaps within and across processes, the fairness bound); shared is "
                  "zklock::shared_mutex, each acquisition the write side with probability --writers (seeded), "
                  "else the read side; semaphore is a lease of zklock::semaphore with --leases. The checker "
                  "checks that recipe's property (shared: a writer overlaps nobody, readers overlap each other; "
                  "semaphore: never more than N sections at once)");
   app.add_option("--leases", o.leases, "semaphore: max_leases (default 2)");
   app.add_option("--writers", o.write_percent, "shared: write acquisitions in percent (default 30)");
+  app.add_option("--coroutines", o.coroutines, "local-queue: coroutines per process on one mutex object (default 8)");
+  app.add_option("--max-local-handoffs", o.max_local_handoffs,
+                 "local-queue: mutex_options::max_local_handoffs, also the fairness bound checked (default 1)");
   app.add_option("--session-timeout", o.session_timeout_ms,
                  "MS: clients' session timeout (default 3000; servers' tickTime is 200 ms)");
   app.add_option("--hold-ms", o.hold_ms, "MS: critical section length (default 20)");
   app.add_option("--stuck-bound", o.stuck_bound_ms,
                  "MS: a wait for the lock longer than this is a stuck waiter (default 5 session timeouts + 10 s)");
   app.add_option("--window", window,
-                 "zklock|zklock-lib|curator|kazoo|all (or a comma list): instead, measure the partition window "
-                 "(issue 10 §2): holder behind a blackholed proxy, waiter connected directly; window = holder's "
-                 "stop (zklock exec's command exit / the library guard's lost notification / Curator SUSPENDED, "
+                 "zklock|zklock-lib|zklock-election|curator|curator-latch|kazoo|all (or a comma list): instead, "
+                 "measure the "
+                 "partition window (issue 10 §2): holder behind a blackholed proxy, waiter connected directly; "
+                 "window = holder's stop (zklock exec's command exit / the library guard's lost notification / "
+                 "the election leader's lost leadership, its successor the next leader / Curator LeaderLatch's "
+                 "notLeader, its successor a zklock candidate / Curator SUSPENDED, "
                  "LOST / kazoo listener) minus the successor's grant");
   app.add_option("--window-runs", o.window_runs, "runs per client (default 3)");
   app.add_option("--window-session-timeout", o.window_session_timeout_ms, "MS (default 6000)");
@@ -102,8 +111,11 @@ int parse_options(int argc, char** argv, options& o) {
     o.peers = interop == "both" ? std::vector<std::string>{"curator", "kazoo"} : std::vector<std::string>{interop};
     o.interop = true;
   }
-  if (o.recipe != "mutex" && o.recipe != "shared" && o.recipe != "semaphore")
-    return usage_error("--recipe: expected mutex, shared or semaphore, got '" + o.recipe + "'");
+  if (o.recipe != "mutex" && o.recipe != "shared" && o.recipe != "semaphore" && o.recipe != "election" &&
+      o.recipe != "local-queue")
+    return usage_error("--recipe: expected mutex, shared, semaphore, election or local-queue, got '" + o.recipe + "'");
+  if (o.coroutines < 1 || o.max_local_handoffs < 1)
+    return usage_error("--coroutines and --max-local-handoffs must be >= 1");
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
   if (o.recipe != "mutex" && (o.interop || !o.window.empty()))
     return usage_error("--recipe " + o.recipe + " runs zklock clients only (no --interop, no --window)");

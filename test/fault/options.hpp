@@ -29,6 +29,8 @@ struct options {
   std::string recipe = "mutex";  // mutex, shared (zklock::shared_mutex), semaphore
   int leases = 2;                // semaphore: max_leases
   int write_percent = 30;        // shared: the share of acquisitions taking the write side
+  int coroutines = 8;            // local-queue: coroutines per worker process on one mutex object
+  int max_local_handoffs = 1;    // local-queue: mutex_options::max_local_handoffs
 };
 
 // The default set (no --scenarios): the short CI pass runs these.

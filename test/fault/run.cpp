@@ -47,9 +47,10 @@ run_result harness::run(const std::string& scenario, int run_index) {
   std::map<std::string, int> index_of;
   std::map<std::string, std::string> kind_of;
   const std::vector<std::string> extra = worker_options(scenario);
-  int sessions = 1;  // per zklock worker ("sessions:N")
+  int sessions = 1;  // contenders per zklock worker ("sessions:N"; local-queue: its coroutines)
   for (auto& x : extra)
     if (x.rfind("sessions:", 0) == 0) sessions = std::stoi(x.substr(9));
+  if (o.recipe == "local-queue") sessions = o.coroutines;
   for (int c = 0; c < k; ++c) {
     std::string connect;
     if (direct_connections(scenario)) {
@@ -72,6 +73,10 @@ run_result harness::run(const std::string& scenario, int run_index) {
       spec = "shared:" + std::to_string(o.write_percent) + ":" + std::to_string((r.seed + std::uint64_t(c)) % 1000000007u);
     else if (o.recipe == "semaphore")
       spec = "semaphore:" + std::to_string(o.leases);
+    else if (o.recipe == "election")
+      spec = "election";
+    else if (o.recipe == "local-queue")
+      spec = "local-queue:" + std::to_string(o.coroutines) + ":" + std::to_string(o.max_local_handoffs);
     std::vector<std::string> worker_args;
     if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
     worker_args.insert(worker_args.end(), extra.begin(), extra.end());
@@ -194,6 +199,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
   recipe_rule rule;
   rule.recipe = o.recipe;
   rule.capacity = o.recipe == "semaphore" ? o.leases : 1;
+  if (o.recipe == "local-queue") rule.max_local_handoffs = o.max_local_handoffs;
   check(r, j, pauses, kind_of, stuck_ns, t_end, rule);
   return r;
 }

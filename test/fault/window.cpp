@@ -54,6 +54,14 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
     holder.pid = spawn({ZKLOCK_CLI, "exec", "-c", proxied, "--session-timeout", std::to_string(T / 1000.0),
                         "--kill-grace", "1", dir, "--", "sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 3600"},
                        run_dir + "/holder.log");
+  } else if (client == "curator-latch") {
+    // a Curator LeaderLatch leader, its stop its LeaderLatchListener.notLeader()
+    holder.pid = spawn(client_command("curator", oo, res.port(), proxied, dir, "holder", "hold", T, work, {"latch"}),
+                       run_dir + "/holder.log");
+  } else if (client == "zklock-election") {
+    // a zklock::election leader (the worker's election recipe), its stop the leadership's loss
+    holder.pid = spawn(client_command("zklock", oo, res.port(), proxied, dir, "holder", "hold", T, work, {"election"}),
+                       run_dir + "/holder.log");
   } else {
     holder.pid = spawn(client_command(client, oo, res.port(), proxied, dir, "holder", "hold", T, work), run_dir + "/holder.log");
   }
@@ -72,7 +80,11 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
     std::this_thread::sleep_for(20ms);
   }
   // the waiter, directly connected, queues behind it
-  waiter.pid = spawn(client_command("zklock", oo, res.port(), ens.connect_string(), dir, "waiter", "hold", T, work),
+  // (election: a zklock::election candidate, the successor is the next leader)
+  waiter.pid = spawn(client_command("zklock", oo, res.port(), ens.connect_string(), dir, "waiter", "hold", T, work,
+                                    client == "zklock-election" || client == "curator-latch"
+                                        ? std::vector<std::string>{"election"}
+                                                                : std::vector<std::string>{}),
                      run_dir + "/waiter.log");
   res.wait_for(30s, [](auto& j) {
     return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "acquire" && x.who == "waiter"; });
@@ -106,13 +118,19 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
         if (x.kind == "dead_grant") w.note += "successor's guard came already past its deadline; ";
         break;
       }
-  if (client == "zklock-lib") {
+  if (client == "zklock-lib" || client == "zklock-election") {
     // the library's own notification: the guard's lost_slot / validity check in the worker
     res.wait_for(std::chrono::milliseconds(2 * T), [](auto& j) {
       return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "lost" && x.who == "holder"; });
     });
     if (auto t = first("holder", "lost")) w.lost_ms = ms(t);
   } else if (client != "zklock") {
+    if (client == "curator-latch") {
+      res.wait_for(std::chrono::milliseconds(2 * T), [](auto& j) {
+        return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "lost" && x.who == "holder"; });
+      });
+      if (auto t = first("holder", "lost")) w.stop_ms = ms(t);
+    }
     // LOST may come only after the partition heals (kazoo): wait up to 2 T past the grant, heal
     res.wait_for(std::chrono::milliseconds(2 * T), [](auto& j) {
       return std::any_of(j.begin(), j.end(), [](auto& x) { return x.kind == "state" && x.who == "holder" && x.extra == "LOST"; });

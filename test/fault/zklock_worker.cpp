@@ -3,8 +3,14 @@
 //   zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold [RECIPE [OPTIONS]]
 // RECIPE: mutex (default): zklock::mutex; shared:WRITE_PERCENT:SEED: zklock::shared_mutex, each
 //       acquisition the write side with that probability (drawn from SEED), else the read side;
-//       semaphore:N: a lease of zklock::semaphore with max_leases N. The grant message says
-//       which side the section holds ("side=exclusive|read|write|lease").
+//       semaphore:N: a lease of zklock::semaphore with max_leases N; election: a candidate of
+//       zklock::election (identity WHO) that campaigns, leads (its writes fenced with the
+//       leadership's fencing_token(), stopped by its lost_slot() and valid_until()) and resigns;
+//       local-queue:COROUTINES:HANDOFFS: COROUTINES coroutines (WHO.1..WHO.N, each its own
+//       resource connection) on one zklock::mutex with mutex_options{local_queue = true,
+//       max_local_handoffs = HANDOFFS}, one session. The grant message says which side the
+//       section holds ("side=exclusive|read|write|lease") and the session's child watch events
+//       so far ("ev=N": the local queue's fairness check, see checker.hpp).
 // loop: acquire, write "grant" (fencing token = lock_guard::fencing_token()), a "write" every
 //       10 ms while the hold lasts (HOLD_MS, or what the resource's reply asks for), "end",
 //       release; a new session when the old one ended. The section stops at once when the
@@ -24,6 +30,7 @@
 //       as WHO once every contender is idle.
 #include "resource_client.hpp"
 
+#include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
@@ -62,6 +69,9 @@ struct config {
   std::uint64_t mix_seed = 0;    // shared: seeds the read/write draws
   int leases = 1;                // semaphore: max_leases
   int sessions = 1;              // contenders (sessions) on this io_context; > 1: and a user socket
+  int coroutines = 1;            // local-queue: contenders on one session and one mutex object
+  int max_local_handoffs = 1;    // local-queue
+  int contenders() const { return recipe == "local-queue" ? coroutines : sessions; }
 };
 
 // fd exhaustion: RLIMIT_NOFILE lowered to 3 (stdin, stdout, stderr are open): every new
@@ -103,7 +113,7 @@ struct worker {
 
   worker(config c, asio::any_io_executor e)
       : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {
-    for (int i = 0; i < cfg.sessions; ++i) cancel_acquire.push_back(std::make_unique<asio::cancellation_signal>());
+    for (int i = 0; i < cfg.contenders(); ++i) cancel_acquire.push_back(std::make_unique<asio::cancellation_signal>());
   }
 
   static bool ok(const std::string& reply) { return reply.rfind("OK", 0) == 0; }
@@ -114,7 +124,7 @@ struct worker {
   }
 
   // One critical section; returns when it ended (normally, lost, or rejected).
-  asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res) {
+  asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, std::uint64_t child_events = 0) {
     const std::int64_t token = g.fencing_token();
     bool pause_before_write = false;
     // A guard may come back already past its validity deadline (e.g. granted by a watch event
@@ -123,7 +133,8 @@ struct worker {
       res.send("dead_grant", token, std::string("status=") + zklock::to_string(g.status()));
       co_return;
     }
-    std::string reply = res.send("grant", token, g.node_path() + " side=" + zklock::to_string(g.kind()));
+    std::string reply = res.send("grant", token, g.node_path() + " side=" + zklock::to_string(g.kind()) +
+                                                     " ev=" + std::to_string(child_events));
     if (!ok(reply)) {
       res.send("lost", token, "rejected");
       co_return;
@@ -159,7 +170,7 @@ struct worker {
   // This contender is idle: report it (with several, once all are), and park with the session
   // open until SIGTERM.
   asio::awaitable<void> go_idle(resource_client& mine) {
-    if (cfg.sessions == 1)
+    if (cfg.contenders() == 1)
       mine.send("idle", 0);
     else if (--active == 0)
       res.send("idle", 0);
@@ -167,11 +178,15 @@ struct worker {
   }
 
   asio::awaitable<void> run() {
-    active = cfg.sessions;
+    active = cfg.contenders();
     std::vector<std::unique_ptr<resource_client>> mine;  // one connection per contender, when several
-    if (cfg.sessions > 1)
-      for (int i = 1; i <= cfg.sessions; ++i)
+    if (cfg.contenders() > 1)
+      for (int i = 1; i <= cfg.contenders(); ++i)
         mine.push_back(std::make_unique<resource_client>(cfg.resource_port, cfg.who + "." + std::to_string(i)));
+    if (cfg.recipe == "local-queue") {
+      co_await contend_local(mine);
+      co_return;
+    }
     int done = 0;
     asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
     for (int i = 0; i < cfg.sessions; ++i)
@@ -231,6 +246,75 @@ struct worker {
     }
   }
 
+  // local-queue: one session and one mutex object with a local queue, `coroutines` contenders
+  // on it (each reports as WHO.i on its own resource connection); a new session (and mutex)
+  // once the old one ended and every contender has left it.
+  asio::awaitable<void> contend_local(std::vector<std::unique_ptr<resource_client>>& mine) {
+    while (!stopping) {
+      zklock::session_options o;
+      o.connect = cfg.connect;
+      o.session_timeout = cfg.session_timeout;
+      o.connect_timeout = 60s;
+      zklock::session s{ex, o};
+      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel_acquire[0]->slot(), asio::as_tuple(asio::use_awaitable)));
+      if (cec) {
+        res.send("error", 0, "connect:" + cec.message());
+        if (!stopping) co_await sleep(200ms);
+        continue;
+      }
+      std::ostringstream sid;
+      sid << "0x" << std::hex << s.session_id();
+      res.send("hello", 0, sid.str());
+      zklock::mutex_options mo;
+      mo.local_queue = true;
+      mo.max_local_handoffs = cfg.max_local_handoffs;
+      zklock::mutex m{s, cfg.path, mo};
+      int done = 0;
+      asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
+      for (int i = 0; i < cfg.coroutines; ++i)
+        asio::co_spawn(ex, contend_on(i, s, m, cfg.coroutines == 1 ? res : *mine[i]), [&](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+          if (++done == cfg.coroutines) all_done.cancel();
+        });
+      co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+      if (stopping) {
+        res.send("idle", 0);
+        if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await s.async_close(asio::as_tuple(asio::use_awaitable));
+        co_return;
+      }
+    }
+    res.send("idle", 0);
+    if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+
+  // One coroutine of a local-queue worker: acquire, hold, release on the shared mutex object
+  // until told to stop or its session ends.
+  asio::awaitable<void> contend_on(int index, zklock::session& s, zklock::mutex& m, resource_client& mine) {
+    asio::cancellation_signal& cancel = *cancel_acquire[index];
+    std::mt19937 rng(std::hash<std::string>{}(cfg.who) ^ static_cast<unsigned>(::getpid()) ^ unsigned(index * 7919));
+    while (!stopping) {
+      auto st = s.state();
+      if (st == zklock::session_state::expired || st == zklock::session_state::closed) co_return;
+      mine.send("acquire", 0);
+      auto [aec, g] = co_await m.async_acquire(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (aec) {
+        mine.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
+        if (!stopping) co_await sleep(100ms);
+        continue;
+      }
+      co_await hold(g, mine, s.stats().events(zklock::watch_event_type::child));
+      if (g.owns_lock()) {
+        auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
+        mine.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+      } else {
+        mine.send("released", 0, std::string("not-owned:") + zklock::to_string(g.status()));
+        g = zklock::lock_guard();
+      }
+      co_await sleep(std::chrono::milliseconds(rng() % 20));
+    }
+  }
+
   asio::awaitable<void> contend(int index, resource_client& res) {
     const std::string who = cfg.sessions == 1 ? cfg.who : cfg.who + "." + std::to_string(index + 1);
     asio::cancellation_signal& cancel = *cancel_acquire[index];
@@ -255,8 +339,10 @@ struct worker {
       std::optional<zklock::mutex> m;
       std::optional<zklock::shared_mutex> sm;
       std::optional<zklock::semaphore> sem;
+      std::optional<zklock::election> el;
       if (cfg.recipe == "shared") sm.emplace(s, cfg.path);
       else if (cfg.recipe == "semaphore") sem.emplace(s, cfg.path, cfg.leases);
+      else if (cfg.recipe == "election") el.emplace(s, cfg.path, who);
       else m.emplace(s, cfg.path);
       while (!stopping) {
         auto st = s.state();
@@ -274,16 +360,33 @@ struct worker {
           acquired = co_await sm->async_acquire_shared(token);
         else if (cfg.recipe == "semaphore")
           acquired = co_await sem->async_acquire(token);
-        else
+        else if (cfg.recipe != "election")
           acquired = co_await m->async_acquire(token);
-        auto& [aec, g] = acquired;
+        // election: the leadership's own operations (campaign, fencing_token, valid_until,
+        // lost_slot, resign); its lock_guard underneath is what hold() checks, the same calls
+        zklock::leadership leading;
+        if (cfg.recipe == "election") {
+          auto [cec, l] = co_await el->async_campaign(token);
+          std::get<0>(acquired) = cec;
+          leading = std::move(l);
+        }
+        auto& [aec, g0] = acquired;
         if (aec) {
           res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
           if (!stopping) co_await sleep(100ms);
           continue;
         }
+        zklock::lock_guard& g = cfg.recipe == "election" ? leading.guard() : g0;
+        if (cfg.recipe == "election" && (leading.fencing_token() != g.fencing_token() || leading.identity() != who))
+          res.send("error", 0, "leadership: token or identity differs from its guard's");
         co_await hold(g, res);
-        if (g.owns_lock()) {
+        if (cfg.recipe == "election" && leading.is_leader()) {
+          auto [rec] = co_await leading.async_resign(asio::as_tuple(asio::use_awaitable));
+          res.send("released", leading.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+        } else if (cfg.recipe == "election") {
+          res.send("released", 0, std::string("not-owned:") + zklock::to_string(leading.status()));
+          leading = zklock::leadership();  // a lost leadership still deletes its node while the session lives
+        } else if (g.owns_lock()) {
           auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
           res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
         } else {
@@ -308,7 +411,7 @@ struct worker {
 int main(int argc, char** argv) {
   if (argc < 8 || argc > 10) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
-                 " [mutex|shared:WRITE_PERCENT:SEED|semaphore:N [sessions:N]]\n";
+                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N]]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -343,8 +446,12 @@ int main(int argc, char** argv) {
       c.mix_seed = std::stoull(f[2]);
     } else if (c.recipe == "semaphore" && f.size() == 2) {
       c.leases = std::stoi(f[1]);
-    } else if (c.recipe != "mutex" || f.size() != 1) {
-      std::cerr << "zklock_fault_worker: bad recipe '" << spec << "' (mutex, shared:WRITE_PERCENT:SEED or semaphore:N)\n";
+    } else if (c.recipe == "local-queue" && f.size() == 3) {
+      c.coroutines = std::max(1, std::stoi(f[1]));
+      c.max_local_handoffs = std::stoi(f[2]);
+    } else if ((c.recipe != "mutex" && c.recipe != "election") || f.size() != 1) {
+      std::cerr << "zklock_fault_worker: bad recipe '" << spec
+                << "' (mutex, election, shared:WRITE_PERCENT:SEED, semaphore:N or local-queue:COROUTINES:HANDOFFS)\n";
       return 2;
     }
   }
