@@ -64,6 +64,13 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
   return b;
 }
 
+std::vector<std::size_t> current_holders(const std::vector<queued_node>& q, int max_leases) {
+  std::vector<std::size_t> r;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (!find_blockers(q, i, q[i].kind, max_leases)) r.push_back(i);
+  return r;
+}
+
 bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
   auto q = queue_order(children);
   q.push_back({{}, 0, kind});  // where our node would go: behind everyone

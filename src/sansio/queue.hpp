@@ -42,6 +42,10 @@ struct blockers {
 };
 std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
                                       int max_leases = 1) noexcept;
+/// The contenders of `q` that hold now by the grant rule (each by its own kind), in queue
+/// order: the head for exclusive, write and candidate nodes, the reads ahead of the first
+/// exclusive or write node, the first `max_leases` leases. What a revocation asks.
+std::vector<std::size_t> current_holders(const std::vector<queued_node>& q, int max_leases = 1);
 /// Whether a new node of `kind` would be blocked by the contenders among `children` (it would
 /// queue behind all of them): what a try-lock looks at before writing anything.
 bool blocked_at_tail(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
