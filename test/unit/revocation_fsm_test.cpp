@@ -1,6 +1,7 @@
 // The holder's side of revocation (lock_guard::async_wait_revoked) without a server: when a
 // read of our node's data completes the waiters, when the watch is set, re-armed and removed,
 // and a random walk over writes, cancellations, connection loss and the hold's end.
+#include "sansio/queue.hpp"
 #include "sansio/revocation_fsm.hpp"
 
 #include <catch2/catch.hpp>
@@ -283,4 +284,27 @@ TEST_CASE("revocation: random walk: one watch at most, none left when nobody wai
       else CHECK_FALSE(d.registered);
     }
   }
+}
+
+TEST_CASE("revocation: the holders asked are those of the grant rule", "[unit][revocation][queue]") {
+  auto names = [](const std::vector<queued_node>& q, const std::vector<std::size_t>& idx) {
+    std::vector<std::string> r;
+    for (auto i : idx) r.push_back(q[i].name);
+    return r;
+  };
+  auto q = queue_order({"_c_b-lock-0000000002", "_c_a-lock-0000000001", "other-node"});
+  CHECK(names(q, current_holders(q)) == std::vector<std::string>{"_c_a-lock-0000000001"});
+  // readers ahead of the first writer hold; the writer and a reader behind it do not
+  q = queue_order({"_c_a-__READ__0000000001", "_c_b-__READ__0000000002", "_c_c-__WRIT__0000000003",
+                   "_c_d-__READ__0000000004"});
+  CHECK(names(q, current_holders(q)) == std::vector<std::string>{"_c_a-__READ__0000000001", "_c_b-__READ__0000000002"});
+  q = queue_order({"_c_c-__WRIT__0000000003", "_c_d-__READ__0000000004"});
+  CHECK(names(q, current_holders(q)) == std::vector<std::string>{"_c_c-__WRIT__0000000003"});
+  // a semaphore's leases: the first max_leases
+  q = queue_order({"_c_a-lease-0000000001", "_c_b-lease-0000000002", "_c_c-lease-0000000003"});
+  CHECK(current_holders(q, 2).size() == 2);
+  CHECK(current_holders(q, 5).size() == 3);
+  q = queue_order({"_c_a-latch-0000000007", "_c_b-latch-0000000008"});
+  CHECK(names(q, current_holders(q)) == std::vector<std::string>{"_c_a-latch-0000000007"});
+  CHECK(current_holders(queue_order({})).empty());
 }
