@@ -670,7 +670,7 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
 // ---------------------------------------------------------------------------------------------
 // zklock revoke: Curator's revocation request ("__REVOKE__") to each current holder of PATH
 
-asio::awaitable<int> run_revoke(const common_options& co, const std::string& path, int max_leases,
+asio::awaitable<int> run_revoke(const common_options& co, std::string path, int max_leases,  // path: by value (a temporary at the call)
                                 asio::signal_set& sigs) {
   auto ex = co_await asio::this_coro::executor;
   auto log = std::make_shared<zk_log>();

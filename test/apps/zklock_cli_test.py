@@ -892,7 +892,7 @@ def case_revoke(c):
     check(rc == 0, f"revoke -> {rc}: {err}")
     check(out.splitlines() == ["/apps/rev/" + lines[0][1]], f"revoke printed {out!r}, holder {lines[0][1]}")
     time.sleep(0.5)
-    check(holders(c, "/apps/rev") == lines, "revocation changed the queue")
+    check([l[:3] for l in holders(c, "/apps/rev")] == [l[:3] for l in lines], "revocation changed the queue")
     check(not os.path.exists(c.path("waiter-ran")), "revocation granted the waiter")
     try:
         from kazoo.client import KazooClient
