@@ -5,6 +5,7 @@
 //   zklock elect [options] --id NAME PATH -- COMMAND [ARGS...]
 //   zklock leader [options] [--watch] PATH
 //   zklock holders [options] PATH
+//   zklock revoke [options] [--semaphore N] PATH
 //
 // Everything runs on one thread: the ZooKeeper session, the lock, the child process (SIGCHLD
 // through an asio::signal_set) and the forwarded signals share one io_context. The child is
@@ -13,6 +14,7 @@
 #include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
+#include <zklock/revoke.hpp>
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
@@ -666,6 +668,23 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
 }
 
 // ---------------------------------------------------------------------------------------------
+// zklock revoke: Curator's revocation request ("__REVOKE__") to each current holder of PATH
+
+asio::awaitable<int> run_revoke(const common_options& co, std::string path, int max_leases,  // path: by value (a temporary at the call)
+                                asio::signal_set& sigs) {
+  auto ex = co_await asio::this_coro::executor;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
+  auto [ec, nodes] = co_await zklock::async_revoke_holders(s, path, max_leases, use_tuple);
+  for (const auto& n : nodes) std::printf("%s\n", n.c_str());
+  std::fflush(stdout);
+  if (ec) say(path + ": " + ec.message());
+  co_await s.async_close(use_tuple);
+  co_return ec || nodes.empty() ? exit_error : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // zklock leader
 
 asio::awaitable<int> run_leader(const common_options& co, const std::string& path, bool watch,
@@ -863,6 +882,20 @@ int main(int argc, char** argv) {
       "One line per contender in queue order: POSITION (0 = holder) NODE OWNER_SESSION AGE_SECONDS.\n"
       "Exit status: 0 (also for an empty or missing lock dir), 1 ZooKeeper error, 2 usage.");
 
+  std::string revoke_path, revoke_semaphore;
+  auto* revoke = app.add_subcommand(
+      "revoke", "Ask the holder(s) of lock PATH to release it (Curator's revocation: \"__REVOKE__\" in their nodes).");
+  add_common(revoke, common, texts);
+  revoke->add_option("--semaphore", revoke_semaphore,
+                     "PATH is a semaphore of N leases (as exec --semaphore): ask the lease holders in PATH/leases")
+      ->type_name("N");
+  revoke->add_option("PATH", revoke_path, "lock path")->required();
+  revoke->footer(
+      "Writes \"__REVOKE__\" into the node of each current holder (by the lock's grant rule: the head,\n"
+      "or every reader that holds) and prints each node written. Revocation is cooperative: holders\n"
+      "that listen (lock_guard::async_wait_revoked, Curator's makeRevocable) decide whether to release.\n"
+      "Exit status: 0 asked, 1 nobody holds (nothing printed) or ZooKeeper error, 2 usage.");
+
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -902,7 +935,16 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   // An explicit --connect "" is an error, not a request for the default.
-  auto* sub = run_sub ? run_sub : leader->parsed() ? leader : holders;
+  int revoke_leases = 1;
+  if (revoke->parsed() && revoke->get_option("--semaphore")->count()) {
+    const auto& t = revoke_semaphore;
+    auto [end, err] = std::from_chars(t.data(), t.data() + t.size(), revoke_leases);
+    if (err != std::errc() || end != t.data() + t.size() || revoke_leases < 1) {
+      say("--semaphore: expected a whole number of leases >= 1, got '" + t + "'");
+      return exit_usage;
+    }
+  }
+  auto* sub = run_sub ? run_sub : leader->parsed() ? leader : revoke->parsed() ? revoke : holders;
   if (!sub->get_option("--connect")->count()) common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
     if (common.connect.empty())
@@ -911,7 +953,7 @@ int main(int argc, char** argv) {
       say("bad connect string '" + common.connect + "': " + connect_problem(common.connect, ec));
     return exit_usage;
   }
-  const std::string& path = run_sub ? eo.path : leader->parsed() ? leader_path : holders_path;
+  const std::string& path = run_sub ? eo.path : leader->parsed() ? leader_path : revoke->parsed() ? revoke_path : holders_path;
   if (auto ec = zklock::validate_path(path); ec || path == "/") {
     say("bad lock path '" + path + "': " + (ec ? ec.message() : "the root cannot be a lock"));
     return exit_usage;
@@ -929,7 +971,7 @@ int main(int argc, char** argv) {
       return eo.resolved.status;
     }
   } else if (cli_argc != argc) {
-    say(std::string(leader->parsed() ? "leader" : "holders") + " takes no command");
+    say(std::string(leader->parsed() ? "leader" : revoke->parsed() ? "revoke" : "holders") + " takes no command");
     return exit_usage;
   }
   if (auto problem = unresolvable_host(common.connect)) {
@@ -947,6 +989,10 @@ int main(int argc, char** argv) {
       if (!ignored_at_start[sig]) sigs.add(sig);
     auto task = run_sub            ? run_exec(common, eo, sigs, started)
                 : leader->parsed() ? run_leader(common, leader_path, leader_watch, sigs)
+                : revoke->parsed() ? run_revoke(common,
+                                                // a semaphore's leases are in PATH/leases
+                                                revoke->get_option("--semaphore")->count() ? zklock::join_path(revoke_path, "leases") : revoke_path,
+                                                revoke_leases, sigs)
                                    : run_holders(common, holders_path, sigs);
     asio::co_spawn(ioc, std::move(task), [&](std::exception_ptr e, int rc) {
       result = rc;

@@ -96,6 +96,15 @@ class leadership {
     return guard_.async_wait_lost(std::forward<Token>(token));
   }
 
+  /// Completes (no error) when someone asks this leader to step down by Curator's revocation
+  /// protocol ("__REVOKE__" written into our node: zklock::async_revoke_holders, `zklock revoke
+  /// PATH`): cooperative, we still lead; resign if you agree. Errors, cancellation, costs: as
+  /// lock_guard::async_wait_revoked (errc::already_released once resigned).
+  template <class Token = asio::deferred_t>
+  auto async_wait_revoked(Token&& token = {}) {
+    return guard_.async_wait_revoked(std::forward<Token>(token));
+  }
+
   /// Resigns: deletes our node, and the next candidate (watching it) leads on that event,
   /// without listing the path. Handler: void(error_code); errors as lock_guard::async_release
   /// (already_released, lock_lost, release_pending while disconnected: the node is deleted

@@ -44,6 +44,7 @@ void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec)
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
 void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
+void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler);
 /// Launches every ticket; completes `h` once all are done, with the most telling error
 /// (lock_lost, then release_pending, then any other).
 void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
@@ -186,6 +187,29 @@ class lock_guard {
         [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
           if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
           detail::wait_lost(hold, detail::void_handler(std::move(h)));
+        },
+        token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
+  }
+
+  /// Revocation (Curator's protocol, cooperative): completes (no error) when someone asks this
+  /// holder to give the lock back — zklock::async_request_revoke / async_revoke_holders, `zklock
+  /// revoke PATH`, or Curator's `Revoker.attemptRevoke`, each of which writes "__REVOKE__" into
+  /// our node. The guard still holds: release it (or not) as you decide. A request written
+  /// before the call is seen; each request is reported once (a later call waits for a new one);
+  /// any other write to our node (an operator's `set`, a downgrade) completes nothing.
+  /// Costs nothing until called: the first wait reads our node with a data watch (one getData),
+  /// and a watch stays only while someone waits (at most one per hold, however many wait).
+  /// Completes with errc::lock_lost if the lock is lost first, errc::already_released if
+  /// released first (or an empty guard). Handler: void(error_code). Cancellation: all types,
+  /// operation_aborted; the guard is unchanged and the watch is removed when nobody else waits.
+  /// Captures the hold, not the guard. Local holders (mutex_options::local_queue) share their
+  /// node: a request on it is seen by each local holder of that node, until it is replaced.
+  template <class Token = asio::deferred_t>
+  auto async_wait_revoked(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
+          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          detail::wait_revoked(hold, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
   }

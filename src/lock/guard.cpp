@@ -70,6 +70,17 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
   });
 }
 
+void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler) {
+  on_executor(h->s->executor(), [h, handler = std::move(handler)]() mutable {
+    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+    switch (h->fsm.status()) {
+      case lock_status::released: return op->complete(errc::already_released);
+      case lock_status::lost: return op->complete(errc::lock_lost);
+      default: h->wait_revoked(std::move(op));
+    }
+  });
+}
+
 }  // namespace detail
 
 lock_guard& lock_guard::operator=(lock_guard&& other) noexcept {

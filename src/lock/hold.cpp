@@ -111,6 +111,7 @@ void hold::complete_lost_waiters(error_code ec) {
   auto deadline = std::move(deadline_waiters);
   deadline_waiters.clear();
   for (auto& w : deadline) w.op->complete(ec);
+  run_revocation(revocation.on_hold_ended(ec));
 }
 
 void hold::run(const hold_fsm::actions& actions) {

@@ -10,6 +10,7 @@
 #include "engine/session_impl.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/hold_fsm.hpp"
+#include "sansio/revocation_fsm.hpp"
 
 #include <zklock/lock_guard.hpp>
 
@@ -59,6 +60,12 @@ struct hold : std::enable_shared_from_this<hold> {
   // the node. Its status is driven from outside through apply (never start()ed).
   std::function<void(const std::shared_ptr<hold>&, void_handler)> local_release;
 
+  // lock_guard::async_wait_revoked (src/lock/revocation.cpp): a data watch on our node, set
+  // only while someone waits.
+  revocation_fsm revocation;
+  std::vector<pending<void(error_code)>::ptr> revoke_waiters;
+  boost::intrusive_ptr<watch_state> revoke_watch;
+
   /// `local`: a local queue's hold (see local_release).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
   ~hold();
@@ -80,6 +87,10 @@ struct hold : std::enable_shared_from_this<hold> {
   void forget_deadline_waiter(const pending<void(error_code)>* op);
   /// Carries out actions of this hold's state machine fed from outside (a local hold).
   void apply(const hold_fsm::actions& actions) { run(actions); }
+  /// Completes `op` when a revocation request reaches our node (or the hold ends first).
+  void wait_revoked(pending<void(error_code)>::ptr op);
+  /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
+  void complete_lost_waiters(error_code ec);
 
  private:
   void on_session_state(session_state st);
@@ -91,7 +102,7 @@ struct hold : std::enable_shared_from_this<hold> {
   void send_keepalive();
   void run(const hold_fsm::actions& actions);
   void send_release();
-  void complete_lost_waiters(error_code ec);
+  void run_revocation(const revocation_fsm::actions& actions);
 };
 
 /// A guard on a new hold.

@@ -235,9 +235,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     (void)h->fsm.release(false);  // its status only: the node is the queue's
     h->metrics.released();        // (a lost one counted its loss already)
     h->deadline_timer.cancel();
-    auto lost_waiters = std::move(h->lost_waiters);
-    h->lost_waiters.clear();
-    for (auto& lw : lost_waiters) lw->complete(errc::already_released);
+    h->complete_lost_waiters(errc::already_released);  // its lost, deadline and revocation waits
     if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
     if (holder_id_ == id) {
       holder_hold_.reset();

@@ -64,4 +64,11 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
   return b;
 }
 
+std::vector<std::size_t> current_holders(const std::vector<queued_node>& q, int max_leases) {
+  std::vector<std::size_t> r;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (!find_blockers(q, i, q[i].kind, max_leases)) r.push_back(i);
+  return r;
+}
+
 }  // namespace zklock::detail

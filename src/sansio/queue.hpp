@@ -42,6 +42,10 @@ struct blockers {
 };
 std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
                                       int max_leases = 1) noexcept;
+/// The contenders of `q` that hold now by the grant rule (each by its own kind), in queue
+/// order: the head for exclusive, write and candidate nodes, the reads ahead of the first
+/// exclusive or write node, the first `max_leases` leases. What a revocation asks.
+std::vector<std::size_t> current_holders(const std::vector<queued_node>& q, int max_leases = 1);
 
 /// Data of a zklock mutex contender's node when created. No data write ever grants the lock:
 /// the watch event carries only its type, so a data change on a predecessor cannot tell a

@@ -871,6 +871,73 @@ def case_elect_lost(c):
     log(f"old leader stopped {times['new'] - times['old']:.2f}s before the new one started")
 
 
+def case_revoke(c):
+    # Curator's revocation request ("__REVOKE__") to each current holder: printed one per line,
+    # status 0; nobody holds: nothing printed, status 1. Revocation never releases a lock.
+    rc, out, err, _ = c.run("revoke", "/apps/rev/missing")
+    check(rc == 1 and out == "", f"missing dir -> {rc}, {out!r}")
+    for bad in ("0", "x"):
+        rc, _, err, _ = c.run("revoke", "--semaphore", bad, "/apps/rev")
+        check(rc == 2 and "--semaphore: expected a whole number of leases >= 1" in err, f"--semaphore {bad} -> {rc}: {err}")
+    rc, _, err, _ = c.run("revoke", "/apps/rev", "--", "true")
+    check(rc == 2 and "revoke takes no command" in err, f"with a command -> {rc}: {err}")
+    rc, _, err, _ = c.run("revoke", "relative/path")
+    check(rc == 2, f"bad path -> {rc}")
+
+    holder = c.start("exec", "/apps/rev", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    waiter = c.start("exec", "/apps/rev", "--", "touch", c.path("waiter-ran"))
+    lines = wait_for(lambda: (lambda h: h if len(h) == 2 else None)(holders(c, "/apps/rev")), 20, "two contenders")
+    rc, out, err, _ = c.run("revoke", "/apps/rev")
+    check(rc == 0, f"revoke -> {rc}: {err}")
+    check(out.splitlines() == ["/apps/rev/" + lines[0][1]], f"revoke printed {out!r}, holder {lines[0][1]}")
+    time.sleep(0.5)
+    check([l[:3] for l in holders(c, "/apps/rev")] == [l[:3] for l in lines], "revocation changed the queue")
+    check(not os.path.exists(c.path("waiter-ran")), "revocation granted the waiter")
+    try:
+        from kazoo.client import KazooClient
+    except ImportError:
+        log("kazoo not installed: the node's data is not read back")
+    else:
+        zk = KazooClient(hosts=c.server.connect)
+        zk.start(timeout=10)
+        try:
+            data, _ = zk.get("/apps/rev/" + lines[0][1])
+            check(data == b"__REVOKE__", f"holder's node data {data!r}")
+            data, _ = zk.get("/apps/rev/" + lines[1][1])
+            check(data != b"__REVOKE__", "the waiter was asked too")
+        finally:
+            zk.stop()
+            zk.close()
+    os.kill(holder.pid, signal.SIGTERM)
+    c.wait(holder)
+    check(c.wait(waiter)[0] == 0, "waiter failed")
+
+    # a shared lock: both readers hold, the writer queued behind them is not asked
+    r1 = c.start("exec", "--shared", "/apps/rev-rw", "--", *holder_command(c, "r1", 20))
+    r2 = c.start("exec", "--shared", "/apps/rev-rw", "--", *holder_command(c, "r2", 20))
+    wait_for(lambda: os.path.exists(c.path("r1")) and os.path.exists(c.path("r2")), 20, "both readers to run")
+    w = c.start("exec", "/apps/rev-rw", "--", "true")
+    lines = wait_for(lambda: (lambda h: h if len(h) == 3 else None)(holders(c, "/apps/rev-rw")), 20, "the writer to queue")
+    rc, out, err, _ = c.run("revoke", "/apps/rev-rw")
+    check(rc == 0 and out.splitlines() == ["/apps/rev-rw/" + l[1] for l in lines[:2]], f"revoke -> {rc}: {out!r}")
+
+    # a semaphore of 2: both lease holders
+    s1 = c.start("exec", "--semaphore", "2", "/apps/rev-sem", "--", *holder_command(c, "s1", 20))
+    s2 = c.start("exec", "--semaphore", "2", "/apps/rev-sem", "--", *holder_command(c, "s2", 20))
+    wait_for(lambda: os.path.exists(c.path("s1")) and os.path.exists(c.path("s2")), 20, "two lease holders")
+    leases = holders(c, "/apps/rev-sem/leases")
+    rc, out, err, _ = c.run("revoke", "--semaphore", "2", "/apps/rev-sem")
+    check(rc == 0 and sorted(out.splitlines()) == sorted("/apps/rev-sem/leases/" + l[1] for l in leases),
+          f"revoke --semaphore -> {rc}: {out!r}, leases {leases}")
+    for p in (r1, r2, s1, s2):
+        p.send_signal(signal.SIGTERM)
+        c.wait(p)
+    check(c.wait(w)[0] == 0, "writer failed")
+    rc, out, _, _ = c.run("revoke", "/apps/rev-rw")
+    check(rc == 1 and out == "", f"nobody holds -> {rc}, {out!r}")
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

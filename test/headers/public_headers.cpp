@@ -10,6 +10,7 @@
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
+#include <zklock/revoke.hpp>
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
@@ -91,6 +92,10 @@ void with_callbacks(zklock::session& s, zklock::watch& w, zklock::lock_guard& g,
 
   g.async_wait_lost(asio::bind_cancellation_slot(g.lost_slot(), [](error_code) {}));
   g.async_wait_deadline(std::chrono::seconds(1), [](error_code) {});
+  g.async_wait_revoked([](error_code) {});
+  zklock::async_request_revoke(s, "/locks/a/_c_x-lock-0000000001", [](error_code) {});
+  zklock::async_revoke_holders(s, "/locks/a", [](error_code, std::vector<std::string>) {});
+  zklock::async_revoke_holders(s, "/sem/leases", 3, [](error_code, std::vector<std::string>) {});
   g.async_downgrade([](error_code) {});
   g.async_release([](error_code) {});
 }
@@ -124,6 +129,10 @@ asio::awaitable<void> with_deferred(zklock::session& s) {
   co_await g.async_downgrade(asio::deferred);
   co_await g.async_wait_lost();
   co_await g.async_wait_deadline(std::chrono::milliseconds(500));
+  co_await g.async_wait_revoked();
+  auto revoked = co_await zklock::async_revoke_holders(s, "/locks/a");
+  (void)revoked;
+  co_await zklock::async_request_revoke(s, "/locks/a/_c_x-lock-0000000001");
   zklock::shared_mutex rw{s, "/locks/rw"};
   auto w = co_await rw.async_acquire(asio::deferred);
   zklock::semaphore sem{s, "/locks/sem", 2};

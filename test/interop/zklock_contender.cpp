@@ -4,6 +4,9 @@
 // With --election, each cycle campaigns in a zklock::election of PATH as WHO (Curator
 // LeaderLatch's layout), logs enter/leave around a 5 ms term, resigns, and campaigns again on
 // the same object.
+// With --revocable, each cycle acquires a zklock::mutex of PATH, prints "node <its node path>",
+// waits for a revocation request (lock_guard::async_wait_revoked), prints "revoked <ns>" (the
+// steady clock, CLOCK_MONOTONIC, at the handler) and releases (run_revocation.py).
 // With --rw, cycle i takes the write side when i % 3 == 0 and the read side otherwise; a read
 // is held longer (5 ms) than a write (1 ms) so that readers of different processes overlap.
 // With --semaphore=N, each cycle takes a lease, logs enter/leave around a 30 ms hold, gives it
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]).starts_with("--semaphore="))
     max_leases = std::stoi(std::string(std::string_view(argv[1]).substr(12)));
   const bool election = argc > 1 && std::string_view(argv[1]) == "--election";
-  if (rw || max_leases > 0 || election) --argc, ++argv;
+  const bool revocable = argc > 1 && std::string_view(argv[1]) == "--revocable";
+  if (rw || max_leases > 0 || election || revocable) --argc, ++argv;
   if (argc != 6) {
     std::cerr << "usage: zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO\n";
     return 2;
@@ -69,7 +73,19 @@ int main(int argc, char** argv) {
     opts.connect = connect;
     zklock::session s{ex, opts};
     co_await s.async_connect(asio::use_awaitable);
-    if (election) {
+    if (revocable) {
+      zklock::mutex m{s, path};
+      for (int i = 0; i < cycles; ++i) {
+        auto g = co_await m.async_acquire(asio::use_awaitable);
+        log.enter(who);
+        std::cout << "node " << g.node_path() << std::endl;
+        co_await g.async_wait_revoked(asio::use_awaitable);
+        auto now = std::chrono::steady_clock::now().time_since_epoch();
+        std::cout << "revoked " << std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() << std::endl;
+        log.leave(who);
+        co_await g.async_release(asio::use_awaitable);
+      }
+    } else if (election) {
       zklock::election e{s, path, who};
       for (int i = 0; i < cycles; ++i) {
         auto l = co_await e.async_campaign(asio::use_awaitable);

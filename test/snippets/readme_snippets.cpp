@@ -50,6 +50,15 @@ asio::awaitable<void> local_queue(zklock::session& session) {
   // [readme-local-queue]
 }
 
+// README.md, the mutex's revocation.
+asio::awaitable<void> revocation(zklock::mutex& lock) {
+  // [readme-revocation]
+  auto guard = co_await lock.async_acquire(asio::use_awaitable);
+  co_await guard.async_wait_revoked(asio::use_awaitable);  // someone asked for the lock
+  co_await guard.async_release(asio::use_awaitable);       // we agree (or keep it: we decide)
+  // [readme-revocation]
+}
+
 }  // namespace readme
 
 #include <zklock/metrics.hpp>

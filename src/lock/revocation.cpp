@@ -1,0 +1,145 @@
+// Revocation, Curator's protocol: the holder's side (hold::wait_revoked carries out
+// revocation_fsm's actions for lock_guard::async_wait_revoked) and the requester's
+// (async_request_revoke, async_revoke_holders: "__REVOKE__" written into the holders' nodes).
+#include "lock/hold.hpp"
+#include "lock/lock_dir.hpp"
+#include "sansio/queue.hpp"
+
+#include <zklock/path.hpp>
+#include <zklock/revoke.hpp>
+
+#include <algorithm>
+
+namespace zklock::detail {
+
+void hold::wait_revoked(pending<void(error_code)>::ptr op) {
+  std::weak_ptr<hold> weak = weak_from_this();
+  auto* raw = op.get();
+  op->on_cancel = [weak, raw](asio::cancellation_type) {
+    // Taken out first, so that the actions below never complete it; then the watch goes if
+    // nobody else waits.
+    if (auto self = weak.lock()) {
+      auto& ws = self->revoke_waiters;
+      auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
+      if (it != ws.end()) {
+        ws.erase(it);
+        self->run_revocation(self->revocation.remove_waiter());
+      }
+    }
+    raw->abort();
+  };
+  revoke_waiters.push_back(std::move(op));
+  run_revocation(revocation.add_waiter());
+}
+
+void hold::run_revocation(const revocation_fsm::actions& actions) {
+  std::weak_ptr<hold> weak = weak_from_this();
+  for (const auto& a : actions) {
+    switch (a.type) {
+      case revocation_action::read_data: {
+        const auto g = a.generation;
+        // The watch this read registers (filled in by get_data before it returns).
+        auto registered = std::make_shared<boost::intrusive_ptr<watch_state>>();
+        s->get_data(node, registered.get(), data_handler([weak, g, registered](error_code ec, data_result r) {
+          auto self = weak.lock();
+          if (!self) return;
+          self->run_revocation(self->revocation.on_data(g, ec, r.data, r.stat.version, is_connected(self->s->state())));
+          // Hear when it fires (or is removed, or the session takes it): only after a
+          // successful read, since a failed one registers nothing.
+          if (!ec && *registered)
+            self->s->wait_watch(*registered, watch_handler([weak, g](error_code wec, watch_event ev) {
+              if (auto self = weak.lock()) self->run_revocation(self->revocation.on_watch_event(g, wec, ev.type));
+            }));
+        }));
+        revoke_watch = *registered;
+        break;
+      }
+      case revocation_action::remove_watch: {
+        const auto g = a.generation;
+        s->remove_watch(revoke_watch, void_handler([weak, g](error_code ec) {
+          if (auto self = weak.lock())
+            self->run_revocation(self->revocation.on_watch_removed(g, ec, is_connected(self->s->state())));
+        }));
+        break;
+      }
+      case revocation_action::await_connection: {
+        // Follows the session's states until it is connected again (or ended: the hold's end
+        // completes the waiters then).
+        struct follow {
+          std::weak_ptr<hold> weak;
+          void operator()(error_code ec, session_state st) const {
+            auto self = weak.lock();
+            if (!self || ec) return;
+            if (is_connected(st)) return self->run_revocation(self->revocation.on_connected());
+            if (st == session_state::expired || st == session_state::closed) return;
+            self->s->wait_state(st, state_handler(follow{weak}));
+          }
+        };
+        s->wait_state(session_state::suspended, state_handler(follow{weak}));
+        break;
+      }
+      case revocation_action::check_node:
+        check_node();
+        break;
+      case revocation_action::complete_waiters: {
+        auto waiters = std::move(revoke_waiters);
+        revoke_waiters.clear();
+        for (auto& w : waiters) w->complete(a.ec);
+        break;
+      }
+    }
+  }
+}
+
+void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h) {
+  on_executor(s->executor(), [s, node = std::move(node_path), h = std::move(h)]() mutable {
+    // A write on the wire may still apply: total cancellation is not honoured.
+    auto op = pending<void(error_code)>::make(std::move(h), s->executor(),
+                                              asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    s->set_data(std::move(node), std::string(revoke_request_data), -1,
+                stat_handler([op](error_code ec, node_stat) { op->complete(ec); }));
+  });
+}
+
+void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
+                    revoked_nodes_handler h) {
+  on_executor(s->executor(), [s, path = std::move(lock_path), max_leases, h = std::move(h)]() mutable {
+    using op_type = pending<void(error_code, std::vector<std::string>)>;
+    auto op = op_type::make(std::move(h), s->executor(), asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    if (max_leases < 1) return op->fail(errc::invalid_max_leases);
+    auto dir = make_lock_dir(s, path, max_leases);
+    list_contenders(dir, contenders_handler([op, s, path, max_leases](error_code ec, std::vector<contender> cs) {
+      if (!op->active()) return;
+      if (ec) return op->fail(ec);
+      std::vector<queued_node> q;
+      for (const auto& c : cs) q.push_back({c.node, c.sequence, c.kind});  // kind: the downgrade mark read
+      auto holders = current_holders(q, max_leases);
+      if (holders.empty()) return op->complete({}, {});
+      struct progress {
+        std::vector<std::string> nodes;
+        std::vector<bool> written;
+        std::size_t remaining;
+        error_code first_error;
+      };
+      auto p = std::make_shared<progress>();
+      p->remaining = holders.size();
+      p->written.assign(holders.size(), false);
+      session_impl::send_batch together(s.get());
+      for (std::size_t k = 0; k < holders.size(); ++k) {
+        p->nodes.push_back(join_path(path, q[holders[k]].name));
+        s->set_data(p->nodes.back(), std::string(revoke_request_data), -1,
+                    stat_handler([op, p, k](error_code ec, node_stat) {
+                      if (!ec) p->written[k] = true;
+                      else if (ec != zk_errc::no_node && !p->first_error) p->first_error = ec;
+                      if (--p->remaining > 0) return;
+                      std::vector<std::string> done;
+                      for (std::size_t i = 0; i < p->nodes.size(); ++i)
+                        if (p->written[i]) done.push_back(p->nodes[i]);
+                      op->complete(p->first_error, std::move(done));
+                    }));
+      }
+    }));
+  });
+}
+
+}  // namespace zklock::detail

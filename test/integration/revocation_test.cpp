@@ -1,0 +1,352 @@
+// Revocation by Curator's protocol (issue 22): a holder learns of a request ("__REVOKE__"
+// written into its node) through lock_guard::async_wait_revoked; async_request_revoke and
+// async_revoke_holders write it. Cooperative: the guard keeps the lock until the holder
+// releases it. Every guard kind: mutex, both sides of a shared lock, a semaphore lease, an
+// election's leadership.
+#include "common.hpp"
+#include "zk_server.hpp"
+
+#include <zklock/election.hpp>
+#include <zklock/revoke.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+using namespace zklock;
+using namespace asio::experimental::awaitable_operators;
+using zklock::test::zk_server;
+
+namespace {
+
+// Starts g.async_wait_revoked; the result lands in *out.
+template <class Guard>
+std::shared_ptr<std::optional<error_code>> start_wait(Guard& g, asio::cancellation_slot slot = {}) {
+  auto out = std::make_shared<std::optional<error_code>>();
+  g.async_wait_revoked(asio::bind_cancellation_slot(slot, [out](error_code ec) { *out = ec; }));
+  return out;
+}
+
+asio::awaitable<bool> wait_for(const std::shared_ptr<std::optional<error_code>>& r,
+                               std::chrono::milliseconds limit = 3000ms) {
+  for (auto waited = 0ms; !*r && waited < limit; waited += 5ms) co_await sleep_for(5ms);
+  co_return r->has_value();
+}
+
+}  // namespace
+
+TEST_CASE("revocation: a holder's async_wait_revoked completes after async_request_revoke, and it still holds",
+          "[integration][revocation]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev"), mo(other, "/locks/rev");
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    auto r = start_wait(g);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(*r);  // nobody asked
+    co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
+    REQUIRE(co_await wait_for(r));
+    CHECK_FALSE(r->value());
+    // cooperative: still ours until we release
+    CHECK(g.owns_lock());
+    CHECK(g.status() == lock_status::held);
+    auto [busy, none] = co_await mo.async_try_acquire(tuple_awaitable);
+    CHECK(busy == errc::lock_busy);
+    co_await g.async_release(asio::use_awaitable);
+    auto g2 = co_await mo.async_try_acquire(asio::use_awaitable);
+    CHECK(g2.owns_lock());
+    co_await g2.async_release(asio::use_awaitable);
+    // a request to a node that is gone says so (Curator's Revoker ignores it)
+    auto [gone] = co_await async_request_revoke(other, g.node_path(), tuple_awaitable);
+    CHECK(gone == zk_errc::no_node);
+  }());
+}
+
+TEST_CASE("revocation: a request written before the wait is seen, and reported once",
+          "[integration][revocation]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev-before");
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    co_await other.async_set_data(g.node_path(), "__REVOKE__", -1, asio::use_awaitable);
+    co_await sleep_for(100ms);
+    auto r = start_wait(g);
+    REQUIRE(co_await wait_for(r));
+    CHECK_FALSE(r->value());
+    // the holder keeps the lock and waits again: not the same request twice
+    auto again = start_wait(g);
+    co_await sleep_for(300ms);
+    CHECK_FALSE(*again);
+    // a new request is seen
+    co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
+    REQUIRE(co_await wait_for(again));
+    CHECK_FALSE(again->value());
+    CHECK(g.owns_lock());
+    co_await g.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("revocation: other writes to the holder's node do not complete the wait", "[integration][revocation]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev-other");
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    auto r = start_wait(g);
+    for (std::string data : {"x", "", "__revoke__", "__REVOKE__\n"}) {
+      CAPTURE(data);
+      co_await other.async_set_data(g.node_path(), data, -1, asio::use_awaitable);
+      co_await sleep_for(150ms);
+      CHECK_FALSE(*r);
+      CHECK(g.owns_lock());
+    }
+    // the watch was re-armed after each write: a request now is still seen
+    co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
+    REQUIRE(co_await wait_for(r));
+    CHECK_FALSE(r->value());
+    co_await g.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no watch, and the guard still works",
+          "[integration][revocation]") {
+  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
+    CAPTURE(static_cast<int>(type));
+    zk_server srv;
+    asio::io_context ioc;
+    session a(ioc.get_executor(), options_for(srv.connect_string()));
+    session other(ioc.get_executor(), options_for(srv.connect_string()));
+    run_test(ioc, [&]() -> asio::awaitable<void> {
+      co_await a.async_connect(asio::use_awaitable);
+      co_await other.async_connect(asio::use_awaitable);
+      mutex ma(a, "/locks/rev-cancel");
+      auto g = co_await ma.async_acquire(asio::use_awaitable);
+      CHECK(server_watches(srv) == 0);  // a hold nobody asks about watches nothing
+      for (int round = 0; round < 3; ++round) {
+        asio::cancellation_signal sig;
+        auto r = start_wait(g, sig.slot());
+        co_await sleep_for(100ms);
+        CHECK(server_watches(srv) == 1);  // one data watch on our node
+        sig.emit(type);
+        REQUIRE(co_await wait_for(r));
+        CHECK(r->value() == asio::error::operation_aborted);
+        for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(10ms);
+        CHECK(server_watches(srv) == 0);  // removed: no growth per wait
+        CHECK(g.owns_lock());
+      }
+      // two waiters, one cancelled: the other still hears the request
+      asio::cancellation_signal sig;
+      auto cancelled = start_wait(g, sig.slot());
+      auto kept = start_wait(g);
+      co_await sleep_for(100ms);
+      sig.emit(type);
+      REQUIRE(co_await wait_for(cancelled));
+      CHECK(cancelled->value() == asio::error::operation_aborted);
+      co_await sleep_for(100ms);
+      CHECK(server_watches(srv) == 1);
+      co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
+      REQUIRE(co_await wait_for(kept));
+      CHECK_FALSE(kept->value());
+      // the guard still works
+      CHECK(g.owns_lock());
+      co_await g.async_release(asio::use_awaitable);
+      for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(10ms);
+      CHECK(server_watches(srv) == 0);
+    }());
+  }
+}
+
+TEST_CASE("revocation: released first completes with already_released, lost first with lock_lost",
+          "[integration][revocation]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev-end");
+    {
+      auto g = co_await ma.async_acquire(asio::use_awaitable);
+      auto r = start_wait(g);
+      co_await sleep_for(100ms);
+      co_await g.async_release(asio::use_awaitable);
+      REQUIRE(co_await wait_for(r));
+      CHECK(r->value() == errc::already_released);
+      auto after = start_wait(g);  // on a released guard
+      REQUIRE(co_await wait_for(after));
+      CHECK(after->value() == errc::already_released);
+    }
+    {
+      // lost: someone else deletes our node (the data watch sees it go)
+      auto g = co_await ma.async_acquire(asio::use_awaitable);
+      auto r = start_wait(g);
+      co_await sleep_for(100ms);
+      co_await other.async_delete(g.node_path(), -1, asio::use_awaitable);
+      REQUIRE(co_await wait_for(r));
+      CHECK(r->value() == errc::lock_lost);
+      CHECK(r->value() == condition::lock_lost);
+      CHECK_FALSE(g.owns_lock());
+      auto after = start_wait(g);
+      REQUIRE(co_await wait_for(after));
+      CHECK(after->value() == errc::lock_lost);
+    }
+    lock_guard empty;
+    auto e = start_wait(empty);
+    REQUIRE(co_await wait_for(e));
+    CHECK(e->value() == errc::already_released);
+  }());
+}
+
+TEST_CASE("revocation: a lost session completes the wait with lock_lost", "[integration][revocation][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session a(ioc.get_executor(), options_for(proxy.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev-expire");
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    auto r = start_wait(g);
+    co_await sleep_for(100ms);
+    co_await expire_session(a, proxy, srv.connect_string());
+    REQUIRE(co_await wait_for(r, 20000ms));
+    CHECK(r->value() == errc::lock_lost);
+  }());
+}
+
+TEST_CASE("revocation: both sides of a shared lock, a semaphore lease and an election's leadership",
+          "[integration][revocation][shared][election]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    for (auto* s : {&a, &b, &other}) co_await s->async_connect(asio::use_awaitable);
+    {
+      shared_mutex sa(a, "/locks/rev-rw"), sb(b, "/locks/rev-rw");
+      auto r1 = co_await sa.async_acquire_shared(asio::use_awaitable);
+      auto r2 = co_await sb.async_acquire_shared(asio::use_awaitable);
+      auto w1 = start_wait(r1), w2 = start_wait(r2);
+      co_await sleep_for(100ms);
+      // both readers hold: async_revoke_holders asks both
+      auto nodes = co_await async_revoke_holders(other, "/locks/rev-rw", asio::use_awaitable);
+      CHECK(nodes.size() == 2);
+      CHECK(std::count(nodes.begin(), nodes.end(), r1.node_path()) == 1);
+      CHECK(std::count(nodes.begin(), nodes.end(), r2.node_path()) == 1);
+      REQUIRE(co_await wait_for(w1));
+      REQUIRE(co_await wait_for(w2));
+      CHECK_FALSE(w1->value());
+      CHECK_FALSE(w2->value());
+      co_await r1.async_release(asio::use_awaitable);
+      co_await r2.async_release(asio::use_awaitable);
+      // the write side; a reader queued behind it is not a holder and is not asked
+      auto w = co_await sa.async_acquire(asio::use_awaitable);
+      lock_guard queued_reader;
+      sb.async_acquire_shared([&](error_code, lock_guard g) { queued_reader = std::move(g); });
+      co_await sleep_for(200ms);
+      auto ww = start_wait(w);
+      co_await sleep_for(100ms);
+      nodes = co_await async_revoke_holders(other, "/locks/rev-rw", asio::use_awaitable);
+      REQUIRE(nodes.size() == 1);
+      CHECK(nodes[0] == w.node_path());
+      REQUIRE(co_await wait_for(ww));
+      CHECK_FALSE(ww->value());
+      CHECK(w.kind() == lock_kind::write);
+      co_await w.async_release(asio::use_awaitable);
+      for (int i = 0; i < 300 && !queued_reader.owns_lock(); ++i) co_await sleep_for(10ms);
+      CHECK(queued_reader.owns_lock());
+      co_await queued_reader.async_release(asio::use_awaitable);
+    }
+    {
+      semaphore sem(a, "/locks/rev-sem", 2);
+      auto l1 = co_await sem.async_acquire(asio::use_awaitable);
+      auto l2 = co_await sem.async_acquire(asio::use_awaitable);
+      auto w1 = start_wait(l1), w2 = start_wait(l2);
+      co_await sleep_for(100ms);
+      auto nodes = co_await async_revoke_holders(other, sem.leases_path(), 2, asio::use_awaitable);
+      CHECK(nodes.size() == 2);
+      REQUIRE(co_await wait_for(w1));
+      REQUIRE(co_await wait_for(w2));
+      CHECK_FALSE(w1->value());
+      CHECK_FALSE(w2->value());
+      co_await l1.async_release(asio::use_awaitable);
+      co_await l2.async_release(asio::use_awaitable);
+    }
+    {
+      election ea(a, "/elections/rev", "alpha");
+      auto l = co_await ea.async_campaign(asio::use_awaitable);
+      REQUIRE(l.is_leader());
+      auto r = std::make_shared<std::optional<error_code>>();
+      l.async_wait_revoked([r](error_code ec) { *r = ec; });
+      co_await sleep_for(100ms);
+      auto nodes = co_await async_revoke_holders(other, "/elections/rev", asio::use_awaitable);
+      REQUIRE(nodes.size() == 1);
+      CHECK(nodes[0] == l.node_path());
+      REQUIRE(co_await wait_for(r));
+      CHECK_FALSE(r->value());
+      CHECK(l.is_leader());
+      co_await l.async_resign(asio::use_awaitable);
+      auto resigned = std::make_shared<std::optional<error_code>>();
+      l.async_wait_revoked([resigned](error_code ec) { *resigned = ec; });
+      REQUIRE(co_await wait_for(resigned));
+      CHECK(resigned->value() == errc::already_released);
+    }
+    // nobody holds: nothing written
+    auto none = co_await async_revoke_holders(other, "/locks/rev-rw", asio::use_awaitable);
+    CHECK(none.empty());
+    auto missing = co_await async_revoke_holders(other, "/locks/never-created", asio::use_awaitable);
+    CHECK(missing.empty());
+  }());
+}
+
+TEST_CASE("revocation: latency from the request to the holder's handler (p50 of 20)",
+          "[integration][revocation][measure]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/rev-latency");
+    std::vector<double> us;
+    for (int i = 0; i < 20; ++i) {
+      auto g = co_await ma.async_acquire(asio::use_awaitable);
+      auto r = start_wait(g);
+      co_await sleep_for(50ms);  // armed
+      auto t0 = std::chrono::steady_clock::now();
+      std::optional<std::chrono::steady_clock::time_point> t1;
+      async_request_revoke(other, g.node_path(), [](error_code) {});
+      while (!*r) {
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+      }
+      t1 = std::chrono::steady_clock::now();
+      CHECK_FALSE(r->value());
+      us.push_back(std::chrono::duration<double, std::micro>(*t1 - t0).count());
+      co_await g.async_release(asio::use_awaitable);
+    }
+    std::sort(us.begin(), us.end());
+    WARN("request -> async_wait_revoked handler: p50 " << us[us.size() / 2] / 1000.0 << " ms, min "
+                                                        << us.front() / 1000.0 << " ms, max " << us.back() / 1000.0
+                                                        << " ms (20 tries, one local server)");
+    CHECK(us[us.size() / 2] < 1e6);
+  }());
+}
