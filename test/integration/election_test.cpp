@@ -558,12 +558,12 @@ static void resign_during_reconnect(cut_kind how) {
 }
 
 TEST_CASE("election: resign while the connection is cut completes with release_pending, the next leads once after the reconnect",
-          "[integration][election][fault]") {
+          "[integration][election][fault][timing]") {
   resign_during_reconnect(cut_kind::cut);
 }
 
 TEST_CASE("election: resign while the connection is blackholed completes with release_pending, the next leads once after the reconnect",
-          "[integration][election][fault][slow]") {
+          "[integration][election][fault][slow][timing]") {
   resign_during_reconnect(cut_kind::blackhole);
 }
 
