@@ -176,6 +176,7 @@ lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
 }
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
+  unconfirmed_ = false;  // this listing says whether our node is there
   auto q = queue_order(children);
   if (node_.empty() && create_outcome_unknown_) {
     // Protected creation: our create may have succeeded before the connection dropped.
@@ -331,7 +332,7 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   }
   if (ec == zk_errc::no_node) {
     // gone before we could watch it (getData sets no watch on a missing node)
-    if (last_blocker_) return acquired();
+    if (last_blocker_ && !unconfirmed_) return acquired();
     pending_list_ = true;
     return {{lock_action::list, dir_}};
   }
@@ -355,7 +356,7 @@ lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
     pending_list_ = true;
     return {{lock_action::list, dir_}};
   }
-  if (last_blocker_) return acquired();  // our last blocker went: nobody blocks us
+  if (last_blocker_ && !unconfirmed_) return acquired();  // our last blocker went: nobody blocks us
   pending_list_ = true;
   return {{lock_action::list, dir_}};
 }
@@ -422,6 +423,7 @@ lock_fsm::actions lock_fsm::on_reconnected() {
   retry_ = retry::none;
   switch (r) {
     case retry::none:
+      if (phase_ == phase::acquiring && watch_active_) unconfirmed_ = true;  // see unconfirmed_
       return {};
     case retry::create:
       if (phase_ == phase::cleaning) return finish_cleaning_if_idle();

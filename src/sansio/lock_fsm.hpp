@@ -189,6 +189,10 @@ class lock_fsm {
   int parent_attempts_ = 0;
   std::string predecessor_;
   bool last_blocker_ = false;
+  // Reconnected while waiting on the predecessor's watch (the client set it again): our own node
+  // may have gone meanwhile (an operator's delete; then the dir may be reaped: CURATOR-724), so
+  // the predecessor's deletion is no grant until a listing shows our node again.
+  bool unconfirmed_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
   std::string read_node_;                // the try-read's blocker whose data we read
   bool refreshed_ = false;       // the contact was refreshed before the grant (once)

@@ -336,9 +336,17 @@ TEST_CASE("election: a leader whose session expires loses leadership before anot
     proxy.set_accepting(false);
     proxy.blackhole(true);
     proxy.drop_all();
+    // a's leader-until deadline as it stands: no reply can move it on any more
+    const auto a_valid_until = la.valid_until();
+    CHECK(a_valid_until > clk::now());
     co_await until([&] { return lb.has_value(); }, 30s);
     REQUIRE(a_stopped != clk::time_point{});
     CHECK(a_stopped < b_started);
+    // one clock (steady_clock, one process): a stopped once its deadline passed, and the next
+    // leader's code started only after that deadline
+    CHECK(a_stopped >= a_valid_until);
+    CHECK(b_started > a_valid_until);
+    std::fprintf(stderr, "election expiry: a's valid_until %.1f ms before b started\n", ms(b_started - a_valid_until));
     std::fprintf(stderr, "election expiry: a stopped %.1f ms before b started\n", ms(b_started - a_stopped));
     CHECK_FALSE(la.is_leader());
     CHECK(la.status() == lock_status::lost);
@@ -422,4 +430,336 @@ TEST_CASE("election: closing the session racing a grant never yields a leadershi
 TEST_CASE("election: destroying the session racing a grant never yields a leadership",
           "[integration][election][race]") {
   grant_against_close(true);
+}
+
+// ---- races that bit the peers (issue 19, "Under faults") ----------------------------------
+
+// Resign during a reconnect. Three candidates a (through the proxy), b, c; a leads. How a's
+// connection fails:
+//  - cut: the proxy drops it and refuses new ones; a resigns while suspended;
+//  - blackhole: nothing passes, the client notices by its receive timeout; a resigns while
+//    suspended (the server still has a's session, and a's node);
+//  - lost_reply: a resigns while connected, its delete reaches the server and commits, the
+//    reply is swallowed; the connection then times out.
+// The header's promise (async_resign, lock_guard::async_release): while the connection is down
+// the resign completes at once with errc::release_pending and the node is deleted after the
+// reconnect (or goes with the session); a delete lost with the connection is sent again, and
+// one that finds the node gone then means the first committed. Oracle: a stops leading at the
+// call, b leads exactly once and only once a's node is gone, c never leads while b does,
+// nobody leads twice, nothing is left.
+enum class cut_kind { cut, blackhole, lost_reply };
+
+static void resign_during_reconnect(cut_kind how) {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  // blackholed, the server hears nothing from a: leave time to resign and reconnect after
+  // the client's receive timeout (2/3 of the session timeout) and before the expiry
+  const auto timeout = how == cut_kind::blackhole ? 15000ms : 4000ms;
+  session sa(ioc.get_executor(), options_for(proxy.connect_string(), timeout));
+  session sb(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  session sc(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  const std::string path = "/election/resign-reconnect";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await sa.async_connect(asio::use_awaitable);
+    co_await sb.async_connect(asio::use_awaitable);
+    co_await sc.async_connect(asio::use_awaitable);
+    election a(sa, path, "a"), b(sb, path, "b"), c(sc, path, "c");
+    int leading = 0, max_leading = 0, b_grants = 0, c_grants = 0;
+    auto la = co_await a.async_campaign(asio::use_awaitable);
+    ++leading;
+    const auto a_node = la.node_path();
+    const auto a_session = sa.session_id();
+    const auto a_token = la.fencing_token();
+    std::optional<leadership> lb, lc;
+    b.async_campaign([&](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      ++b_grants;
+      max_leading = std::max(max_leading, ++leading);
+      lb = std::move(l);
+    });
+    co_await await_children(sc, path, 2);
+    c.async_campaign([&](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      ++c_grants;
+      max_leading = std::max(max_leading, ++leading);
+      lc = std::move(l);
+    });
+    co_await await_children(sc, path, 3);
+    co_await sleep_for(50ms);  // b watches a's node, c watches b's
+
+    std::optional<error_code> resigned;
+    auto resign = [&] {
+      la.async_resign([&](error_code ec) { resigned = ec; });
+      --leading;  // a's work stops at the call
+      CHECK_FALSE(la.is_leader());
+    };
+    switch (how) {
+      case cut_kind::cut:
+        proxy.set_accepting(false);
+        proxy.drop_all();
+        co_await await_state(sa, session_state::suspended);
+        resign();
+        break;
+      case cut_kind::blackhole:
+        proxy.blackhole(true);
+        co_await await_state(sa, session_state::suspended);
+        resign();
+        break;
+      case cut_kind::lost_reply:
+        proxy.swallow_replies(true);
+        resign();
+        co_await until([&] { return lb.has_value(); });  // the delete committed: b leads
+        CHECK_FALSE(resigned);                            // its reply has not come
+        co_await await_state(sa, session_state::suspended);
+        break;
+    }
+    if (how != cut_kind::lost_reply) {
+      // completes at once, without the network; nobody else leads: a's node is still there
+      co_await until([&] { return resigned.has_value(); }, 1s);
+      CHECK(*resigned == errc::release_pending);
+      co_await sleep_for(500ms);
+      CHECK_FALSE(lb);
+      CHECK(co_await children_of(sc, path) == 3);
+    }
+    if (how == cut_kind::blackhole) {
+      proxy.blackhole(false);
+      proxy.drop_all();  // a connect attempt swallowed meanwhile: start a new one now
+    }
+    proxy.swallow_replies(false);
+    proxy.set_accepting(true);
+    co_await await_state(sa, session_state::reconnected);
+    co_await until([&] { return lb.has_value(); });
+    REQUIRE(resigned);
+    CHECK(*resigned == errc::release_pending);
+    auto [eec, st] = co_await sc.async_exists(a_node, tuple_awaitable);
+    CHECK_FALSE(eec);
+    CHECK_FALSE(st);  // a's node is gone, its session lives on
+    CHECK(lb->is_leader());
+    CHECK(lb->fencing_token() > a_token);
+    co_await sleep_for(300ms);
+    CHECK(b_grants == 1);
+    CHECK(c_grants == 0);
+    CHECK_FALSE(la.is_leader());
+    auto [ec2] = co_await la.async_resign(tuple_awaitable);
+    CHECK(ec2 == errc::already_released);
+    CHECK(co_await children_of(sc, path) == 2);
+    --leading;
+    co_await lb->async_resign(asio::use_awaitable);
+    co_await until([&] { return lc.has_value(); });
+    CHECK(c_grants == 1);
+    CHECK(b_grants == 1);
+    --leading;
+    co_await lc->async_resign(asio::use_awaitable);
+    CHECK(co_await children_of(sc, path) == 0);
+    CHECK(max_leading == 1);
+    CHECK(sa.session_id() == a_session);  // a's session survived throughout
+  }(), 90s);
+}
+
+TEST_CASE("election: resign while the connection is cut completes with release_pending, the next leads once after the reconnect",
+          "[integration][election][fault][timing]") {
+  resign_during_reconnect(cut_kind::cut);
+}
+
+TEST_CASE("election: resign while the connection is blackholed completes with release_pending, the next leads once after the reconnect",
+          "[integration][election][fault][slow][timing]") {
+  resign_during_reconnect(cut_kind::blackhole);
+}
+
+TEST_CASE("election: resign whose reply is lost hands over once, the retry after the reconnect finds the node gone",
+          "[integration][election][fault]") {
+  resign_during_reconnect(cut_kind::lost_reply);
+}
+
+// A campaign cancelled with its create in flight: the create is handed to the client inside
+// the initiation (on the session's executor), so a cancellation emitted right after the call
+// returns comes before its reply. Every cancellation type, with a leader in place (the
+// campaign would wait) and without one (the create-and-list would lead). Then a create whose
+// reply is lost with the connection: the node exists on the server and only the protected
+// name finds it after the reconnect. After each: no node of ours, no watch, and the next
+// campaign on the same object leads.
+TEST_CASE("election: a campaign cancelled with its create in flight leaves no node and no watch, the next one leads",
+          "[integration][election][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s0(ioc.get_executor(), options_for(srv.connect_string()));
+  session s1(ioc.get_executor(), options_for(srv.connect_string()));
+  session sp(ioc.get_executor(), options_for(proxy.connect_string()));
+  const std::string path = "/election/cancel-create";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s0.async_connect(asio::use_awaitable);
+    co_await s1.async_connect(asio::use_awaitable);
+    co_await sp.async_connect(asio::use_awaitable);
+    election leader_e(s0, path, "leader"), e(s1, path, "e");
+    // creates the path once: its children are counted below
+    auto held = co_await leader_e.async_campaign(asio::use_awaitable);
+    for (bool with_leader : {true, false}) {
+      for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                        asio::cancellation_type::total}) {
+        INFO("with_leader " << with_leader << ", cancellation type " << static_cast<int>(type));
+        asio::cancellation_signal sig;
+        std::optional<error_code> got;
+        leadership won;
+        auto sent = s1.stats().requests_sent;
+        e.async_campaign(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, leadership l) {
+          got = ec;
+          won = std::move(l);
+        }));
+        CHECK(s1.stats().requests_sent > sent);  // the create is on its way
+        sig.emit(type);
+        co_await until([&] { return got.has_value(); }, 10s);
+        CHECK(*got == asio::error::operation_aborted);
+        CHECK_FALSE(won.is_leader());
+        CHECK(co_await children_of(s0, path) == (with_leader ? 1u : 0u));
+        CHECK(server_watches(srv) == 0);
+      }
+      // the next campaign on the same object works
+      std::optional<leadership> next;
+      e.async_campaign([&](error_code ec, leadership l) {
+        CHECK_FALSE(ec);
+        next = std::move(l);
+      });
+      if (with_leader) {
+        co_await await_children(s0, path, 2);
+        co_await held.async_resign(asio::use_awaitable);
+      }
+      co_await until([&] { return next.has_value(); }, 10s);
+      CHECK(next->is_leader());
+      CHECK(next->identity() == "e");
+      co_await next->async_resign(asio::use_awaitable);
+    }
+
+    // the create's reply lost with the connection (it committed): cancelled meanwhile
+    held = co_await leader_e.async_campaign(asio::use_awaitable);
+    election ep(sp, path, "p");
+    proxy.swallow_replies(true);
+    std::optional<error_code> got;
+    asio::cancellation_signal sig;
+    auto sent = sp.stats().requests_sent;
+    ep.async_campaign(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, leadership) { got = ec; }));
+    CHECK(sp.stats().requests_sent > sent);
+    sig.emit(asio::cancellation_type::terminal);
+    co_await await_children(s0, path, 2);  // it reached the server: our node is there
+    co_await await_state(sp, session_state::suspended);
+    proxy.swallow_replies(false);
+    co_await until([&] { return got.has_value(); }, 20s);  // once cleaned up, after the reconnect
+    CHECK(*got == asio::error::operation_aborted);
+    auto deadline = clk::now() + 10s;
+    while (co_await children_of(s0, path) != 1 && clk::now() < deadline) co_await sleep_for(10ms);
+    CHECK(co_await children_of(s0, path) == 1);  // found by its protected name and deleted
+    co_await sleep_for(100ms);
+    CHECK(server_watches(srv) == 0);
+    std::optional<leadership> next;
+    ep.async_campaign([&](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      next = std::move(l);
+    });
+    co_await await_children(s0, path, 2);
+    co_await held.async_resign(asio::use_awaitable);
+    co_await until([&] { return next.has_value(); }, 10s);
+    CHECK(next->is_leader());
+    CHECK(next->identity() == "p");
+    co_await next->async_resign(asio::use_awaitable);
+    CHECK(co_await children_of(s0, path) == 0);
+  }(), 90s);
+}
+
+// CURATOR-724: the election path is a container, and the server reaps an empty container (here
+// every 100 ms: znode.container.checkIntervalMs). A campaign on the same object after the path
+// (and its container parent) were reaped recreates them and leads. A candidate waiting behind
+// the leader while its connection is down, whose node an operator deletes, and whose leader
+// resigns, so that the path is empty and reaped before it reconnects: after the reconnect it
+// must not take the leader's deletion for its grant (its node is gone), but queue again on a
+// recreated path and lead from a node of its own session — no error reaches the user, and a
+// later candidate queues behind it.
+TEST_CASE("election: a reaped container path is recreated, before a campaign and under a waiting candidate",
+          "[integration][election][fault]") {
+  zklock::test::server_options so;
+  so.container_check_interval_ms = 100;
+  zk_server srv(so);
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session sa(ioc.get_executor(), options_for(srv.connect_string()));
+  session sb(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+  session sc(ioc.get_executor(), options_for(srv.connect_string()));
+  const std::string parent = "/reaped", path = "/reaped/election";
+  auto await_reaped = [&](const std::string& p) -> asio::awaitable<void> {
+    auto deadline = clk::now() + 15s;
+    for (;;) {
+      auto [ec, st] = co_await sc.async_exists(p, tuple_awaitable);
+      if (!ec && !st) break;
+      if (clk::now() > deadline) FAIL(p << " was never reaped");
+      co_await sleep_for(20ms);
+    }
+  };
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await sa.async_connect(asio::use_awaitable);
+    co_await sb.async_connect(asio::use_awaitable);
+    co_await sc.async_connect(asio::use_awaitable);
+    election a(sa, path, "a"), b(sb, path, "b"), c(sc, path, "c");
+
+    // 1. campaign, resign: path and parent reaped; campaign again on the same object
+    auto la = co_await a.async_campaign(asio::use_awaitable);
+    const auto first_token = la.fencing_token();
+    co_await la.async_resign(asio::use_awaitable);
+    co_await await_reaped(path);
+    co_await await_reaped(parent);
+    auto [ec1, la2] = co_await a.async_campaign_for(10s, tuple_awaitable);
+    CHECK_FALSE(ec1);
+    REQUIRE(la2.is_leader());
+    auto [sec, st] = co_await sc.async_exists(la2.node_path(), tuple_awaitable);
+    REQUIRE(st);
+    CHECK(st->ephemeral_owner == sa.session_id());
+    CHECK(la2.fencing_token() > first_token);
+
+    // 2. b waits behind a, cut off; its node deleted by an operator; a resigns; reaped
+    std::optional<error_code> b_ec;
+    leadership lb;
+    b.async_campaign([&](error_code ec, leadership l) {
+      b_ec = ec;
+      lb = std::move(l);
+    });
+    co_await await_children(sc, path, 2);
+    co_await sleep_for(50ms);  // b watches a's node
+    auto queue = co_await c.async_candidates(asio::use_awaitable);
+    REQUIRE(queue.size() == 2);
+    REQUIRE(queue[1].data == "b");
+    const std::string b_node = path + "/" + queue[1].node;
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    co_await await_state(sb, session_state::suspended);
+    co_await sc.async_delete(b_node, -1, asio::use_awaitable);  // the operator
+    co_await la2.async_resign(asio::use_awaitable);
+    co_await await_reaped(path);
+    proxy.set_accepting(true);
+    co_await await_state(sb, session_state::reconnected);
+    co_await until([&] { return b_ec.has_value(); }, 20s);
+    CHECK_FALSE(*b_ec);
+    REQUIRE(lb.is_leader());
+    CHECK(lb.node_path() != b_node);
+    auto [bec, bst] = co_await sc.async_exists(lb.node_path(), tuple_awaitable);
+    CHECK_FALSE(bec);
+    REQUIRE(bst);  // b leads from a node that exists, of its own session
+    CHECK(bst->ephemeral_owner == sb.session_id());
+    bool b_lost = false;
+    lb.async_wait_lost([&](error_code ec) { b_lost = ec == errc::lock_lost; });
+
+    // a later candidate queues behind b
+    std::optional<leadership> lc;
+    c.async_campaign([&](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      lc = std::move(l);
+    });
+    co_await await_children(sc, path, 2);
+    co_await sleep_for(3000ms);  // past b's hold keepalive (a third of its 8 s timeout)
+    CHECK_FALSE(lc);
+    CHECK_FALSE(b_lost);
+    CHECK(lb.is_leader());
+    co_await lb.async_resign(asio::use_awaitable);
+    co_await until([&] { return lc.has_value(); });
+    CHECK(lc->is_leader());
+    co_await lc->async_resign(asio::use_awaitable);
+  }(), 90s);
 }

@@ -442,12 +442,14 @@ class server_process {
                    "-Dzookeeper.admin.enableServer=false",
                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-                   "-cp",
+                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"};
+      if (opts.container_check_interval_ms > 0)
+        req_.args.push_back("-Dznode.container.checkIntervalMs=" + std::to_string(opts.container_check_interval_ms));
+      req_.args.insert(req_.args.end(), {"-cp",
                    env_or("ZKLOCK_TEST_ZK_CLASSPATH", default_classpath),
                    myid_ > 0 ? "org.apache.zookeeper.server.quorum.QuorumPeerMain"
                              : "org.apache.zookeeper.server.ZooKeeperServerMain",
-                   dir_ + "/zoo.cfg"};
+                   dir_ + "/zoo.cfg"});
     } catch (...) {
       remove_temp_dir(dir_);
       throw;

@@ -34,6 +34,8 @@ struct server_options {
   int init_limit = 50;              // ticks (ensemble)
   int sync_limit = 15;              // ticks (ensemble): how fast a dead leader/follower is noticed
   std::string log_level = "info";   // server.log level: trace, debug, info, warn, error, off
+  int container_check_interval_ms = 0;  // >0: how often the server reaps empty containers
+                                        // (-Dznode.container.checkIntervalMs; the default is 60 s)
 };
 
 /// A free TCP port on 127.0.0.1 (bound to port 0 and released). Another process (a test running

@@ -94,6 +94,31 @@ TEST_CASE("predecessor that was head: its deletion grants at once", "[unit][lock
   CHECK_FALSE(s.fsm.result().ec);
 }
 
+TEST_CASE("reconnected while waiting: the predecessor's deletion grants only after a listing shows our node",
+          "[unit][lock]") {
+  for (bool ours_deleted : {false, true}) {
+    CAPTURE(ours_deleted);
+    sim s;
+    auto head = s.add_foreign();
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.fsm.watching_last_blocker());
+    // disconnected and back (the client set the watch again); an operator deleted our node meanwhile
+    if (ours_deleted)
+      for (auto it = s.children.begin(); it != s.children.end();)
+        it = it->first.starts_with(s.fsm.node_prefix()) ? s.children.erase(it) : std::next(it);
+    s.apply(s.fsm.on_reconnected());
+    int lists = s.lists;
+    s.delete_foreign(head);
+    s.drain();
+    CHECK(s.lists > lists);  // listed before any grant
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    REQUIRE(s.ours() == 1);  // queued again when ours was gone: the grant is of a node that exists
+    CHECK(s.children.count(std::string(node_name(s.fsm.result().node))) == 1);
+  }
+}
+
 TEST_CASE("predecessor gives up (not released): list again and watch the next", "[unit][lock]") {
   sim s;
   auto head = s.add_foreign();
