@@ -29,15 +29,15 @@ namespace detail {
 struct election_state;
 using leadership_handler = asio::any_completion_handler<void(error_code, leadership)>;
 using leader_handler = asio::any_completion_handler<void(error_code, std::optional<leader_info>)>;
-std::shared_ptr<election_state> make_election_state(std::shared_ptr<session_impl> s, std::string path,
+ZKLOCK_API std::shared_ptr<election_state> make_election_state(std::shared_ptr<session_impl> s, std::string path,
                                                     std::string identity);
-const std::string& election_path(const election_state& e) noexcept;
-const std::string& election_identity(const election_state& e) noexcept;
-std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
-void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
+ZKLOCK_API const std::string& election_path(const election_state& e) noexcept;
+ZKLOCK_API const std::string& election_identity(const election_state& e) noexcept;
+ZKLOCK_API std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
+ZKLOCK_API void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout);
-void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
-void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
+ZKLOCK_API void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
+ZKLOCK_API void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
 struct election_access;
 }  // namespace detail
 

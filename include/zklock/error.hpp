@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/system/error_code.hpp>
+#include <zklock/export.hpp>
 #include <type_traits>
 
 namespace zklock {
@@ -90,14 +91,14 @@ enum class condition : int {
   lock_lost,            ///< errc lock_lost: a lock that was held may be held by someone else now
 };
 
-const boost::system::error_category& zk_category() noexcept;
+ZKLOCK_API const boost::system::error_category& zk_category() noexcept;
 /// zklock's errc values. Errors about a connect (errc::connect_timeout, not_zookeeper,
 /// unresolvable_host) carry their details in message(): the host or endpoint and the cause
 /// ("... within the connect timeout: 127.0.0.1:2181: Connection refused"). Their category
 /// object is then another one, with this category's id: Boost.System compares them equal
 /// (`ec == errc::connect_timeout`, `ec.category() == zklock_category()` hold).
-const boost::system::error_category& zklock_category() noexcept;
-const boost::system::error_category& condition_category() noexcept;
+ZKLOCK_API const boost::system::error_category& zklock_category() noexcept;
+ZKLOCK_API const boost::system::error_category& condition_category() noexcept;
 
 inline error_code make_error_code(zk_errc e) noexcept {
   return {static_cast<int>(e), zk_category()};

@@ -4,6 +4,7 @@
 
 #include <zklock/detail/pending.hpp>
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 #include <zklock/session.hpp>
 #include <zklock/types.hpp>
 
@@ -26,7 +27,7 @@ namespace detail {
 /// The right to give back one hold, taken from a guard by async_release. Launched, it
 /// releases; destroyed unlaunched (a deferred release never awaited), it releases in the
 /// background. Either way exactly once, whatever became of the guard meanwhile.
-class release_ticket {
+class ZKLOCK_API release_ticket {
  public:
   release_ticket(std::shared_ptr<hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
   release_ticket(release_ticket&& o) noexcept = default;
@@ -40,13 +41,13 @@ class release_ticket {
 };
 /// Completes `h` with `ec` through `ex` (or, when empty, the handler's associated executor),
 /// never inline.
-void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
-void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
-void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
-void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
+ZKLOCK_API void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
+ZKLOCK_API void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+ZKLOCK_API void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
+ZKLOCK_API void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
 /// Launches every ticket; completes `h` once all are done, with the most telling error
 /// (lock_lost, then release_pending, then any other).
-void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
+ZKLOCK_API void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
 }  // namespace detail
 
 /// Owns one hold of a lock, like std::unique_lock. Move-only.
@@ -56,7 +57,7 @@ void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, 
 /// destroyed on any thread (e.g. one received through use_future). This holds for a guard
 /// whose lock was reported lost too: while its session lives, its node is still deleted.
 /// Other members: use from the session's executor only.
-class lock_guard {
+class ZKLOCK_API lock_guard {
  public:
   using executor_type = asio::any_io_executor;
   /// Same guard type whatever the executor: guards are values handed out by the mutex.

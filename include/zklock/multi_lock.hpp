@@ -54,7 +54,7 @@ struct multi_lock_item {
 };
 using multi_handler_t = asio::any_completion_handler<void(error_code, multi_guard)>;
 /// `ex`: the session's executor (an empty set completes through it too, never inline).
-void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
+ZKLOCK_API void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
                  asio::any_io_executor ex);
 }  // namespace detail
 

@@ -92,11 +92,11 @@ class basic_shared_mutex;
 namespace detail {
 using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
 using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
-std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
-std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
-const std::string& lock_dir_path(const lock_dir& d) noexcept;
-void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
-void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
+ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
+ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
+ZKLOCK_API const std::string& lock_dir_path(const lock_dir& d) noexcept;
+ZKLOCK_API void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
+ZKLOCK_API void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
 }  // namespace detail
 
 /// A distributed exclusive lock on `path` (a lock dir: contenders' nodes are its children),

@@ -8,12 +8,12 @@ namespace zklock {
 
 namespace detail {
 struct semaphore_state;
-std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
+ZKLOCK_API std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
                                                       int max_leases, const std::optional<std::string>& identity);
-const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
-int semaphore_max_leases(const semaphore_state& s) noexcept;
-std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
-void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
+ZKLOCK_API const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
+ZKLOCK_API int semaphore_max_leases(const semaphore_state& s) noexcept;
+ZKLOCK_API std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
+ZKLOCK_API void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
 }  // namespace detail
 
 /// Options of a semaphore.

@@ -23,7 +23,7 @@ enum class session_state {
   closed,        ///< closed by its owner, or by zklock when the server rejected its authentication
                  ///< (zk_errc::auth_failed; the session then lives on the server until it expires)
 };
-const char* to_string(session_state s) noexcept;
+ZKLOCK_API const char* to_string(session_state s) noexcept;
 
 /// True for connected and reconnected.
 inline bool is_connected(session_state s) noexcept {
@@ -79,7 +79,7 @@ enum class watch_event_type {
   child,
   not_watching,  ///< the watch was removed (async_remove_watch)
 };
-const char* to_string(watch_event_type t) noexcept;
+ZKLOCK_API const char* to_string(watch_event_type t) noexcept;
 
 struct watch_event {
   watch_event_type type{};
@@ -127,7 +127,7 @@ enum class lock_kind {
   /// rule is exclusive: the head of the queue leads.
   candidate,
 };
-const char* to_string(lock_kind k) noexcept;
+ZKLOCK_API const char* to_string(lock_kind k) noexcept;
 
 /// What a guard knows of its lock.
 enum class lock_status {
@@ -136,7 +136,7 @@ enum class lock_status {
   lost,        ///< the session expired (or was closed): another contender may hold the lock
   released,    ///< released by us (or moved-from / empty guard)
 };
-const char* to_string(lock_status s) noexcept;
+ZKLOCK_API const char* to_string(lock_status s) noexcept;
 
 /// Identifies a reentrant owner (a coroutine, a request, a job): acquiring again with the same
 /// owner while it holds the lock through the same zklock::mutex succeeds at once.
