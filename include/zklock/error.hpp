@@ -7,6 +7,7 @@
 
 namespace zklock {
 
+/// The error type of every completion handler (Boost.System's, as Asio's).
 using error_code = boost::system::error_code;
 
 /// Mirrors the ZooKeeper C client's ZOO_ERRORS one to one (same numeric values), so that a
@@ -91,6 +92,7 @@ enum class condition : int {
   lock_lost,            ///< errc lock_lost: a lock that was held may be held by someone else now
 };
 
+/// The category of zk_errc codes.
 ZKLOCK_API const boost::system::error_category& zk_category() noexcept;
 /// zklock's errc values. Errors about a connect (errc::connect_timeout, not_zookeeper,
 /// unresolvable_host) carry their details in message(): the host or endpoint and the cause
@@ -98,15 +100,19 @@ ZKLOCK_API const boost::system::error_category& zk_category() noexcept;
 /// object is then another one, with this category's id: Boost.System compares them equal
 /// (`ec == errc::connect_timeout`, `ec.category() == zklock_category()` hold).
 ZKLOCK_API const boost::system::error_category& zklock_category() noexcept;
+/// The category of condition: what zk_errc and errc codes compare equal to.
 ZKLOCK_API const boost::system::error_category& condition_category() noexcept;
 
+/// `e` as an error_code of zk_category() (found by ADL: `error_code ec = zk_errc::no_node;`).
 inline error_code make_error_code(zk_errc e) noexcept {
   return {static_cast<int>(e), zk_category()};
 }
+/// `e` as an error_code of zklock_category() (found by ADL: `error_code ec = errc::lock_busy;`).
 inline error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), zklock_category()};
 }
 
+/// `c` as an error_condition, to compare codes with: `ec == condition::lock_unavailable`.
 inline boost::system::error_condition make_error_condition(condition c) noexcept {
   return {static_cast<int>(c), condition_category()};
 }

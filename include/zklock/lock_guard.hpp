@@ -59,16 +59,20 @@ ZKLOCK_API void release_all(std::vector<release_ticket> tickets, asio::any_io_ex
 /// Other members: use from the session's executor only.
 class ZKLOCK_API lock_guard {
  public:
+  /// The session's executor type.
   using executor_type = asio::any_io_executor;
   /// Same guard type whatever the executor: guards are values handed out by the mutex.
   template <class Executor>
   struct rebind_executor {
+    /// The same type.
     using other = lock_guard;
   };
 
   lock_guard() = default;
+  /// Takes over `o`'s hold; `o` is left empty (status() released).
   lock_guard(lock_guard&& o) noexcept
       : hold_(std::move(o.hold_)), ex_(o.ex_), released_(std::exchange(o.released_, false)) {}
+  /// Releases this guard's hold in the background (as the destructor does), then takes over `other`'s.
   lock_guard& operator=(lock_guard&& other) noexcept;
   lock_guard(const lock_guard&) = delete;
   lock_guard& operator=(const lock_guard&) = delete;
@@ -78,7 +82,9 @@ class ZKLOCK_API lock_guard {
   executor_type get_executor() const noexcept { return ex_; }
   /// True while this guard holds (status held or maybe_lost).
   bool owns_lock() const noexcept;
+  /// owns_lock().
   explicit operator bool() const noexcept { return owns_lock(); }
+  /// What this guard knows of its lock now; released for an empty, moved-from or released guard.
   lock_status status() const noexcept;
   /// Full path of our lock node, e.g. "/locks/a/_c_<uuid>-lock-0000000007".
   const std::string& node_path() const noexcept;

@@ -46,10 +46,14 @@ struct semaphore_options {
 template <class Executor = asio::any_io_executor>
 class basic_semaphore {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of the `_for` operations' timeouts.
   using clock = std::chrono::steady_clock;
+  /// Asio's rebind trait (as_default_on_t): the same semaphore type on `OtherExecutor`.
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_semaphore on `OtherExecutor`.
     using other = basic_semaphore<OtherExecutor>;
   };
 
@@ -59,15 +63,20 @@ class basic_semaphore {
                            semaphore_options o = {})
       : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases, o.identity)),
         ex_(executor_type(s.get_executor())) {}
+  /// Takes over a semaphore of another executor type (what `as_default_on` does).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_semaphore(basic_semaphore<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_semaphore(basic_semaphore&&) noexcept = default;
+  /// Move assignment; the moved-from object may only be destroyed or assigned to.
   basic_semaphore& operator=(basic_semaphore&&) noexcept = default;
 
+  /// The most leases held at once, as given to the constructor.
   int max_leases() const noexcept { return detail::semaphore_max_leases(*state_); }
   /// "<path>/leases": where the lease nodes are.
   const std::string& leases_path() const noexcept { return detail::semaphore_leases_path(*state_); }
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
 
   /// Waits for a lease. Handler: void(error_code, lock_guard); guard.kind() is lock_kind::lease.
@@ -114,6 +123,7 @@ class basic_semaphore {
   executor_type ex_;
 };
 
+/// A semaphore on the default executor type (asio::any_io_executor).
 using semaphore = basic_semaphore<>;
 
 }  // namespace zklock
