@@ -5,6 +5,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 #include <zklock/types.hpp>
 
 #include <array>
@@ -42,9 +43,9 @@ struct latency_histogram {
   std::chrono::nanoseconds sum{0};
 
   /// Counts `d` in the first bucket whose bound is >= d (negative durations count as 0).
-  void record(std::chrono::nanoseconds d) noexcept;
+  ZKLOCK_API void record(std::chrono::nanoseconds d) noexcept;
   /// Observations <= bounds[i] (i == bounds.size(): all of them), as Prometheus' `_bucket`.
-  std::uint64_t cumulative(std::size_t i) const noexcept;
+  ZKLOCK_API std::uint64_t cumulative(std::size_t i) const noexcept;
 };
 
 /// The counters of one lock path (and kind) of one session.
@@ -99,7 +100,7 @@ enum class lock_event_type {
   handoff_remote,  ///< a grant after waiting for another contender through ZooKeeper
   handoff_local,   ///< a grant passed on inside a local queue, without ZooKeeper
 };
-const char* to_string(lock_event_type t) noexcept;
+ZKLOCK_API const char* to_string(lock_event_type t) noexcept;
 
 struct lock_event {
   lock_event_type type;
@@ -128,9 +129,9 @@ struct lock_metrics_options {
 /// `<prefix>_lock_hold_seconds`; each series labelled `path` and `kind` (label values escaped:
 /// backslash, double quote, newline). Each family has its `# HELP` and `# TYPE` lines, also
 /// when `m` is empty.
-std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix = "zklock");
+ZKLOCK_API std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix = "zklock");
 
 /// A Prometheus label value, escaped (`\` -> `\\`, `"` -> `\"`, newline -> `\n`).
-std::string prometheus_escape(std::string_view label_value);
+ZKLOCK_API std::string prometheus_escape(std::string_view label_value);
 
 }  // namespace zklock
