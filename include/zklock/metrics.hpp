@@ -39,7 +39,9 @@ struct latency_histogram {
       std::chrono::nanoseconds(1'000'000'000'000)};
   /// Observations per bucket (not cumulative); the last one is +Inf (above every bound).
   std::array<std::uint64_t, bounds.size() + 1> buckets{};
+  /// observations recorded
   std::uint64_t count = 0;
+  /// their total (Prometheus' `_sum`)
   std::chrono::nanoseconds sum{0};
 
   /// Counts `d` in the first bucket whose bound is >= d (negative durations count as 0).
@@ -56,14 +58,23 @@ struct latency_histogram {
 /// lost hold released later counts as lost).
 struct lock_path_metrics {
   std::string path;  ///< the lock dir; "(other)": paths beyond lock_metrics_options::max_paths
+  /// the side or kind of lock these counters are for
   lock_kind kind = lock_kind::exclusive;
+  /// acquires started
   std::uint64_t acquires_started = 0;
+  /// acquires that ended granted
   std::uint64_t acquires_granted = 0;
+  /// acquires that ended with errc::lock_timeout
   std::uint64_t acquires_timed_out = 0;
+  /// acquires that ended cancelled (operation_aborted)
   std::uint64_t acquires_cancelled = 0;
+  /// try-acquires refused with errc::lock_busy
   std::uint64_t acquires_busy = 0;
+  /// acquires that ended with any other error
   std::uint64_t acquires_failed = 0;
+  /// grants that ended released
   std::uint64_t releases = 0;
+  /// grants that ended lost
   std::uint64_t losses = 0;
   /// Grants after waiting for another contender through ZooKeeper (a watch was set).
   std::uint64_t handoffs_remote = 0;
@@ -84,6 +95,7 @@ struct lock_path_metrics {
 
 /// A copy of a session's lock metrics, sorted by path, then kind.
 struct lock_metrics_snapshot {
+  /// one entry per (path, kind)
   std::vector<lock_path_metrics> paths;
 };
 
@@ -100,13 +112,19 @@ enum class lock_event_type {
   handoff_remote,  ///< a grant after waiting for another contender through ZooKeeper
   handoff_local,   ///< a grant passed on inside a local queue, without ZooKeeper
 };
+/// The enumerator's name.
 ZKLOCK_API const char* to_string(lock_event_type t) noexcept;
 
+/// One lock event, as lock_metrics_options::on_event receives it.
 struct lock_event {
+  /// what happened
   lock_event_type type;
   std::string_view path;  ///< the lock dir (valid during the call only)
+  /// the side or kind of lock
   lock_kind kind;
+  /// the wait or the hold, for the event types whose comment names `duration`
   std::chrono::nanoseconds duration{0};
+  /// the error, for the outcomes lock_event_type lists one for
   error_code ec;
 };
 

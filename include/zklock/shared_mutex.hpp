@@ -50,6 +50,7 @@ class basic_shared_mutex {
   /// A read/write lock on `path` through session `s` (of any executor type).
   template <class SessionExecutor>
   explicit basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path) : m_(s, std::move(path)) {}
+  /// A read/write lock on `path` through session `s`, with options (the identity in our nodes' data).
   template <class SessionExecutor>
   basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path, shared_mutex_options o)
       : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity)}) {}
