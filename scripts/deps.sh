@@ -9,6 +9,7 @@ packages=(
   python3 python3-kazoo libcurator-recipes-java default-jdk-headless
   gnuplot-nox procps iproute2
   clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too
+  doxygen  # the API reference (cmake --build build --target docs) and its test
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -29,15 +29,15 @@ namespace detail {
 struct election_state;
 using leadership_handler = asio::any_completion_handler<void(error_code, leadership)>;
 using leader_handler = asio::any_completion_handler<void(error_code, std::optional<leader_info>)>;
-std::shared_ptr<election_state> make_election_state(std::shared_ptr<session_impl> s, std::string path,
+ZKLOCK_API std::shared_ptr<election_state> make_election_state(std::shared_ptr<session_impl> s, std::string path,
                                                     std::string identity);
-const std::string& election_path(const election_state& e) noexcept;
-const std::string& election_identity(const election_state& e) noexcept;
-std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
-void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
+ZKLOCK_API const std::string& election_path(const election_state& e) noexcept;
+ZKLOCK_API const std::string& election_identity(const election_state& e) noexcept;
+ZKLOCK_API std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
+ZKLOCK_API void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout);
-void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
-void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
+ZKLOCK_API void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
+ZKLOCK_API void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
 struct election_access;
 }  // namespace detail
 
@@ -46,21 +46,30 @@ struct election_access;
 /// as a lock_guard releases. Use from the session's executor (the destructor: any thread).
 class leadership {
  public:
+  /// The executor its operations complete on (the election's).
   using executor_type = asio::any_io_executor;
+  /// Asio's rebind trait (as_default_on_t).
   template <class Executor>
   struct rebind_executor {
+    /// The same type: a leadership does not depend on an executor type.
     using other = leadership;
   };
 
+  /// An empty leadership: not leading, status() released.
   leadership() = default;
+  /// Moves; the moved-from leadership is empty.
   leadership(leadership&&) noexcept = default;
+  /// Resigns in the background what this one led (as its destructor does), then takes over the other's.
   leadership& operator=(leadership&&) noexcept = default;
 
+  /// The executor its operations complete on (the election's).
   executor_type get_executor() const noexcept { return guard_.get_executor(); }
   /// True while we lead (status held or maybe_lost: a suspended connection that the session
   /// may survive; bind the work to lost_slot() rather than polling this).
   bool is_leader() const noexcept { return guard_.owns_lock(); }
+  /// is_leader().
   explicit operator bool() const noexcept { return is_leader(); }
+  /// The state of our election node's hold (lock_guard::status()).
   lock_status status() const noexcept { return guard_.status(); }
   /// The participant id we campaigned with (empty for an empty leadership).
   const std::string& identity() const noexcept { return identity_; }
@@ -145,10 +154,14 @@ struct election_access {
 template <class Executor = asio::any_io_executor>
 class basic_election {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of async_campaign_for's timeout.
   using clock = std::chrono::steady_clock;
+  /// Asio's rebind trait (as_default_on_t): the same election type on `OtherExecutor`.
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_election on `OtherExecutor`.
     using other = basic_election<OtherExecutor>;
   };
 
@@ -157,14 +170,20 @@ class basic_election {
   basic_election(basic_session<SessionExecutor>& s, std::string path, std::string identity)
       : state_(detail::make_election_state(detail::access::impl(s), std::move(path), std::move(identity))),
         ex_(executor_type(s.get_executor())) {}
+  /// Takes over an election of another executor type (what `as_default_on` does).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_election(basic_election<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_election(basic_election&&) noexcept = default;
+  /// Move assignment; the moved-from object may only be destroyed or assigned to.
   basic_election& operator=(basic_election&&) noexcept = default;
 
+  /// The election's path, as given to the constructor.
   const std::string& path() const noexcept { return detail::election_path(*state_); }
+  /// This participant's id, as given to the constructor.
   const std::string& identity() const noexcept { return detail::election_identity(*state_); }
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
 
   /// Joins the election and completes once this candidate leads.

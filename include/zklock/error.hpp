@@ -2,10 +2,12 @@
 #pragma once
 
 #include <boost/system/error_code.hpp>
+#include <zklock/export.hpp>
 #include <type_traits>
 
 namespace zklock {
 
+/// The error type of every completion handler (Boost.System's, as Asio's).
 using error_code = boost::system::error_code;
 
 /// Mirrors the ZooKeeper C client's ZOO_ERRORS one to one (same numeric values), so that a
@@ -90,14 +92,16 @@ enum class condition : int {
   lock_lost,            ///< errc lock_lost: a lock that was held may be held by someone else now
 };
 
-const boost::system::error_category& zk_category() noexcept;
+/// The category of zk_errc codes.
+ZKLOCK_API const boost::system::error_category& zk_category() noexcept;
 /// zklock's errc values. Errors about a connect (errc::connect_timeout, not_zookeeper,
 /// unresolvable_host) carry their details in message(): the host or endpoint and the cause
 /// ("... within the connect timeout: 127.0.0.1:2181: Connection refused"). Their category
 /// object is then another one, with this category's id: Boost.System compares them equal
 /// (`ec == errc::connect_timeout`, `ec.category() == zklock_category()` hold).
-const boost::system::error_category& zklock_category() noexcept;
-const boost::system::error_category& condition_category() noexcept;
+ZKLOCK_API const boost::system::error_category& zklock_category() noexcept;
+/// The category of condition: what zk_errc and errc codes compare equal to.
+ZKLOCK_API const boost::system::error_category& condition_category() noexcept;
 
 /// Why a held lock was lost. An errc::lock_lost from a guard carries it: its message names it,
 /// and lock_lost_cause() returns it, while the code still compares equal to errc::lock_lost and
@@ -111,17 +115,20 @@ enum class lost_cause {
   node_deleted,      ///< the lock node was deleted by someone else (or is not our session's any more)
 };
 /// errc::lock_lost naming `cause` (equal to errc::lock_lost).
-error_code make_lock_lost(lost_cause cause) noexcept;
+ZKLOCK_API error_code make_lock_lost(lost_cause cause) noexcept;
 /// The cause an errc::lock_lost carries (lost_cause::unknown for anything else).
-lost_cause lock_lost_cause(const error_code& ec) noexcept;
+ZKLOCK_API lost_cause lock_lost_cause(const error_code& ec) noexcept;
 
+/// `e` as an error_code of zk_category() (found by ADL: `error_code ec = zk_errc::no_node;`).
 inline error_code make_error_code(zk_errc e) noexcept {
   return {static_cast<int>(e), zk_category()};
 }
+/// `e` as an error_code of zklock_category() (found by ADL: `error_code ec = errc::lock_busy;`).
 inline error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), zklock_category()};
 }
 
+/// `c` as an error_condition, to compare codes with: `ec == condition::lock_unavailable`.
 inline boost::system::error_condition make_error_condition(condition c) noexcept {
   return {static_cast<int>(c), condition_category()};
 }

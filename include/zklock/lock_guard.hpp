@@ -4,6 +4,7 @@
 
 #include <zklock/detail/pending.hpp>
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 #include <zklock/session.hpp>
 #include <zklock/types.hpp>
 
@@ -26,7 +27,7 @@ namespace detail {
 /// The right to give back one hold, taken from a guard by async_release. Launched, it
 /// releases; destroyed unlaunched (a deferred release never awaited), it releases in the
 /// background. Either way exactly once, whatever became of the guard meanwhile.
-class release_ticket {
+class ZKLOCK_API release_ticket {
  public:
   release_ticket(std::shared_ptr<hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
   release_ticket(release_ticket&& o) noexcept = default;
@@ -40,14 +41,14 @@ class release_ticket {
 };
 /// Completes `h` with `ec` through `ex` (or, when empty, the handler's associated executor),
 /// never inline.
-void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
-void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
-void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
-void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
-void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler);
+ZKLOCK_API void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
+ZKLOCK_API void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
+ZKLOCK_API void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
+ZKLOCK_API void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
+ZKLOCK_API void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler);
 /// Launches every ticket; completes `h` once all are done, with the most telling error
 /// (lock_lost, then release_pending, then any other).
-void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
+ZKLOCK_API void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
 }  // namespace detail
 
 /// Owns one hold of a lock, like std::unique_lock. Move-only.
@@ -57,18 +58,22 @@ void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, 
 /// destroyed on any thread (e.g. one received through use_future). This holds for a guard
 /// whose lock was reported lost too: while its session lives, its node is still deleted.
 /// Other members: use from the session's executor only.
-class lock_guard {
+class ZKLOCK_API lock_guard {
  public:
+  /// The session's executor type.
   using executor_type = asio::any_io_executor;
   /// Same guard type whatever the executor: guards are values handed out by the mutex.
   template <class Executor>
   struct rebind_executor {
+    /// The same type.
     using other = lock_guard;
   };
 
   lock_guard() = default;
+  /// Takes over `o`'s hold; `o` is left empty (status() released).
   lock_guard(lock_guard&& o) noexcept
       : hold_(std::move(o.hold_)), ex_(o.ex_), released_(std::exchange(o.released_, false)) {}
+  /// Releases this guard's hold in the background (as the destructor does), then takes over `other`'s.
   lock_guard& operator=(lock_guard&& other) noexcept;
   lock_guard(const lock_guard&) = delete;
   lock_guard& operator=(const lock_guard&) = delete;
@@ -78,7 +83,9 @@ class lock_guard {
   executor_type get_executor() const noexcept { return ex_; }
   /// True while this guard holds (status held or maybe_lost).
   bool owns_lock() const noexcept;
+  /// owns_lock().
   explicit operator bool() const noexcept { return owns_lock(); }
+  /// What this guard knows of its lock now; released for an empty, moved-from or released guard.
   lock_status status() const noexcept;
   /// Full path of our lock node, e.g. "/locks/a/_c_<uuid>-lock-0000000007".
   const std::string& node_path() const noexcept;

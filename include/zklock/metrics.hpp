@@ -5,6 +5,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 #include <zklock/types.hpp>
 
 #include <array>
@@ -38,13 +39,15 @@ struct latency_histogram {
       std::chrono::nanoseconds(1'000'000'000'000)};
   /// Observations per bucket (not cumulative); the last one is +Inf (above every bound).
   std::array<std::uint64_t, bounds.size() + 1> buckets{};
+  /// observations recorded
   std::uint64_t count = 0;
+  /// their total (Prometheus' `_sum`)
   std::chrono::nanoseconds sum{0};
 
   /// Counts `d` in the first bucket whose bound is >= d (negative durations count as 0).
-  void record(std::chrono::nanoseconds d) noexcept;
+  ZKLOCK_API void record(std::chrono::nanoseconds d) noexcept;
   /// Observations <= bounds[i] (i == bounds.size(): all of them), as Prometheus' `_bucket`.
-  std::uint64_t cumulative(std::size_t i) const noexcept;
+  ZKLOCK_API std::uint64_t cumulative(std::size_t i) const noexcept;
 };
 
 /// The counters of one lock path (and kind) of one session.
@@ -55,14 +58,23 @@ struct latency_histogram {
 /// lost hold released later counts as lost).
 struct lock_path_metrics {
   std::string path;  ///< the lock dir; "(other)": paths beyond lock_metrics_options::max_paths
+  /// the side or kind of lock these counters are for
   lock_kind kind = lock_kind::exclusive;
+  /// acquires started
   std::uint64_t acquires_started = 0;
+  /// acquires that ended granted
   std::uint64_t acquires_granted = 0;
+  /// acquires that ended with errc::lock_timeout
   std::uint64_t acquires_timed_out = 0;
+  /// acquires that ended cancelled (operation_aborted)
   std::uint64_t acquires_cancelled = 0;
+  /// try-acquires refused with errc::lock_busy
   std::uint64_t acquires_busy = 0;
+  /// acquires that ended with any other error
   std::uint64_t acquires_failed = 0;
+  /// grants that ended released
   std::uint64_t releases = 0;
+  /// grants that ended lost
   std::uint64_t losses = 0;
   /// Grants after waiting for another contender through ZooKeeper (a watch was set).
   std::uint64_t handoffs_remote = 0;
@@ -83,6 +95,7 @@ struct lock_path_metrics {
 
 /// A copy of a session's lock metrics, sorted by path, then kind.
 struct lock_metrics_snapshot {
+  /// one entry per (path, kind)
   std::vector<lock_path_metrics> paths;
 };
 
@@ -99,13 +112,19 @@ enum class lock_event_type {
   handoff_remote,  ///< a grant after waiting for another contender through ZooKeeper
   handoff_local,   ///< a grant passed on inside a local queue, without ZooKeeper
 };
-const char* to_string(lock_event_type t) noexcept;
+/// The enumerator's name.
+ZKLOCK_API const char* to_string(lock_event_type t) noexcept;
 
+/// One lock event, as lock_metrics_options::on_event receives it.
 struct lock_event {
+  /// what happened
   lock_event_type type;
   std::string_view path;  ///< the lock dir (valid during the call only)
+  /// the side or kind of lock
   lock_kind kind;
+  /// the wait or the hold, for the event types whose comment names `duration`
   std::chrono::nanoseconds duration{0};
+  /// the error, for the outcomes lock_event_type lists one for
   error_code ec;
 };
 
@@ -128,9 +147,9 @@ struct lock_metrics_options {
 /// `<prefix>_lock_hold_seconds`; each series labelled `path` and `kind` (label values escaped:
 /// backslash, double quote, newline). Each family has its `# HELP` and `# TYPE` lines, also
 /// when `m` is empty.
-std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix = "zklock");
+ZKLOCK_API std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix = "zklock");
 
 /// A Prometheus label value, escaped (`\` -> `\\`, `"` -> `\"`, newline -> `\n`).
-std::string prometheus_escape(std::string_view label_value);
+ZKLOCK_API std::string prometheus_escape(std::string_view label_value);
 
 }  // namespace zklock

@@ -12,8 +12,11 @@ namespace zklock {
 class multi_guard {
  public:
   multi_guard() = default;
+  /// Owns `guards` (a multi_lock's, in its order).
   explicit multi_guard(std::vector<lock_guard> guards) noexcept : guards_(std::move(guards)) {}
+  /// Moves; the moved-from guard is empty.
   multi_guard(multi_guard&&) noexcept = default;
+  /// Releases this guard's holds in the background (as each lock_guard's move assignment does), then takes over the other's.
   multi_guard& operator=(multi_guard&&) noexcept = default;
 
   /// True while every lock is held (status held or maybe_lost).
@@ -23,6 +26,7 @@ class multi_guard {
       if (!g.owns_lock()) return false;
     return true;
   }
+  /// owns_lock().
   explicit operator bool() const noexcept { return owns_lock(); }
   /// In the multi_lock's (global) order: by path.
   const std::vector<lock_guard>& guards() const noexcept { return guards_; }
@@ -54,7 +58,7 @@ struct multi_lock_item {
 };
 using multi_handler_t = asio::any_completion_handler<void(error_code, multi_guard)>;
 /// `ex`: the session's executor (an empty set completes through it too, never inline).
-void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
+ZKLOCK_API void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
                  asio::any_io_executor ex);
 }  // namespace detail
 
@@ -69,19 +73,28 @@ void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chr
 template <class Executor = asio::any_io_executor>
 class basic_multi_lock {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of async_acquire_for's timeout.
   using clock = std::chrono::steady_clock;
+  /// Asio's rebind trait (as_default_on_t): the same multi-lock type on `OtherExecutor`.
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_multi_lock on `OtherExecutor`.
     using other = basic_multi_lock<OtherExecutor>;
   };
   /// A mutex (exclusive), or a shared_mutex's read or write side.
   using side = lock_kind;
+  /// One lock of the set.
   struct entry {
+    /// the lock's path (a mutex's or a shared_mutex's)
     std::string path;
+    /// exclusive for a mutex; read or write for a side of a shared_mutex
     side mode = side::exclusive;
   };
 
+  /// The locks `entries` through session `s` (of any executor type), sorted by path; the same
+  /// path twice is one entry, with the stronger side.
   template <class SessionExecutor>
   basic_multi_lock(basic_session<SessionExecutor>& s, std::vector<entry> entries) : ex_(executor_type(s.get_executor())) {
     std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) { return a.path < b.path; });
@@ -99,6 +112,7 @@ class basic_multi_lock {
   basic_multi_lock(basic_session<SessionExecutor>& s, const std::vector<std::string>& paths)
       : basic_multi_lock(s, to_entries(paths)) {}
 
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
   /// The paths in acquisition order.
   std::vector<std::string> paths() const {
@@ -107,6 +121,9 @@ class basic_multi_lock {
     return out;
   }
 
+  /// Takes every lock, one after another in path order, and completes once all are held.
+  /// Handler: void(error_code, multi_guard). Errors and cancellation: as basic_mutex::async_acquire
+  /// for each lock; on any of them the locks already taken are released before the handler runs.
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire(Token&& token = {}) {
     return initiate(token, clock::duration::max());
@@ -136,6 +153,7 @@ class basic_multi_lock {
   executor_type ex_;
 };
 
+/// A multi-lock on the default executor type (asio::any_io_executor).
 using multi_lock = basic_multi_lock<>;
 
 }  // namespace zklock

@@ -79,7 +79,9 @@ struct lock_dir;
 /// which keeps "one node at a time" true whatever the connection does). Lock order between
 /// processes stays FIFO by node, within the process FIFO by acquire.
 struct mutex_options {
+  /// Queue this object's acquires locally behind one node (the two-level lock above).
   bool local_queue = false;
+  /// Local holders one node may grant while others are queued (values below 1 count as 1).
   int max_local_handoffs = 1;
   /// Who holds or waits, in our nodes' data (contender::identity, `zklock holders`): this
   /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none.
@@ -92,11 +94,11 @@ class basic_shared_mutex;
 namespace detail {
 using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
 using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
-std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
-std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
-const std::string& lock_dir_path(const lock_dir& d) noexcept;
-void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
-void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
+ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
+ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
+ZKLOCK_API const std::string& lock_dir_path(const lock_dir& d) noexcept;
+ZKLOCK_API void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
+ZKLOCK_API void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
 }  // namespace detail
 
 /// A distributed exclusive lock on `path` (a lock dir: contenders' nodes are its children),
@@ -110,11 +112,14 @@ void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h)
 template <class Executor = asio::any_io_executor>
 class basic_mutex {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of the `_for` operations' timeouts.
   using clock = std::chrono::steady_clock;
   /// The same mutex type on another executor type (as_default_on_t).
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_mutex on `OtherExecutor`.
     using other = basic_mutex<OtherExecutor>;
   };
 
@@ -133,12 +138,16 @@ class basic_mutex {
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_mutex(basic_mutex<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_mutex(basic_mutex&&) noexcept = default;
+  /// Move assignment; the moved-from object may only be destroyed or assigned to.
   basic_mutex& operator=(basic_mutex&&) noexcept = default;
   basic_mutex(const basic_mutex&) = delete;
   basic_mutex& operator=(const basic_mutex&) = delete;
 
+  /// The mutex's path, as given to the constructor.
   const std::string& path() const noexcept { return detail::lock_dir_path(*state_); }
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
 
   /// The queue: every contender (zklock, Curator and kazoo nodes) in queue order, the holder

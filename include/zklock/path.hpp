@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 
 #include <string>
 #include <string_view>
@@ -19,21 +20,21 @@ inline constexpr std::size_t max_path_length = 256 * 1024;
 /// Checks a znode path. Returns the first problem found, in this order: errc::path_empty,
 /// path_not_absolute, path_too_long (more than max_path_length bytes), path_control_character,
 /// path_trailing_slash, path_empty_segment, path_relative_segment. "/" is valid.
-error_code validate_path(std::string_view path) noexcept;
+ZKLOCK_API error_code validate_path(std::string_view path) noexcept;
 
 /// Checks "host:port[,host:port...][/chroot]". Hosts are names, IPv4 addresses or bracketed
 /// IPv6 addresses; ports 1..65535; the optional chroot must be a valid path.
 /// Returns errc::empty_connect_string, errc::malformed_connect_string or a path error for the
 /// chroot.
-error_code validate_connect_string(std::string_view connect) noexcept;
+ZKLOCK_API error_code validate_connect_string(std::string_view connect) noexcept;
 
 /// "/a/b/c" -> "/a/b"; "/a" -> "/"; "/" -> "".
-std::string parent_path(std::string_view path);
+ZKLOCK_API std::string parent_path(std::string_view path);
 
 /// Last segment: "/a/b/c" -> "c".
-std::string_view node_name(std::string_view path) noexcept;
+ZKLOCK_API std::string_view node_name(std::string_view path) noexcept;
 
 /// `join_path("/a", "b")` -> "/a/b"; `join_path("/", "b")` -> "/b".
-std::string join_path(std::string_view parent, std::string_view child);
+ZKLOCK_API std::string join_path(std::string_view parent, std::string_view child);
 
 }  // namespace zklock

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <zklock/session.hpp>
+#include <zklock/export.hpp>
 
 #include <boost/asio/async_result.hpp>
 
@@ -21,8 +22,8 @@ inline constexpr std::string_view revoke_request_data = "__REVOKE__";
 
 namespace detail {
 using revoked_nodes_handler = asio::any_completion_handler<void(error_code, std::vector<std::string>)>;
-void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h);
-void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
+ZKLOCK_API void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h);
+ZKLOCK_API void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
                     revoked_nodes_handler h);
 }  // namespace detail
 

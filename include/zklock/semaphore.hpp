@@ -8,12 +8,12 @@ namespace zklock {
 
 namespace detail {
 struct semaphore_state;
-std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
+ZKLOCK_API std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
                                                       int max_leases, const std::optional<std::string>& identity);
-const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
-int semaphore_max_leases(const semaphore_state& s) noexcept;
-std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
-void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
+ZKLOCK_API const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
+ZKLOCK_API int semaphore_max_leases(const semaphore_state& s) noexcept;
+ZKLOCK_API std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
+ZKLOCK_API void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
 }  // namespace detail
 
 /// Options of a semaphore.
@@ -46,10 +46,14 @@ struct semaphore_options {
 template <class Executor = asio::any_io_executor>
 class basic_semaphore {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of the `_for` operations' timeouts.
   using clock = std::chrono::steady_clock;
+  /// Asio's rebind trait (as_default_on_t): the same semaphore type on `OtherExecutor`.
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_semaphore on `OtherExecutor`.
     using other = basic_semaphore<OtherExecutor>;
   };
 
@@ -59,15 +63,20 @@ class basic_semaphore {
                            semaphore_options o = {})
       : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases, o.identity)),
         ex_(executor_type(s.get_executor())) {}
+  /// Takes over a semaphore of another executor type (what `as_default_on` does).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_semaphore(basic_semaphore<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
+  /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_semaphore(basic_semaphore&&) noexcept = default;
+  /// Move assignment; the moved-from object may only be destroyed or assigned to.
   basic_semaphore& operator=(basic_semaphore&&) noexcept = default;
 
+  /// The most leases held at once, as given to the constructor.
   int max_leases() const noexcept { return detail::semaphore_max_leases(*state_); }
   /// "<path>/leases": where the lease nodes are.
   const std::string& leases_path() const noexcept { return detail::semaphore_leases_path(*state_); }
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
 
   /// Waits for a lease. Handler: void(error_code, lock_guard); guard.kind() is lock_kind::lease.
@@ -114,6 +123,7 @@ class basic_semaphore {
   executor_type ex_;
 };
 
+/// A semaphore on the default executor type (asio::any_io_executor).
 using semaphore = basic_semaphore<>;
 
 }  // namespace zklock

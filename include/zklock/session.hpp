@@ -34,18 +34,24 @@ using default_token_t = std::conditional_t<std::is_void_v<asio::default_completi
 
 /// Counters of one session since its construction.
 struct session_stats {
+  /// requests sent to the server
   std::uint64_t requests_sent = 0;
   std::uint64_t watch_events = 0;                  ///< events of every type
   std::uint64_t watch_events_by_type[5] = {};      ///< indexed by watch_event_type
+  /// watch events of type `t` received
   std::uint64_t events(watch_event_type t) const noexcept { return watch_events_by_type[static_cast<int>(t)]; }
 };
 
 /// A session's id and password, enough to re-attach to it.
 struct session_credentials {
+  /// the session id (0: none)
   std::int64_t id = 0;
+  /// the session password (16 bytes, binary)
   std::string password;  // 16 bytes
 };
 
+/// How a session connects, times out, authenticates and logs; given to basic_session's
+/// constructor and readable through basic_session::options().
 struct session_options {
   /// "host:port[,host:port...][/chroot]".
   std::string connect = "127.0.0.1:2181";
@@ -69,6 +75,7 @@ struct session_options {
   /// Where the C client's log goes (and zklock's own lines). Default: lines at or above
   /// log_threshold to stderr.
   log_sink log;
+  /// Lines less severe than this are dropped, for the default sink and for `log` alike.
   log_level log_threshold = log_level::warn;
   /// While a server is unreachable the C client logs a failure line per attempt, several a
   /// second, at error level. Summarised (the default), each server's failure is reported once
@@ -99,9 +106,12 @@ struct session_options {
 /// watch. Copyable handle; all copies refer to the same watch.
 class watch {
  public:
+  /// The executor type of Asio's traits (a watch has no executor of its own).
   using executor_type = asio::any_io_executor;
+  /// Asio's rebind trait (as_default_on_t).
   template <class OtherExecutor>
   struct rebind_executor {
+    /// The same type: a watch does not depend on an executor type.
     using other = watch;
   };
   watch() = default;
@@ -110,6 +120,7 @@ class watch {
   bool valid() const noexcept { return state_ && (state_->registered || state_->fired); }
   /// True once the watch fired (or its session ended); async_wait then completes at once.
   bool fired() const noexcept { return state_ && state_->fired.has_value(); }
+  /// The watched node's path. Precondition: not default-constructed.
   const std::string& path() const noexcept { return state_->path; }
 
   /// Waits for the watch to fire.
@@ -170,16 +181,21 @@ struct access {
 template <class Executor = asio::any_io_executor>
 class basic_session {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
   /// The same session type on another executor type (`asio::use_awaitable_t<>::as_default_on_t`
   /// and `asio::use_awaitable.as_default_on(std::move(s))` use it).
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_session on `OtherExecutor`.
     using other = basic_session<OtherExecutor>;
   };
 
+  /// A session, not yet connected (async_connect connects it), whose operations complete on
+  /// `ex` by default.
   explicit basic_session(const executor_type& ex, session_options opts = {})
       : impl_(detail::session_ops::make_session(asio::any_io_executor(ex), std::move(opts))), ex_(ex) {}
+  /// A session on `context`'s executor, not yet connected.
   template <class ExecutionContext>
     requires std::is_convertible_v<ExecutionContext&, asio::execution_context&>
   explicit basic_session(ExecutionContext& context, session_options opts = {})
@@ -192,7 +208,9 @@ class basic_session {
   ~basic_session() {
     if (impl_) detail::session_ops::shutdown(*impl_);
   }
+  /// Moves the session; the moved-from object may only be destroyed or assigned to.
   basic_session(basic_session&&) noexcept = default;
+  /// Closes this session (as the destructor does), then takes over `other`'s.
   basic_session& operator=(basic_session&& other) noexcept {
     if (this != &other) {
       if (impl_) detail::session_ops::shutdown(*impl_);
@@ -204,8 +222,11 @@ class basic_session {
   basic_session(const basic_session&) = delete;
   basic_session& operator=(const basic_session&) = delete;
 
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
+  /// The options it was constructed with.
   const session_options& options() const noexcept { return detail::session_ops::options(*impl_); }
+  /// The session's state now (async_wait_state waits for a change).
   session_state state() const noexcept { return detail::session_ops::state(*impl_); }
   /// The server-assigned session id (0 before the first connect).
   std::int64_t session_id() const noexcept { return detail::session_ops::session_id(*impl_); }

@@ -36,25 +36,36 @@ struct shared_mutex_options {
 template <class Executor = asio::any_io_executor>
 class basic_shared_mutex {
  public:
+  /// The executor operations complete on by default.
   using executor_type = Executor;
+  /// The clock of the `_for` operations' timeouts.
   using clock = std::chrono::steady_clock;
+  /// Asio's rebind trait (as_default_on_t): the same shared mutex type on `OtherExecutor`.
   template <class OtherExecutor>
   struct rebind_executor {
+    /// basic_shared_mutex on `OtherExecutor`.
     using other = basic_shared_mutex<OtherExecutor>;
   };
 
+  /// A read/write lock on `path` through session `s` (of any executor type).
   template <class SessionExecutor>
   explicit basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path) : m_(s, std::move(path)) {}
+  /// A read/write lock on `path` through session `s`, with options (the identity in our nodes' data).
   template <class SessionExecutor>
   basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path, shared_mutex_options o)
       : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity)}) {}
+  /// Takes over a shared mutex of another executor type (what `as_default_on` does).
   template <class OtherExecutor>
     requires std::is_convertible_v<const OtherExecutor&, executor_type>
   basic_shared_mutex(basic_shared_mutex<OtherExecutor>&& other) noexcept : m_(std::move(other.m_)) {}
+  /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_shared_mutex(basic_shared_mutex&&) noexcept = default;
+  /// Move assignment; the moved-from object may only be destroyed or assigned to.
   basic_shared_mutex& operator=(basic_shared_mutex&&) noexcept = default;
 
+  /// The shared mutex's path, as given to the constructor.
   const std::string& path() const noexcept { return m_.path(); }
+  /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return m_.get_executor(); }
 
   /// The queue, holders first; contender::kind says read or write.
@@ -68,6 +79,7 @@ class basic_shared_mutex {
   auto async_acquire(Token&& token = {}) {
     return m_.initiate(token, {.kind = lock_kind::write});
   }
+  /// The write side, giving up after `timeout` with errc::lock_timeout (as basic_mutex::async_acquire_for).
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_for(clock::duration timeout, Token&& token = {}) {
     return m_.initiate(token, {.kind = lock_kind::write, .timeout = timeout});
@@ -89,6 +101,7 @@ class basic_shared_mutex {
   auto async_acquire_shared(Token&& token = {}) {
     return m_.initiate(token, {.kind = lock_kind::read});
   }
+  /// The read side, giving up after `timeout` with errc::lock_timeout (as basic_mutex::async_acquire_for).
   template <class Token = detail::default_token_t<Executor>>
   auto async_acquire_shared_for(clock::duration timeout, Token&& token = {}) {
     return m_.initiate(token, {.kind = lock_kind::read, .timeout = timeout});
@@ -111,6 +124,7 @@ class basic_shared_mutex {
   basic_mutex<Executor> m_;
 };
 
+/// A shared mutex on the default executor type (asio::any_io_executor).
 using shared_mutex = basic_shared_mutex<>;
 
 }  // namespace zklock

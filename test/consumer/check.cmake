@@ -1,25 +1,79 @@
-# Installs zklock from BINARY_DIR into a temp prefix, then configures, builds and runs the
-# consumer project against it with find_package(zklock).
+# Installs zklock into a temp prefix, then builds and runs two consumers against it: the
+# consumer project with find_package(zklock), and the same program compiled by hand with
+# `pkg-config --cflags --libs zklock`.
+#
+# SHARED=OFF: installs BINARY_DIR (the build under test: a static library).
+# SHARED=ON: configures and builds the library alone from SOURCE_DIR with BUILD_SHARED_LIBS=ON,
+#   installs that, checks its SONAME, that it exports only the API (check_exports.py) and that
+#   both consumers load it (NEEDED libzklock.so.<soversion>).
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
-execute_process(COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix} RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "install failed: ${rc}")
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(rc)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+if(SHARED)
+  run("shared library configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G Ninja
+    -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON
+    -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib
+    "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" "-DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}"
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_SHARED_LINKER_FLAGS=${LINKER_FLAGS}")
+  run("shared library build" ${CMAKE_COMMAND} --build ${WORK_DIR}/lib)
+  run("install" ${CMAKE_COMMAND} --install ${WORK_DIR}/lib --prefix ${prefix})
+  file(GLOB sonames ${prefix}/lib/libzklock.so.*)
+  run("readelf" readelf -d ${prefix}/lib/libzklock.so)
+  if(NOT run_output MATCHES "SONAME\\)[^\n]*\\[(libzklock\\.so\\.[0-9.]+)\\]")
+    message(FATAL_ERROR "libzklock.so has no versioned SONAME:\n${run_output}")
+  endif()
+  set(soname ${CMAKE_MATCH_1})
+  if(NOT EXISTS ${prefix}/lib/${soname})
+    message(FATAL_ERROR "SONAME ${soname} is not installed (${sonames})")
+  endif()
+  message(STATUS "SONAME ${soname}")
+  run("export check" ${PYTHON} ${SOURCE_DIR}/test/consumer/check_exports.py
+    ${prefix}/lib/libzklock.so ${prefix}/include)
+  message(STATUS "${run_output}")
+else()
+  run("install" ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/consumer -B ${WORK_DIR}/build
+
+# 1. find_package(zklock)
+run("consumer configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/consumer -B ${WORK_DIR}/build
   -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
   # the same instrumentation as the library (the asan preset's static library needs it)
-  "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
-  RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "consumer configure failed: ${rc}")
+  "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}")
+run("consumer build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run("consumer run" ${WORK_DIR}/build/consumer)
+
+# 2. pkg-config: only what zklock.pc says (plus the C++ standard, which .pc files leave to the
+# user), run with the prefix's lib directory on the loader's path.
+file(GLOB pcfile ${prefix}/*/pkgconfig/zklock.pc ${prefix}/*/*/pkgconfig/zklock.pc)
+if(NOT pcfile)
+  message(FATAL_ERROR "zklock.pc is not installed under ${prefix}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/build RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "consumer build failed: ${rc}")
-endif()
-execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
-if(rc)
-  message(FATAL_ERROR "consumer run failed: ${rc}")
+get_filename_component(pcdir ${pcfile} DIRECTORY)
+run("pkg-config" ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${pcdir}
+  pkg-config --cflags --libs zklock)
+string(STRIP "${run_output}" pcflags)
+message(STATUS "pkg-config --cflags --libs zklock: ${pcflags}")
+separate_arguments(pcflags UNIX_COMMAND "${pcflags}")
+separate_arguments(cxxflags UNIX_COMMAND "${CXX_FLAGS} ${LINKER_FLAGS}")
+run("pkg-config consumer build" ${CXX} -std=c++20 ${cxxflags} ${SOURCE_DIR}/test/consumer/main.cpp
+  ${pcflags} -o ${WORK_DIR}/pc-consumer)
+get_filename_component(libdir ${pcdir} DIRECTORY)
+run("pkg-config consumer run" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${WORK_DIR}/pc-consumer)
+
+if(SHARED)
+  foreach(exe ${WORK_DIR}/build/consumer ${WORK_DIR}/pc-consumer)
+    run("readelf" readelf -d ${exe})
+    if(NOT run_output MATCHES "NEEDED\\)[^\n]*\\[${soname}\\]")
+      message(FATAL_ERROR "${exe} does not load ${soname}:\n${run_output}")
+    endif()
+  endforeach()
+  message(STATUS "both consumers load ${soname}")
 endif()
 file(REMOVE_RECURSE ${WORK_DIR})

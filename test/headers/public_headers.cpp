@@ -5,6 +5,7 @@
 // Not linked nor run: the functions below are only compiled (-fsyntax-only).
 #include <zklock/election.hpp>
 #include <zklock/error.hpp>
+#include <zklock/export.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>

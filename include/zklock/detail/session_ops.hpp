@@ -44,36 +44,36 @@ using watch_handler = asio::any_completion_handler<void(error_code, watch_event)
 namespace session_ops {
 
 // Lifecycle and state (src/session_lifecycle.cpp).
-std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
+ZKLOCK_API std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
 /// Closes the handle now (the session object's destructor); pending operations complete with
 /// session_closed.
-void shutdown(session_impl& s) noexcept;
-const session_options& options(const session_impl& s) noexcept;
-session_state state(const session_impl& s) noexcept;
-std::int64_t session_id(const session_impl& s) noexcept;
-std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept;
-session_credentials credentials(const session_impl& s);
-session_stats stats(const session_impl& s) noexcept;
-lock_metrics_snapshot lock_metrics(const session_impl& s);  // src/lock/metrics.cpp
-void connect(session_impl& s, void_handler h);
-void close(session_impl& s, void_handler h);
-void wait_state(session_impl& s, session_state known, state_handler h);
+ZKLOCK_API void shutdown(session_impl& s) noexcept;
+ZKLOCK_API const session_options& options(const session_impl& s) noexcept;
+ZKLOCK_API session_state state(const session_impl& s) noexcept;
+ZKLOCK_API std::int64_t session_id(const session_impl& s) noexcept;
+ZKLOCK_API std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept;
+ZKLOCK_API session_credentials credentials(const session_impl& s);
+ZKLOCK_API session_stats stats(const session_impl& s) noexcept;
+ZKLOCK_API lock_metrics_snapshot lock_metrics(const session_impl& s);  // src/lock/metrics.cpp
+ZKLOCK_API void connect(session_impl& s, void_handler h);
+ZKLOCK_API void close(session_impl& s, void_handler h);
+ZKLOCK_API void wait_state(session_impl& s, session_state known, state_handler h);
 
 // Requests (src/session_requests.cpp). `watch` out-parameters are filled before the request
 // is sent.
-void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h);
-void remove(session_impl& s, std::string path, int version, void_handler h);
-void exists(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
-void get_children(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
-void get_data(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
-void set_data(session_impl& s, std::string path, std::string data, int version, stat_handler h);
-void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h);
-void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h);
+ZKLOCK_API void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h);
+ZKLOCK_API void remove(session_impl& s, std::string path, int version, void_handler h);
+ZKLOCK_API void exists(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
+ZKLOCK_API void get_children(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
+ZKLOCK_API void get_data(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
+ZKLOCK_API void set_data(session_impl& s, std::string path, std::string data, int version, stat_handler h);
+ZKLOCK_API void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h);
+ZKLOCK_API void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h);
 
 // Watches (src/session_watches.cpp).
 /// Waits for `w` to fire; once its session is gone, completes with session_closed through the
 /// session's executor (never inline).
-void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
+ZKLOCK_API void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h);
 
 }  // namespace session_ops
 }  // namespace zklock::detail
