@@ -9,11 +9,12 @@
    releases.
 Both lock dirs are empty at the end."""
 import os
-import select
+import queue
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 contender, cli, scripts, work = sys.argv[1:5]
@@ -25,13 +26,26 @@ CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zooke
                 "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
 
 
+_lines = {}
+
+
 def readline(p, timeout, what):
-    """A line of p's stdout within `timeout` seconds, or the test fails."""
-    r, _, _ = select.select([p.stdout], [], [], timeout)
-    if not r:
+    """A line of p's stdout within `timeout` seconds, or the test fails. Lines are read by a
+    thread per process: a select() on the pipe misses lines already in Python's buffer (two
+    lines written together, e.g. "revoked ..." and the next "node ...", arrive in one read)."""
+    if p not in _lines:
+        q = _lines[p] = queue.Queue()
+
+        def pump():
+            for line in p.stdout:
+                q.put(line)
+            q.put(None)
+        threading.Thread(target=pump, daemon=True).start()
+    try:
+        line = _lines[p].get(timeout=timeout)
+    except queue.Empty:
         raise SystemExit("FAIL: no %s within %s s" % (what, timeout))
-    line = p.stdout.readline()
-    if not line:
+    if line is None:
         raise SystemExit("FAIL: %s: the process exited (%s)" % (what, p.poll()))
     return line.strip()
 
