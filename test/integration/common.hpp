@@ -133,6 +133,17 @@ inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
+/// Polls every `step` until `p()`; fails the test after `limit`.
+template <class Pred>
+asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 20s,
+                            std::chrono::steady_clock::duration step = 2ms) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!p()) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL("condition not met in time");
+    co_await sleep_for(step);
+  }
+}
+
 /// Starts an operation by `start(handler)`, lets the io_context run `polls` handlers (posts),
 /// emits `type` on the operation's cancellation slot and waits for its handler: its error_code.
 template <class Start>
