@@ -133,6 +133,12 @@ inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   co_await t.async_wait(asio::use_awaitable);
 }
 
+/// Number of children of `path` (0 when it does not exist).
+inline asio::awaitable<std::size_t> children_of(zklock::session& s, const std::string& path) {
+  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
+  co_return ec ? 0 : r.children.size();
+}
+
 /// Polls every `step` until `p()`; fails the test after `limit`.
 template <class Pred>
 asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 20s,

@@ -18,11 +18,6 @@ namespace {
 using clk = std::chrono::steady_clock;
 double ms(clk::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-asio::awaitable<std::size_t> children_of(session& s, const std::string& path) {
-  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
-  co_return ec ? 0 : r.children.size();
-}
-
 // Waits until `path` has `n` children (a campaign has queued).
 asio::awaitable<void> await_children(session& s, const std::string& path, std::size_t n) {
   auto deadline = clk::now() + 10s;
