@@ -3,8 +3,8 @@
 
     examples_test.py --scripts DIR --examples DIR CASE
 
-Same server and cleanup rules as zklock_cli_test.py (whose Server and helpers it uses): a
-throwaway ZooKeeper on a free loopback port, always stopped; every process started is killed.
+The same fixture as zklock_cli_test.py (zk_fixture.py): a throwaway ZooKeeper on a free loopback
+port, always stopped; every process started is killed.
 
 Cases:
   stock_stats       stock_server's `stats` reply is Prometheus text with zklock's lock metrics
@@ -17,14 +17,12 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
-import traceback
 
-import zklock_cli_test as base
-from zklock_cli_test import Failure, Server, check, log
+import zk_fixture
+from zk_fixture import check, log, program, run
 
 EXAMPLES = None
 DEADLINE_S = 100
@@ -33,9 +31,7 @@ SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(
 
 
 def ex(name):
-    p = os.path.join(EXAMPLES, name)
-    check(os.path.exists(p), f"{p} not built")
-    return p
+    return program(EXAMPLES, name)
 
 
 def request(port, line, until=None):
@@ -79,9 +75,7 @@ def parse_exposition(lines):
 
 
 def case_stock_stats(c):
-    p = subprocess.Popen([ex("stock_server"), "--connect", c.server.connect, "--init", "1", "100", "--reset"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    c.procs.append(p)
+    p = c.popen([ex("stock_server"), "--connect", c.server.connect, "--init", "1", "100", "--reset"])
     line = p.stdout.readline()
     check(line.startswith("listening on "), f"stock_server: {line!r}")
     port = int(line.split()[2])
@@ -131,11 +125,10 @@ def case_stock_stats(c):
 
 
 def case_threaded_workers(c):
-    h = subprocess.run([ex("threaded_workers"), "--help"], capture_output=True, text=True, timeout=10)
+    h = run([ex("threaded_workers"), "--help"], 10)
     check(h.returncode == 0 and "usage" in h.stdout, f"--help: {h.returncode} {h.stdout!r}")
     t0 = time.monotonic()
-    p = subprocess.run([ex("threaded_workers"), c.server.connect, "/apps/threaded"], capture_output=True, text=True,
-                       timeout=60)
+    p = run([ex("threaded_workers"), c.server.connect, "/apps/threaded"], 60)
     log(f"threaded_workers -> {p.returncode} in {time.monotonic() - t0:.2f}s:\n{p.stdout}{p.stderr}")
     check(p.returncode == 0 and not p.stderr, f"exit {p.returncode}, stderr {p.stderr!r}")
     m = re.search(r"^8 coroutines x 5 acquisitions on 4 threads: counter=(\d+), at most (\d+) inside, ran on (\d+) thread",
@@ -148,7 +141,7 @@ def case_threaded_workers(c):
     check(re.search(r"^metrics: /apps/threaded: 41 grants, \d+ after a wait, 41 releases$", p.stdout, re.M),
           f"metrics line: {p.stdout!r}")
     # an unreachable server: a message naming it and exit status 1 (after the 10 s connect timeout)
-    rc = subprocess.run([ex("threaded_workers"), "127.0.0.1:1", "/x"], capture_output=True, text=True, timeout=60)
+    rc = run([ex("threaded_workers"), "127.0.0.1:1", "/x"], 60)
     check(rc.returncode == 1 and "connect to 127.0.0.1:1" in rc.stderr, f"unreachable: {rc.returncode} {rc.stderr!r}")
 
 
@@ -162,37 +155,8 @@ def main():
     ap.add_argument("--examples", required=True)
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     a = ap.parse_args()
-    base.SCRIPTS = a.scripts
     EXAMPLES = os.path.abspath(a.examples)
-    signal.signal(signal.SIGALRM, base.on_deadline)
-    signal.signal(signal.SIGTERM, base.on_deadline)
-    signal.alarm(DEADLINE_S * len(a.cases))
-    failed = []
-    server = Server()
-    try:
-        server.start()
-        for name in a.cases:
-            c = base.Case(server, None)
-            log(f"=== {name}")
-            try:
-                CASES[name](c)
-                log(f"=== {name}: ok")
-            except Exception:
-                traceback.print_exc()
-                failed.append(name)
-                log(f"=== {name}: FAILED")
-            finally:
-                c.cleanup()
-    except Exception:
-        traceback.print_exc()
-        failed.append("setup")
-    finally:
-        signal.alarm(0)
-        server.stop()
-    if failed:
-        print("FAILED: " + " ".join(failed))
-        return 1
-    return 0
+    return zk_fixture.run_cases(CASES, a.cases, a.scripts, DEADLINE_S, work_dirs=False)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,20 @@
 
     zklock_cli_test.py --zklock BIN --scripts DIR CASE [CASE...]
 
-Each run starts its own server (scripts/zk-server.sh, free loopback port, tickTime=500 so that
-short session timeouts are not clamped up) and always stops it, also on failure, on a test
-deadline and on SIGTERM. Every process a case starts is killed and reaped before it returns.
+Each run starts its own server and always stops it; every process a case starts is killed and
+reaped before it returns (zk_fixture.py, shared with examples_test.py).
 """
 import argparse
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import traceback
+
+import zk_fixture
+from zk_fixture import Failure, check, kazoo_client, log, program, run, wait_for
 
 ZKLOCK = None
 SCRIPTS = None
@@ -27,65 +26,24 @@ DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stoppe
 EXIT_USAGE, EXIT_BUSY, EXIT_LOST = 2, 75, 76
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-class Server:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="zk-apps-test-")
-        self.connect = None
-
-    def start(self):
-        out = subprocess.run(["bash", os.path.join(SCRIPTS, "zk-server.sh"), "start", self.dir, "tickTime=500"],
-                             capture_output=True, text=True, timeout=60)
-        if out.returncode != 0:
-            raise Failure(f"zk-server.sh start failed: {out.stderr}")
-        self.connect = out.stdout.strip().splitlines()[-1]
-        log(f"server {self.connect} in {self.dir}")
-
-    def stop(self):
-        subprocess.run(["bash", os.path.join(SCRIPTS, "zk-server.sh"), "stop", self.dir], timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class Case:
-    """What a test case gets: the server, a scratch dir, and process helpers that clean up."""
-
-    def __init__(self, server, work):
-        self.server = server
-        self.work = work
-        self.procs = []
+class Case(zk_fixture.Case):
+    """A zk_fixture.Case that runs zklock against the server."""
 
     def env(self):
         e = dict(os.environ)
         e["ZKLOCK_CONNECT"] = self.server.connect
         return e
 
-    def path(self, name):
-        return os.path.join(self.work, name)
-
     def run(self, *args, timeout=30):
         """Runs zklock to completion: (returncode, stdout, stderr, seconds)."""
         t0 = time.monotonic()
-        p = subprocess.run([ZKLOCK, *args], capture_output=True, text=True, timeout=timeout, env=self.env())
+        p = run([ZKLOCK, *args], timeout, env=self.env())
         dt = time.monotonic() - t0
         log(f"zklock {' '.join(args)} -> {p.returncode} in {dt:.2f}s" + (f"; stderr: {p.stderr.strip()}" if p.stderr.strip() else ""))
         return p.returncode, p.stdout, p.stderr, dt
 
     def start(self, *args, stderr=subprocess.PIPE, preexec_fn=None, env=None):
-        p = subprocess.Popen([ZKLOCK, *args], env=env or self.env(), stdout=subprocess.PIPE, stderr=stderr, text=True,
-                             preexec_fn=preexec_fn)
-        self.procs.append(p)
+        p = self.popen([ZKLOCK, *args], env=env or self.env(), stderr=stderr, preexec_fn=preexec_fn)
         log(f"started zklock {' '.join(args)} (pid {p.pid})")
         return p
 
@@ -94,31 +52,6 @@ class Case:
         err = err or ""
         log(f"pid {p.pid} exited {p.returncode}" + (f"; stderr: {err.strip()}" if err.strip() else ""))
         return p.returncode, out, err
-
-    def cleanup(self):
-        # SIGTERM first: zklock passes it to its command, so that no command outlives the case
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.kill(p.pid, signal.SIGCONT)
-                    os.kill(p.pid, signal.SIGTERM)
-                    p.wait(timeout=5)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    p.kill()
-            try:
-                p.communicate(timeout=10)
-            except Exception:
-                pass
-
-
-def wait_for(cond, timeout, what):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise Failure(f"timed out after {timeout}s waiting for {what}")
 
 
 def holders(c, lock):
@@ -287,14 +220,10 @@ def case_holders(c):
     check(float(lines[0][3]) >= float(lines[1][3]), "the holder is older")
     check(not os.path.exists(c.path("waiter-ran")), "the waiter ran while the lock was held")
     # children of the lock dir that are not lock nodes are ignored (kazoo is optional here)
-    try:
-        from kazoo.client import KazooClient
-    except ImportError:
-        log("kazoo not installed: skipping the non-lock-node check")
-    else:
-        zk = KazooClient(hosts=c.server.connect)
-        zk.start(timeout=10)
-        try:
+    with kazoo_client(c.server.connect) as zk:
+        if zk is None:
+            log("kazoo not installed: skipping the non-lock-node check")
+        else:
             zk.create("/apps/holders/not-a-lock-node", b"")
             zk.create("/apps/holders/x-lock-12", b"")  # no 10-digit sequence: not a contender
             again = holders(c, "/apps/holders")
@@ -308,9 +237,6 @@ def case_holders(c):
             third = holders(c, "/apps/holders")
             check(len(third) == 3 and third[2][5:] == ["kazoo", "worker", "7"], f"kazoo contender: {third}")
             zk.delete(kz)
-        finally:
-            zk.stop()
-            zk.close()
     os.kill(holder.pid, signal.SIGTERM)
     c.wait(holder)
     rc, *_ = c.wait(waiter)
@@ -485,7 +411,7 @@ def case_server_script(c):
     # right after it succeeds at the first try. (A race: with the old ruok probe this failed
     # only sometimes.) stop kills the server and removes its dir.
     for i in range(2):
-        s = Server()
+        s = zk_fixture.Server(SCRIPTS)
         try:
             s.start()
             rc, out, err, dt = c.run("exec", "--connect", s.connect, "--connect-timeout", "2", "--try", "/apps/script", "--", "true")
@@ -502,29 +428,25 @@ def case_examples(c):
     # README's `P1=$(awk ...)` gives one when a server has not started); a SIGTERM'd
     # scheduler_failover leader says "stopping" and nothing after it.
     check(EXAMPLES, "run with --examples DIR")
-    ex = lambda name: os.path.join(EXAMPLES, name)
+    ex = lambda name: program(EXAMPLES, name)
     for name in ("acquire_release", "contention_demo", "stock_server", "stock_client", "scheduler_failover", "recipes_tour"):
-        if not os.path.exists(ex(name)):
-            raise Failure(f"{ex(name)} not built")
-        p = subprocess.run([ex(name), "--help"], capture_output=True, text=True, timeout=10)
+        p = run([ex(name), "--help"], 10)
         check(p.returncode == 0 and "usage" in p.stdout.lower(), f"{name} --help -> {p.returncode}: {p.stdout[:200]!r} {p.stderr[:200]!r}")
     # the recipes tour prints what examples/README.md shows
-    p = subprocess.run([ex("recipes_tour"), c.server.connect, "/apps/tour"], capture_output=True, text=True, timeout=60)
+    p = run([ex("recipes_tour"), c.server.connect, "/apps/tour"], 60)
     log(f"recipes_tour: {p.stdout!r}")
     check(p.returncode == 0, f"recipes_tour -> {p.returncode}: {p.stderr[-300:]!r}")
     check("readers at once: 3;" in p.stdout and "(readers inside when it got in: 0)" in p.stdout, "shared_mutex line")
     check("reader in before the downgrade: no, after: yes" in p.stdout, "downgrade line")
     check("leases held at once: 2 (max 2)" in p.stdout, "semaphore line")
     check("a=80 b=120" in p.stdout, "multi_lock line")
-    p = subprocess.run([ex("stock_client"), "--servers", "127.0.0.1:"], capture_output=True, text=True, timeout=10)
+    p = run([ex("stock_client"), "--servers", "127.0.0.1:"], 10)
     check(p.returncode == 2 and "127.0.0.1:" in p.stderr and "port" in p.stderr, f"empty port -> {p.returncode}: {p.stderr!r}")
     # The spurious line needs the SIGTERM to land while a request is out: with the old code
     # about 1 run in 4 showed it, so 5 runs catch a revert most of the time, not always.
     for i in range(5):
-        p = subprocess.Popen([ex("scheduler_failover"), "--connect", c.server.connect, "--name", "t", "--interval", "0.02",
-                              "--session-timeout", "2", "--lock", f"/apps/examples/leader{i}", "--job-node", f"/scheduler/apps-test-job{i}"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        c.procs.append(p)
+        p = c.popen([ex("scheduler_failover"), "--connect", c.server.connect, "--name", "t", "--interval", "0.02",
+                     "--session-timeout", "2", "--lock", f"/apps/examples/leader{i}", "--job-node", f"/scheduler/apps-test-job{i}"])
         time.sleep(1.0 + 0.013 * i)  # some jobs run; SIGTERM at a different point of the loop each time
         os.kill(p.pid, signal.SIGTERM)
         out, err = p.communicate(timeout=10)
@@ -619,7 +541,7 @@ def case_command_lookup(c):
         f.write(f'echo ran > "{c.path("script-ran")}"\n')
     e = c.env()
     e["PATH"] = c.work + ":" + e.get("PATH", "/usr/bin:/bin")
-    p = subprocess.run([ZKLOCK, "exec", "/apps/lookup", "--", "not-executable"], env=e, capture_output=True, text=True, timeout=30)
+    p = run([ZKLOCK, "exec", "/apps/lookup", "--", "not-executable"], 30, env=e)
     check(p.returncode == 0 and os.path.exists(c.path("script-ran")), f"script without #! -> {p.returncode}: {p.stderr}")
     check(holders(c, "/apps/lookup") == [], "nodes left behind")
 
@@ -733,8 +655,8 @@ def case_digest(c):
             e = c.env()
             e.pop("ZKLOCK_DIGEST", None)
             e.update(extra_env)
-            p = subprocess.run([ZKLOCK, "exec", *args, lock, "--", "sh", "-c", 'test -z "$ZKLOCK_DIGEST" && touch "$0"',
-                                c.path("ran")], env=e, capture_output=True, text=True, timeout=30)
+            p = zk_fixture.run([ZKLOCK, "exec", *args, lock, "--", "sh", "-c", 'test -z "$ZKLOCK_DIGEST" && touch "$0"', c.path("ran")],
+                               30, env=e)
             log(f"zklock exec {' '.join(args)} {extra_env} -> {p.returncode}; stderr: {p.stderr.strip()}")
             return p.returncode, p.stderr
         rc, err = run({})
@@ -894,21 +816,14 @@ def case_revoke(c):
     time.sleep(0.5)
     check([l[:3] for l in holders(c, "/apps/rev")] == [l[:3] for l in lines], "revocation changed the queue")
     check(not os.path.exists(c.path("waiter-ran")), "revocation granted the waiter")
-    try:
-        from kazoo.client import KazooClient
-    except ImportError:
-        log("kazoo not installed: the node's data is not read back")
-    else:
-        zk = KazooClient(hosts=c.server.connect)
-        zk.start(timeout=10)
-        try:
+    with kazoo_client(c.server.connect) as zk:
+        if zk is None:
+            log("kazoo not installed: the node's data is not read back")
+        else:
             data, _ = zk.get("/apps/rev/" + lines[0][1])
             check(data == b"__REVOKE__", f"holder's node data {data!r}")
             data, _ = zk.get("/apps/rev/" + lines[1][1])
             check(data != b"__REVOKE__", "the waiter was asked too")
-        finally:
-            zk.stop()
-            zk.close()
     os.kill(holder.pid, signal.SIGTERM)
     c.wait(holder)
     check(c.wait(waiter)[0] == 0, "waiter failed")
@@ -941,10 +856,6 @@ def case_revoke(c):
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 
-def on_deadline(signum, frame):
-    raise Failure(f"test deadline ({DEADLINE_S}s) or signal {signum}")
-
-
 def main():
     global ZKLOCK, SCRIPTS, EXAMPLES
     ap = argparse.ArgumentParser()
@@ -956,37 +867,7 @@ def main():
     ZKLOCK, SCRIPTS = os.path.abspath(a.zklock), a.scripts
     EXAMPLES = a.examples and os.path.abspath(a.examples)
     names = sorted(CASES) if "all" in a.cases else a.cases
-    signal.signal(signal.SIGALRM, on_deadline)
-    signal.signal(signal.SIGTERM, on_deadline)
-    signal.alarm(DEADLINE_S * len(names))
-    failed = []
-    server = Server()
-    try:
-        server.start()
-        for name in names:
-            work = tempfile.mkdtemp(prefix=f"zklock-{name}-")
-            c = Case(server, work)
-            log(f"=== {name}")
-            try:
-                CASES[name](c)
-                log(f"=== {name}: ok")
-            except Exception:
-                traceback.print_exc()
-                failed.append(name)
-                log(f"=== {name}: FAILED")
-            finally:
-                c.cleanup()
-                shutil.rmtree(work, ignore_errors=True)
-    except Exception:
-        traceback.print_exc()
-        failed.append("setup")
-    finally:
-        signal.alarm(0)
-        server.stop()
-    if failed:
-        print("FAILED: " + " ".join(failed))
-        return 1
-    return 0
+    return zk_fixture.run_cases(CASES, names, SCRIPTS, DEADLINE_S, case_type=Case)
 
 
 if __name__ == "__main__":

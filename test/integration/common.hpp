@@ -1,4 +1,5 @@
-// Helpers for integration tests: run a coroutine on an io_context with a deadline.
+// Helpers for integration tests: run a coroutine on an io_context with a deadline, the fixture
+// (a server, an io_context, connected sessions, a proxy), waits with a bound.
 #pragma once
 
 #include <zklock/mutex.hpp>
@@ -16,13 +17,30 @@
 #include <chrono>
 #include <dirent.h>
 #include <exception>
+#include <list>
+#include <memory>
+#include <optional>
 #include <regex>
 #include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 inline constexpr auto tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+/// Runs `ioc` (on this thread) until `done()` or `limit`, `step` at a time (an io_context whose
+/// work ran out is restarted). Returns done().
+template <class Pred>
+bool run_until(asio::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit,
+               std::chrono::steady_clock::duration step = 10ms) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    ioc.run_for(step);
+    if (ioc.stopped()) ioc.restart();
+  }
+  return done();
+}
 
 /// Runs `aw` to completion on `ioc` (on this thread); fails the test after `limit`.
 template <class Awaitable>
@@ -33,12 +51,8 @@ void run_test(asio::io_context& ioc, Awaitable aw, std::chrono::seconds limit = 
     failure = e;
     done = true;
   });
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done && std::chrono::steady_clock::now() < deadline) {
-    ioc.run_for(100ms);
-    if (ioc.stopped()) ioc.restart();
-  }
-  if (!done) FAIL("test coroutine did not finish within " << limit.count() << " s");
+  if (!run_until(ioc, [&] { return done; }, limit, 100ms))
+    FAIL("test coroutine did not finish within " << limit.count() << " s");
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -51,6 +65,58 @@ inline zklock::session_options options_for(const std::string& connect,
   o.log_threshold = zklock::log_level::error;
   return o;
 }
+
+/// The set-up most integration tests share: a server, the test's io_context, and sessions on
+/// it that connect() makes and connects (before the test's coroutine runs; an error fails the
+/// test) and that live as long as the fixture. For TEST_CASE_METHOD, or a local in a loop.
+class server_fixture {
+ public:
+  server_fixture() = default;
+  explicit server_fixture(zklock::test::server_options o) : srv(std::move(o)) {}
+  server_fixture(const server_fixture&) = delete;
+  server_fixture& operator=(const server_fixture&) = delete;
+
+  zklock::test::zk_server srv;
+  asio::io_context ioc;
+
+  /// A session on `ioc` with `opts`, connected.
+  zklock::session& connect(zklock::session_options opts) {
+    auto& s = sessions_.emplace_back(ioc.get_executor(), std::move(opts));
+    auto connected = std::make_shared<std::optional<zklock::error_code>>();  // outlives a failed REQUIRE
+    s.async_connect([connected](zklock::error_code ec) { *connected = ec; });
+    REQUIRE(run_until(ioc, [&] { return connected->has_value(); }, 60s));
+    INFO("connect to " << s.options().connect);
+    REQUIRE_FALSE(**connected);
+    return s;
+  }
+  /// A session straight to the server, connected.
+  zklock::session& connect(std::chrono::milliseconds session_timeout = 4000ms) {
+    return connect(options_for(srv.connect_string(), session_timeout));
+  }
+  /// `n` sessions straight to the server, connected one after another.
+  std::vector<zklock::session*> connect_sessions(int n, std::chrono::milliseconds session_timeout = 4000ms) {
+    std::vector<zklock::session*> out;
+    for (int i = 0; i < n; ++i) out.push_back(&connect(session_timeout));
+    return out;
+  }
+
+ protected:
+  std::list<zklock::session> sessions_;
+};
+
+/// server_fixture with a tcp_proxy in front of the server, for the tests that cut a client off:
+/// connect_proxied() connects through it, connect() still straight to the server.
+class proxied_fixture : public server_fixture {
+ public:
+  using server_fixture::server_fixture;
+  ~proxied_fixture() { sessions_.clear(); }  // before the proxy, as a test's own locals went
+
+  zklock::test::tcp_proxy proxy{ioc.get_executor(), srv.port()};
+
+  zklock::session& connect_proxied(std::chrono::milliseconds session_timeout = 4000ms) {
+    return connect(options_for(proxy.connect_string(), session_timeout));
+  }
+};
 
 inline int thread_count() {
   int n = 0;
@@ -65,6 +131,41 @@ inline int thread_count() {
 inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(asio::use_awaitable);
+}
+
+/// Number of children of `path` (0 when it does not exist).
+inline asio::awaitable<std::size_t> children_of(zklock::session& s, const std::string& path) {
+  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
+  co_return ec ? 0 : r.children.size();
+}
+
+/// Polls every `step` until `p()`; fails the test after `limit`.
+template <class Pred>
+asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 20s,
+                            std::chrono::steady_clock::duration step = 2ms) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!p()) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL("condition not met in time");
+    co_await sleep_for(step);
+  }
+}
+
+/// Starts an operation by `start(handler)`, lets the io_context run `polls` handlers (posts),
+/// emits `type` on the operation's cancellation slot and waits for its handler: its error_code.
+template <class Start>
+asio::awaitable<zklock::error_code> cancel_after_polls(
+    Start start, int polls, asio::cancellation_type type = asio::cancellation_type::terminal) {
+  asio::cancellation_signal sig;
+  zklock::error_code got;
+  bool done = false;
+  start(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, auto&&...) {
+    got = ec;
+    done = true;
+  }));
+  for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  sig.emit(type);
+  while (!done) co_await sleep_for(1ms);
+  co_return got;
 }
 
 /// Expires `s` (connected through `proxy`) for certain: cut it off, attach a second handle to

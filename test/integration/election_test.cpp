@@ -12,28 +12,11 @@
 #include <thread>
 
 using namespace zklock;
-using zklock::test::zk_server;
 
 namespace {
 
 using clk = std::chrono::steady_clock;
 double ms(clk::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-asio::awaitable<std::size_t> children_of(session& s, const std::string& path) {
-  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
-  co_return ec ? 0 : r.children.size();
-}
-
-struct candidates {
-  std::vector<std::unique_ptr<session>> sessions;
-  candidates(asio::io_context& ioc, const std::string& connect, int n, std::chrono::milliseconds timeout = 4000ms) {
-    for (int i = 0; i < n; ++i)
-      sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(connect, timeout)));
-  }
-  asio::awaitable<void> connect() {
-    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
-  }
-};
 
 // Waits until `path` has `n` children (a campaign has queued).
 asio::awaitable<void> await_children(session& s, const std::string& path, std::size_t n) {
@@ -44,22 +27,12 @@ asio::awaitable<void> await_children(session& s, const std::string& path, std::s
   }
 }
 
-template <class Pred>
-asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 20s) {
-  auto deadline = clk::now() + limit;
-  while (!p()) {
-    if (clk::now() > deadline) FAIL("condition not met in time");
-    co_await sleep_for(2ms);
-  }
-}
-
 }  // namespace
 
-TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tokens increase, nothing left",
-          "[integration][election]") {
-  zk_server srv;
-  asio::io_context ioc;
-  candidates c(ioc, srv.connect_string(), 6);
+TEST_CASE_METHOD(server_fixture,
+                 "election: one leader among 6 candidates, FIFO succession, fencing tokens increase, nothing left",
+                 "[integration][election]") {
+  auto sessions = connect_sessions(6);
   const std::string path = "/election/fifo";
   int leading = 0, max_leading = 0;
   std::vector<std::string> order;
@@ -67,10 +40,9 @@ TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tok
   int finished = 0;
   auto e_id = [](std::size_t i) { return "node-" + std::to_string(i); };
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await c.connect();
     std::vector<std::unique_ptr<election>> elections;
-    for (std::size_t i = 0; i < c.sessions.size(); ++i) {
-      elections.push_back(std::make_unique<election>(*c.sessions[i], path, e_id(i)));
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+      elections.push_back(std::make_unique<election>(*sessions[i], path, e_id(i)));
       asio::co_spawn(ioc, [&, e = elections.back().get()]() -> asio::awaitable<void> {
         auto l = co_await e->async_campaign(asio::use_awaitable);
         REQUIRE(l.is_leader());
@@ -92,7 +64,7 @@ TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tok
       }
     }
     co_await until([&] { return finished == 6; });
-    CHECK(co_await children_of(*c.sessions[0], path) == 0);
+    CHECK(co_await children_of(*sessions[0], path) == 0);
   }());
   CHECK(max_leading == 1);
   REQUIRE(order.size() == 6);
@@ -100,15 +72,13 @@ TEST_CASE("election: one leader among 6 candidates, FIFO succession, fencing tok
   for (std::size_t i = 1; i < tokens.size(); ++i) CHECK(tokens[i] > tokens[i - 1]);
 }
 
-TEST_CASE("election: resign hands over at once, without a listing, and re-campaign on the same object",
-          "[integration][election][timing]") {
-  zk_server srv;
-  asio::io_context ioc;
-  candidates c(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "election: resign hands over at once, without a listing, and re-campaign on the same object",
+                 "[integration][election][timing]") {
+  auto sessions = connect_sessions(2);
   const std::string path = "/election/resign";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await c.connect();
-    election a(*c.sessions[0], path, "a"), b(*c.sessions[1], path, "b");
+    election a(*sessions[0], path, "a"), b(*sessions[1], path, "b");
     auto la = co_await a.async_campaign(asio::use_awaitable);
     std::optional<leadership> lb;
     clk::time_point b_at{};
@@ -117,17 +87,17 @@ TEST_CASE("election: resign hands over at once, without a listing, and re-campai
       b_at = clk::now();
       lb = std::move(l);
     });
-    co_await await_children(*c.sessions[0], path, 2);
+    co_await await_children(*sessions[0], path, 2);
     co_await sleep_for(50ms);  // b watches a's node
     CHECK_FALSE(lb);
-    auto sent_before = c.sessions[1]->stats().requests_sent;
+    auto sent_before = sessions[1]->stats().requests_sent;
     auto t0 = clk::now();
     co_await la.async_resign(asio::use_awaitable);
     co_await until([&] { return lb.has_value(); });
     CHECK(lb->is_leader());
     CHECK(lb->fencing_token() > la.fencing_token());
     // the handoff is a's delete and the watch event: b sends nothing (no listing)
-    CHECK(c.sessions[1]->stats().requests_sent == sent_before);
+    CHECK(sessions[1]->stats().requests_sent == sent_before);
     auto handoff = b_at - t0;
     std::fprintf(stderr, "election resign handoff: %.3f ms\n", ms(handoff));
     CHECK(handoff < 500ms);
@@ -138,7 +108,7 @@ TEST_CASE("election: resign hands over at once, without a listing, and re-campai
       CHECK_FALSE(ec);
       la2 = std::move(l);
     });
-    co_await await_children(*c.sessions[0], path, 2);
+    co_await await_children(*sessions[0], path, 2);
     co_await sleep_for(30ms);
     CHECK_FALSE(la2);
     co_await lb->async_resign(asio::use_awaitable);
@@ -149,53 +119,41 @@ TEST_CASE("election: resign hands over at once, without a listing, and re-campai
     auto [ec] = co_await la.async_resign(tuple_awaitable);  // resigned before
     CHECK(ec == errc::already_released);
     co_await la2->async_resign(asio::use_awaitable);
-    CHECK(co_await children_of(*c.sessions[0], path) == 0);
+    CHECK(co_await children_of(*sessions[0], path) == 0);
   }());
 }
 
-TEST_CASE("election: a campaign cancelled at every step leaves no node and no watch", "[integration][election][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
-  candidates c(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "election: a campaign cancelled at every step leaves no node and no watch",
+                 "[integration][election][cancel]") {
+  auto sessions = connect_sessions(2);
   const std::string path = "/election/cancel";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await c.connect();
-    election leader_e(*c.sessions[0], path, "leader");
+    election leader_e(*sessions[0], path, "leader");
     auto held = co_await leader_e.async_campaign(asio::use_awaitable);
-    election e(*c.sessions[1], path, "waiter");
+    election e(*sessions[1], path, "waiter");
     auto [tec, tl] = co_await e.async_campaign_for(200ms, tuple_awaitable);
     CHECK(tec == errc::lock_timeout);
     CHECK_FALSE(tl.is_leader());
     CHECK(server_watches(srv) == 0);
     for (int polls = 0; polls <= 40; polls += 2) {
       CAPTURE(polls);
-      asio::cancellation_signal sig;
-      error_code got;
-      bool done = false;
-      e.async_campaign(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, leadership) {
-        got = ec;
-        done = true;
-      }));
-      for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-      sig.emit(asio::cancellation_type::terminal);
-      while (!done) co_await sleep_for(1ms);
+      auto got = co_await cancel_after_polls([&](auto handler) { e.async_campaign(std::move(handler)); }, polls);
       CHECK(got == asio::error::operation_aborted);
-      CHECK(co_await children_of(*c.sessions[0], path) == 1);  // the leader's node only
+      CHECK(co_await children_of(*sessions[0], path) == 1);  // the leader's node only
       CHECK(server_watches(srv) == 0);
     }
     co_await held.async_resign(asio::use_awaitable);
-    CHECK(co_await children_of(*c.sessions[0], path) == 0);
+    CHECK(co_await children_of(*sessions[0], path) == 0);
   }(), 120s);
 }
 
-TEST_CASE("election: observers see every change, including no leader", "[integration][election][observe]") {
-  zk_server srv;
-  asio::io_context ioc;
-  candidates c(ioc, srv.connect_string(), 3);
+TEST_CASE_METHOD(server_fixture,
+                 "election: observers see every change, including no leader", "[integration][election][observe]") {
+  auto sessions = connect_sessions(3);
   const std::string path = "/election/observe";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await c.connect();
-    election watcher(*c.sessions[2], path, "observer");
+    election watcher(*sessions[2], path, "observer");
     CHECK_FALSE(co_await watcher.async_leader(asio::use_awaitable));  // no path yet
 
     std::vector<std::optional<leader_info>> seen;
@@ -222,7 +180,7 @@ TEST_CASE("election: observers see every change, including no leader", "[integra
     CHECK(seen.empty());
     CHECK(server_watches(srv) == 1);  // one watch: the exists watch on the missing path
 
-    election a(*c.sessions[0], path, "a"), b(*c.sessions[1], path, "b");
+    election a(*sessions[0], path, "a"), b(*sessions[1], path, "b");
     auto la = co_await a.async_campaign(asio::use_awaitable);
     co_await until([&] { return seen.size() == 1; });
     REQUIRE(seen[0]);
@@ -231,7 +189,7 @@ TEST_CASE("election: observers see every change, including no leader", "[integra
     CHECK(seen[0]->since > 0);
     std::optional<leadership> lb;
     b.async_campaign([&](error_code, leadership l) { lb = std::move(l); });
-    co_await await_children(*c.sessions[2], path, 2);
+    co_await await_children(*sessions[2], path, 2);
     co_await sleep_for(50ms);
     CHECK(seen.size() == 1);  // a follower queueing is no change of leader
     auto now = co_await watcher.async_leader(asio::use_awaitable);
@@ -263,17 +221,13 @@ TEST_CASE("election: observers see every change, including no leader", "[integra
   }());
 }
 
-TEST_CASE("election: a leader suspended and reconnected within the session timeout stays leader, nobody else leads",
-          "[integration][election][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session sa(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session sb(ioc.get_executor(), options_for(srv.connect_string(), 8000ms));
+TEST_CASE_METHOD(proxied_fixture,
+                 "election: a leader suspended and reconnected within the session timeout stays leader, nobody else leads",
+                 "[integration][election][fault]") {
+  auto& sa = connect_proxied(8000ms);
+  auto& sb = connect(8000ms);
   const std::string path = "/election/suspend";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await sa.async_connect(asio::use_awaitable);
-    co_await sb.async_connect(asio::use_awaitable);
     election a(sa, path, "a"), b(sb, path, "b");
     auto la = co_await a.async_campaign(asio::use_awaitable);
     bool lost = false;
@@ -304,17 +258,12 @@ TEST_CASE("election: a leader suspended and reconnected within the session timeo
   }(), 60s);
 }
 
-TEST_CASE("election: a leader whose session expires loses leadership before another leads",
-          "[integration][election][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session sa(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
-  session sb(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+TEST_CASE_METHOD(proxied_fixture, "election: a leader whose session expires loses leadership before another leads",
+                 "[integration][election][fault]") {
+  auto& sa = connect_proxied(4000ms);
+  auto& sb = connect(4000ms);
   const std::string path = "/election/expire";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await sa.async_connect(asio::use_awaitable);
-    co_await sb.async_connect(asio::use_awaitable);
     election a(sa, path, "a"), b(sb, path, "b");
     auto la = co_await a.async_campaign(asio::use_awaitable);
     // the leader's work, bound to lost_slot(): cancelled when leadership is lost
@@ -362,10 +311,9 @@ TEST_CASE("election: a leader whose session expires loses leadership before anot
 // completed before the close and its leadership turned lost with the close. Never a
 // leadership that says it leads after its session ended.
 static void grant_against_close(bool destroy) {
-  zk_server srv;
-  asio::io_context ioc_a;
-  session a(ioc_a.get_executor(), options_for(srv.connect_string()));
-  run_test(ioc_a, a.async_connect(asio::use_awaitable));
+  server_fixture f;
+  auto& ioc_a = f.ioc;
+  auto& a = f.connect();
   const std::string path = destroy ? "/election/grant-destroy" : "/election/grant-close";
   election ea(a, path, "a");
   int completed_before = 0, failed = 0, granted_after = 0;
@@ -374,7 +322,7 @@ static void grant_against_close(bool destroy) {
     asio::io_context ioc_b;
     leadership la;
     run_test(ioc_a, [&]() -> asio::awaitable<void> { la = co_await ea.async_campaign(asio::use_awaitable); }());
-    auto b = std::make_unique<session>(ioc_b.get_executor(), options_for(srv.connect_string()));
+    auto b = std::make_unique<session>(ioc_b.get_executor(), options_for(f.srv.connect_string()));
     run_test(ioc_b, b->async_connect(asio::use_awaitable));
     auto eb = std::make_unique<election>(*b, path, "b");
     bool done = false;
@@ -397,11 +345,7 @@ static void grant_against_close(bool destroy) {
     } else {
       b->async_close([](error_code) {});
     }
-    auto deadline = clk::now() + 10s;
-    while (!done && clk::now() < deadline) {
-      ioc_b.run_for(10ms);
-      if (ioc_b.stopped()) ioc_b.restart();
-    }
+    run_until(ioc_b, [&] { return done; }, 10s);
     for (int i = 0; i < 50 && ioc_b.poll() > 0; ++i) {
     }
     REQUIRE(done);
@@ -450,20 +394,16 @@ TEST_CASE("election: destroying the session racing a grant never yields a leader
 enum class cut_kind { cut, blackhole, lost_reply };
 
 static void resign_during_reconnect(cut_kind how) {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  proxied_fixture f;
+  auto& proxy = f.proxy;
   // blackholed, the server hears nothing from a: leave time to resign and reconnect after
   // the client's receive timeout (2/3 of the session timeout) and before the expiry
   const auto timeout = how == cut_kind::blackhole ? 15000ms : 4000ms;
-  session sa(ioc.get_executor(), options_for(proxy.connect_string(), timeout));
-  session sb(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
-  session sc(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  auto& sa = f.connect_proxied(timeout);
+  auto& sb = f.connect(4000ms);
+  auto& sc = f.connect(4000ms);
   const std::string path = "/election/resign-reconnect";
-  run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await sa.async_connect(asio::use_awaitable);
-    co_await sb.async_connect(asio::use_awaitable);
-    co_await sc.async_connect(asio::use_awaitable);
+  run_test(f.ioc, [&]() -> asio::awaitable<void> {
     election a(sa, path, "a"), b(sb, path, "b"), c(sc, path, "c");
     int leading = 0, max_leading = 0, b_grants = 0, c_grants = 0;
     auto la = co_await a.async_campaign(asio::use_awaitable);
@@ -579,19 +519,14 @@ TEST_CASE("election: resign whose reply is lost hands over once, the retry after
 // reply is lost with the connection: the node exists on the server and only the protected
 // name finds it after the reconnect. After each: no node of ours, no watch, and the next
 // campaign on the same object leads.
-TEST_CASE("election: a campaign cancelled with its create in flight leaves no node and no watch, the next one leads",
-          "[integration][election][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s0(ioc.get_executor(), options_for(srv.connect_string()));
-  session s1(ioc.get_executor(), options_for(srv.connect_string()));
-  session sp(ioc.get_executor(), options_for(proxy.connect_string()));
+TEST_CASE_METHOD(proxied_fixture,
+                 "election: a campaign cancelled with its create in flight leaves no node and no watch, the next one leads",
+                 "[integration][election][cancel]") {
+  auto& s0 = connect();
+  auto& s1 = connect();
+  auto& sp = connect_proxied();
   const std::string path = "/election/cancel-create";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s0.async_connect(asio::use_awaitable);
-    co_await s1.async_connect(asio::use_awaitable);
-    co_await sp.async_connect(asio::use_awaitable);
     election leader_e(s0, path, "leader"), e(s1, path, "e");
     // creates the path once: its children are counted below
     auto held = co_await leader_e.async_campaign(asio::use_awaitable);
@@ -678,12 +613,11 @@ TEST_CASE("election: a reaped container path is recreated, before a campaign and
           "[integration][election][fault]") {
   zklock::test::server_options so;
   so.container_check_interval_ms = 100;
-  zk_server srv(so);
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session sa(ioc.get_executor(), options_for(srv.connect_string()));
-  session sb(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session sc(ioc.get_executor(), options_for(srv.connect_string()));
+  proxied_fixture f(so);
+  auto& proxy = f.proxy;
+  auto& sa = f.connect();
+  auto& sb = f.connect_proxied(8000ms);
+  auto& sc = f.connect();
   const std::string parent = "/reaped", path = "/reaped/election";
   auto await_reaped = [&](const std::string& p) -> asio::awaitable<void> {
     auto deadline = clk::now() + 15s;
@@ -694,10 +628,7 @@ TEST_CASE("election: a reaped container path is recreated, before a campaign and
       co_await sleep_for(20ms);
     }
   };
-  run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await sa.async_connect(asio::use_awaitable);
-    co_await sb.async_connect(asio::use_awaitable);
-    co_await sc.async_connect(asio::use_awaitable);
+  run_test(f.ioc, [&]() -> asio::awaitable<void> {
     election a(sa, path, "a"), b(sb, path, "b"), c(sc, path, "c");
 
     // 1. campaign, resign: path and parent reaped; campaign again on the same object

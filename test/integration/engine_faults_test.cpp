@@ -19,7 +19,6 @@
 #include <vector>
 
 using namespace zklock;
-using zklock::test::zk_server;
 
 namespace {
 
@@ -42,6 +41,17 @@ struct log_lines {
     return out;
   }
 };
+
+// options_for with the session's log in `log`: the C client's own lines, at their own level,
+// from `threshold` up.
+session_options logged_options(const std::string& connect, std::chrono::milliseconds session_timeout,
+                               const log_lines& log, log_level threshold) {
+  auto opts = options_for(connect, session_timeout);
+  opts.log = log.sink();
+  opts.summarize_client_log = false;
+  opts.log_threshold = threshold;
+  return opts;
+}
 
 std::set<int> open_fds() {
   std::set<int> fds;
@@ -127,21 +137,15 @@ asio::awaitable<bool> echo_round_trip(asio::ip::tcp::socket& client, std::chrono
 
 }  // namespace
 
-TEST_CASE("replies the C client makes up (socket() fails: fd exhaustion) do not move the validity deadline",
-          "[integration][fault][engine][timing]") {
+TEST_CASE_METHOD(server_fixture,
+                 "replies the C client makes up (socket() fails: fd exhaustion) do not move the validity deadline",
+                 "[integration][fault][engine][timing]") {
   // While the server is unreachable and socket() fails, the C client completes every queued
   // request with ZSYSTEMERROR. Those replies never reached a server: the deadline of the last
   // real reply stands, and the guard turns lost by it.
-  zk_server srv;
-  asio::io_context ioc;
   log_lines log;
-  auto opts = options_for(srv.connect_string(), 4000ms);
-  opts.log = log.sink();
-  opts.summarize_client_log = false;  // the C client's own lines, at their own level
-  opts.log_threshold = log_level::error;
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(logged_options(srv.connect_string(), 4000ms, log, log_level::error));
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/made-up");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     srv.kill();
@@ -181,20 +185,14 @@ TEST_CASE("replies the C client makes up (socket() fails: fd exhaustion) do not 
   }(), 60s);
 }
 
-TEST_CASE("a connection dropped inside a send is reported suspended at once", "[integration][fault][engine]") {
+TEST_CASE_METHOD(server_fixture, "a connection dropped inside a send is reported suspended at once",
+                 "[integration][fault][engine]") {
   // kill -9: the server's kernel closes its sockets; requests sent before the loop sees the end
   // of the stream make the C client close its socket inside the send, without a session event;
   // its next connect is refused.
-  zk_server srv;
-  asio::io_context ioc;
   log_lines log;
-  auto opts = options_for(srv.connect_string(), 8000ms);
-  opts.log = log.sink();
-  opts.summarize_client_log = false;  // the C client's own lines, at their own level
-  opts.log_threshold = log_level::info;
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(logged_options(srv.connect_string(), 8000ms, log, log_level::info));
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     auto id = s.session_id();
     mutex m(s, "/locks/in-send");
     auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -214,30 +212,24 @@ TEST_CASE("a connection dropped inside a send is reported suspended at once", "[
   }(), 90s);
 }
 
-TEST_CASE("a refused server after a connection dropped inside a send does not cost the next healthy connection",
-          "[integration][fault][engine]") {
+TEST_CASE_METHOD(server_fixture,
+                 "a refused server after a connection dropped inside a send does not cost the next healthy connection",
+                 "[integration][fault][engine]") {
   // Three addresses, each a proxy to the same server. The proxy we are connected to dies (its
   // port refuses from then on) and requests die inside the send. The C client tries the same
   // address first (its round robin has not moved since the connect), which refuses: it cleans
   // up inside zookeeper_process, the lost connection's requests failing there, and (that
   // address not being the last of its list) connects to the next one at once, which is
   // healthy: that connection must be kept, not shut down at its handshake.
-  zk_server srv;
-  asio::io_context ioc;
   std::vector<std::unique_ptr<zklock::test::tcp_proxy>> proxies;
-  std::string connect;
+  std::string addresses;
   for (int i = 0; i < 3; ++i) {
     proxies.push_back(std::make_unique<zklock::test::tcp_proxy>(ioc.get_executor(), srv.port()));
-    connect += (i ? "," : "") + proxies.back()->connect_string();
+    addresses += (i ? "," : "") + proxies.back()->connect_string();
   }
   log_lines log;
-  auto opts = options_for(connect, 8000ms);
-  opts.log = log.sink();
-  opts.summarize_client_log = false;  // the C client's own lines, at their own level
-  opts.log_threshold = log_level::info;
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(logged_options(addresses, 8000ms, log, log_level::info));
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     auto id = s.session_id();
     auto ours = std::find_if(proxies.begin(), proxies.end(), [](auto& p) { return p->connections_accepted() == 1; });
     REQUIRE(ours != proxies.end());
@@ -320,24 +312,20 @@ asio::awaitable<void> drop_in_send_then(session& a, session& b, zklock::test::tc
 }
 }  // namespace
 
-TEST_CASE("a connection dropped inside a send leaves the other sockets on its io_context registered",
-          "[integration][fault][engine]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+TEST_CASE_METHOD(proxied_fixture,
+                 "a connection dropped inside a send leaves the other sockets on its io_context registered",
+                 "[integration][fault][engine]") {
   log_lines log;
   auto opts_a = options_for(proxy.connect_string(), 8000ms);
   opts_a.log = log.sink();
   opts_a.log_threshold = log_level::warn;
-  session a(ioc.get_executor(), opts_a);
-  session b(ioc.get_executor(), options_for(srv.connect_string(), 8000ms));
+  auto& a = connect(opts_a);
+  auto& b = connect(8000ms);
 
   SECTION("a user's socket") {
     echo_pair echo(ioc.get_executor());
     std::list<asio::ip::tcp::socket> users;
     run_test(ioc, [&]() -> asio::awaitable<void> {
-      co_await a.async_connect(asio::use_awaitable);
-      co_await b.async_connect(asio::use_awaitable);
       co_await drop_in_send_then(
           a, b, proxy, log,
           [&] {
@@ -363,8 +351,6 @@ TEST_CASE("a connection dropped inside a send leaves the other sockets on its io
     std::list<session> late;
     std::vector<std::optional<error_code>> connected;
     run_test(ioc, [&]() -> asio::awaitable<void> {
-      co_await a.async_connect(asio::use_awaitable);
-      co_await b.async_connect(asio::use_awaitable);
       co_await drop_in_send_then(
           a, b, proxy, log,
           [&] {
@@ -387,21 +373,18 @@ TEST_CASE("a connection dropped inside a send leaves the other sockets on its io
   }
 }
 
-TEST_CASE("a session whose authentication the server rejects ends: guards are lost and waiting acquires fail",
-          "[integration][fault][engine][auth]") {
+TEST_CASE_METHOD(server_fixture,
+                 "a session whose authentication the server rejects ends: guards are lost and waiting acquires fail",
+                 "[integration][fault][engine][auth]") {
   // ZooKeeper 3.8's digest provider accepts any "user:password"; a server whose digest provider
   // is disabled (zookeeper.DigestAuthenticationProvider.enabled=false) answers AUTHFAILED and
   // closes the connection. The session is connected with digest auth, holds one lock and waits
   // for another; the server restarts with digest disabled: the reconnect's auth fails.
-  zk_server srv;
-  asio::io_context ioc;
   auto opts = options_for(srv.connect_string(), 8000ms);
   opts.digest_auth = "alice:secret";
-  session s(ioc.get_executor(), opts);
-  session other(ioc.get_executor(), options_for(srv.connect_string(), 8000ms));
+  auto& s = connect(opts);
+  auto& other = connect(8000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex held_m(s, "/locks/auth-held");
     auto g = co_await held_m.async_acquire(asio::use_awaitable);
     mutex om(other, "/locks/auth-wait");

@@ -16,11 +16,6 @@ using zklock::test::zk_server;
 
 namespace {
 
-asio::awaitable<std::size_t> children_of(session& s, const std::string& path) {
-  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
-  co_return ec ? 0 : r.children.size();
-}
-
 // Polls until `path` has `n` children (fails the test after `limit`).
 asio::awaitable<void> await_children(session& s, const std::string& path, std::size_t n,
                                      std::chrono::steady_clock::duration limit = 15s) {

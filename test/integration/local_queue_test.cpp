@@ -31,11 +31,6 @@ mutex_options local(int max_local_handoffs = 1) {
   return o;
 }
 
-asio::awaitable<std::size_t> children_of(session& s, const std::string& dir) {
-  auto [ec, r] = co_await s.async_get_children(dir, tuple_awaitable);
-  co_return ec ? 0 : r.children.size();
-}
-
 asio::awaitable<void> wait_until(std::function<bool()> f, std::chrono::milliseconds limit = 20000ms) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (!f()) {

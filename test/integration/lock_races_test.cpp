@@ -16,22 +16,6 @@ using zklock::test::zk_server;
 
 namespace {
 
-asio::awaitable<std::size_t> children_of(session& s, const std::string& path) {
-  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
-  co_return ec ? 0 : r.children.size();
-}
-
-// Runs `ioc` until `done()` or `limit` (an io_context whose work ran out is restarted).
-template <class Pred>
-bool run_until(asio::io_context& ioc, Pred done, std::chrono::steady_clock::duration limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done() && std::chrono::steady_clock::now() < deadline) {
-    ioc.run_for(10ms);
-    if (ioc.stopped()) ioc.restart();
-  }
-  return done();
-}
-
 // Sets the ACL of `path` with ZooKeeper's own command-line client (the public API creates nodes
 // with the session's acl_policy only: open or creator_all; it has no setAcl and no per-create
 // ACL list). `acl` as zkCli takes it, e.g. "world:anyone:cr".

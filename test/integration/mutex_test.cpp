@@ -24,33 +24,19 @@ std::string temp_log(const char* name) {
 // the sequence number: the node name's last 10 digits
 std::int64_t seq_of(const std::string& node) { return std::stoll(node.substr(node.size() - 10)); }
 
-struct fleet {
-  asio::io_context& ioc;
-  std::vector<std::unique_ptr<session>> sessions;
-  fleet(asio::io_context& ioc, const std::string& connect, int n) : ioc(ioc) {
-    for (int i = 0; i < n; ++i) sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(connect)));
-  }
-  asio::awaitable<void> connect() {
-    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
-  }
-};
-
 }  // namespace
 
-TEST_CASE("8 sessions x 100 acquisitions: no overlap, FIFO grants, increasing fencing tokens",
-          "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 8);
+TEST_CASE_METHOD(server_fixture, "8 sessions x 100 acquisitions: no overlap, FIFO grants, increasing fencing tokens",
+                 "[integration][mutex]") {
+  auto sessions = connect_sessions(8);
   auto log_path = temp_log("fifo");
   exclusion_log log(log_path);
   std::vector<std::int64_t> granted_seq, tokens;
   int finished = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
     for (int i = 0; i < 8; ++i) {
       asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        mutex m(*f.sessions[i], "/locks/fifo");
+        mutex m(*sessions[i], "/locks/fifo");
         for (int k = 0; k < 100; ++k) {
           auto g = co_await m.async_acquire(asio::use_awaitable);
           log.enter("s" + std::to_string(i));
@@ -64,7 +50,7 @@ TEST_CASE("8 sessions x 100 acquisitions: no overlap, FIFO grants, increasing fe
       }, asio::detached);
     }
     while (finished < 8) co_await sleep_for(20ms);
-    auto children = co_await f.sessions[0]->async_get_children("/locks/fifo", asio::use_awaitable);
+    auto children = co_await sessions[0]->async_get_children("/locks/fifo", asio::use_awaitable);
     CHECK(children.children.empty());
   }(), 240s);
   auto r = exclusion_log::check(log_path);
@@ -76,21 +62,19 @@ TEST_CASE("8 sessions x 100 acquisitions: no overlap, FIFO grants, increasing fe
   CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());  // strictly increasing
 }
 
-TEST_CASE("try-acquire: lock_busy when held, no node left, succeeds when free", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "try-acquire: lock_busy when held, no node left, succeeds when free", "[integration][mutex]") {
+  auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    mutex a(*f.sessions[0], "/locks/try"), b(*f.sessions[1], "/locks/try");
+    mutex a(*sessions[0], "/locks/try"), b(*sessions[1], "/locks/try");
     auto g = co_await a.async_try_acquire(asio::use_awaitable);
     CHECK(g.owns_lock());
-    auto sent_before = f.sessions[1]->stats().requests_sent;
+    auto sent_before = sessions[1]->stats().requests_sent;
     auto [ec, g2] = co_await b.async_try_acquire(tuple_awaitable);
     CHECK(ec == errc::lock_busy);
     CHECK_FALSE(g2.owns_lock());
-    CHECK(f.sessions[1]->stats().requests_sent - sent_before == 1);  // one listing: no create, no delete
-    auto ch = co_await f.sessions[0]->async_get_children("/locks/try", asio::use_awaitable);
+    CHECK(sessions[1]->stats().requests_sent - sent_before == 1);  // one listing: no create, no delete
+    auto ch = co_await sessions[0]->async_get_children("/locks/try", asio::use_awaitable);
     CHECK(ch.children.size() == 1);
     CHECK(ch.stat.cversion == 1);  // the dir's children changed once: only the holder's create
     co_await g.async_release(asio::use_awaitable);
@@ -99,15 +83,14 @@ TEST_CASE("try-acquire: lock_busy when held, no node left, succeeds when free", 
   }());
 }
 
-TEST_CASE("timeout and cancellation at every step leave the lock dir as it was", "[integration][mutex][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "timeout and cancellation at every step leave the lock dir as it was",
+                 "[integration][mutex][cancel]") {
+  auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    mutex holder_m(*f.sessions[0], "/locks/cancel/x");
+    mutex holder_m(*sessions[0], "/locks/cancel/x");
     auto held = co_await holder_m.async_acquire(asio::use_awaitable);
-    mutex m(*f.sessions[1], "/locks/cancel/x");
+    mutex m(*sessions[1], "/locks/cancel/x");
 
     auto [ec, g] = co_await m.async_acquire_for(300ms, tuple_awaitable);
     CHECK(ec == errc::lock_timeout);
@@ -118,41 +101,29 @@ TEST_CASE("timeout and cancellation at every step leave the lock dir as it was",
     // watch being set and the wait
     for (int polls = 0; polls <= 40; polls += 2) {
       CAPTURE(polls);
-      asio::cancellation_signal sig;
-      error_code got;
-      bool done = false;
-      m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code e, lock_guard) {
-        got = e;
-        done = true;
-      }));
-      for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-      sig.emit(asio::cancellation_type::terminal);
-      while (!done) co_await sleep_for(1ms);
+      auto got = co_await cancel_after_polls([&](auto handler) { m.async_acquire(std::move(handler)); }, polls);
       CHECK(got == asio::error::operation_aborted);
-      auto ch = co_await f.sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
+      auto ch = co_await sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
       CHECK(ch.children.size() == 1);  // only the holder's node
       CHECK(server_watches(srv) == 0);   // and no watch of ours
     }
     CHECK(server_watches(srv) == 0);
     co_await held.async_release(asio::use_awaitable);
-    auto ch = co_await f.sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
+    auto ch = co_await sessions[0]->async_get_children("/locks/cancel/x", asio::use_awaitable);
     CHECK(ch.children.empty());
   }(), 120s);
 }
 
-TEST_CASE("a release wakes exactly one waiter", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 9);
+TEST_CASE_METHOD(server_fixture, "a release wakes exactly one waiter", "[integration][mutex]") {
+  auto sessions = connect_sessions(9);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    mutex head(*f.sessions[0], "/locks/herd");
+    mutex head(*sessions[0], "/locks/herd");
     auto g = co_await head.async_acquire(asio::use_awaitable);
     std::vector<std::unique_ptr<mutex>> ms;
     std::vector<lock_guard> guards(9);
     int granted = 0;
     for (int i = 1; i < 9; ++i) {
-      ms.push_back(std::make_unique<mutex>(*f.sessions[i], "/locks/herd"));
+      ms.push_back(std::make_unique<mutex>(*sessions[i], "/locks/herd"));
       ms.back()->async_acquire([&, i](error_code ec, lock_guard lg) {
         CHECK_FALSE(ec);
         guards[i] = std::move(lg);
@@ -164,7 +135,7 @@ TEST_CASE("a release wakes exactly one waiter", "[integration][mutex]") {
     // transaction marks the node and deletes it); nobody else hears of it
     auto events = [&] {
       std::uint64_t n = 0;
-      for (auto& s : f.sessions) n += s->stats().watch_events;
+      for (auto& s : sessions) n += s->stats().watch_events;
       return n;
     };
     CHECK(server_watches(srv) == 8);
@@ -185,16 +156,13 @@ TEST_CASE("a release wakes exactly one waiter", "[integration][mutex]") {
   }(), 120s);
 }
 
-TEST_CASE("1,000 pending acquires on one thread", "[integration][mutex][scale]") {
-  zk_server srv;
+TEST_CASE_METHOD(server_fixture, "1,000 pending acquires on one thread", "[integration][mutex][scale]") {
   int threads_before = thread_count();
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 10);
+  auto sessions = connect_sessions(10);
   int granted = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
     std::vector<std::unique_ptr<mutex>> ms;
-    for (auto& s : f.sessions) ms.push_back(std::make_unique<mutex>(*s, "/locks/many"));
+    for (auto& s : sessions) ms.push_back(std::make_unique<mutex>(*s, "/locks/many"));
     for (int i = 0; i < 1000; ++i) {
       ms[i % 10]->async_acquire([&](error_code ec, lock_guard g) {
         CHECK_FALSE(ec);
@@ -206,22 +174,18 @@ TEST_CASE("1,000 pending acquires on one thread", "[integration][mutex][scale]")
     CHECK(thread_count() == threads_before);
     while (granted < 1000) co_await sleep_for(20ms);
     co_await sleep_for(200ms);
-    auto ch = co_await f.sessions[0]->async_get_children("/locks/many", asio::use_awaitable);
+    auto ch = co_await sessions[0]->async_get_children("/locks/many", asio::use_awaitable);
     CHECK(ch.children.empty());
   }(), 180s);
   CHECK(granted == 1000);
   CHECK(thread_count() == threads_before);
 }
 
-TEST_CASE("the guard reports lock lost when its session expires", "[integration][mutex][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(proxied_fixture,
+                 "the guard reports lock lost when its session expires", "[integration][mutex][fault]") {
+  auto& s = connect_proxied(4000ms);
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/lost");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     CHECK(g.status() == lock_status::held);
@@ -250,12 +214,11 @@ TEST_CASE("the guard reports lock lost when its session expires", "[integration]
   }());
 }
 
-TEST_CASE("a suspended connection makes the guard report maybe_lost, then held again", "[integration][mutex][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string(), 15000ms));
+TEST_CASE_METHOD(server_fixture,
+                 "a suspended connection makes the guard report maybe_lost, then held again",
+                 "[integration][mutex][fault]") {
+  auto& s = connect(15000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/suspend");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     srv.restart();
@@ -268,13 +231,11 @@ TEST_CASE("a suspended connection makes the guard report maybe_lost, then held a
   }(), 120s);
 }
 
-TEST_CASE("guard destroyed without release still releases, double release is an error", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "guard destroyed without release still releases, double release is an error", "[integration][mutex]") {
+  auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    mutex a(*f.sessions[0], "/locks/raii"), b(*f.sessions[1], "/locks/raii");
+    mutex a(*sessions[0], "/locks/raii"), b(*sessions[1], "/locks/raii");
     {
       auto g = co_await a.async_acquire(asio::use_awaitable);
       CHECK(g.node_path().starts_with("/locks/raii/_c_"));
@@ -290,13 +251,10 @@ TEST_CASE("guard destroyed without release still releases, double release is an 
   }());
 }
 
-TEST_CASE("reentrant acquire by the same owner", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture, "reentrant acquire by the same owner", "[integration][mutex]") {
+  auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    mutex m(*f.sessions[0], "/locks/reentrant"), other(*f.sessions[1], "/locks/reentrant");
+    mutex m(*sessions[0], "/locks/reentrant"), other(*sessions[1], "/locks/reentrant");
     owner_id job{42};
     auto g1 = co_await m.async_acquire(job, asio::use_awaitable);
     auto g2 = co_await m.async_acquire(job, asio::use_awaitable);
@@ -314,12 +272,9 @@ TEST_CASE("reentrant acquire by the same owner", "[integration][mutex]") {
   }());
 }
 
-TEST_CASE("bad lock paths fail at once", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "bad lock paths fail at once", "[integration][mutex]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex bad(s, "locks/x");
     auto [ec, g] = co_await bad.async_acquire(tuple_awaitable);
     CHECK(ec == errc::path_not_absolute);
@@ -350,16 +305,11 @@ TEST_CASE("bad lock paths fail at once", "[integration][mutex]") {
   }(), 120s);
 }
 
-TEST_CASE("protected create: a create whose reply is lost is found again, not duplicated",
-          "[integration][mutex][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 6000ms));
-  session observer(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(proxied_fixture, "protected create: a create whose reply is lost is found again, not duplicated",
+                 "[integration][mutex][fault]") {
+  auto& s = connect_proxied(6000ms);
+  auto& observer = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await observer.async_connect(asio::use_awaitable);
     co_await observer.async_create("/locks", "", create_mode::persistent, asio::use_awaitable);
     co_await observer.async_create("/locks/protected", "", create_mode::persistent, asio::use_awaitable);
     mutex m(s, "/locks/protected");
@@ -394,16 +344,12 @@ TEST_CASE("protected create: a create whose reply is lost is found again, not du
   }());
 }
 
-TEST_CASE("cut off from every server: lost after a session timeout, cancel and release do not wait",
-          "[integration][mutex][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 2000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(proxied_fixture,
+                 "cut off from every server: lost after a session timeout, cancel and release do not wait",
+                 "[integration][mutex][fault]") {
+  auto& s = connect_proxied(2000ms);
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex held_m(other, "/locks/partition/a");
     auto other_guard = co_await held_m.async_acquire(asio::use_awaitable);  // so our second acquire waits
 
@@ -449,14 +395,12 @@ TEST_CASE("cut off from every server: lost after a session timeout, cancel and r
   }(), 120s);
 }
 
-TEST_CASE("check_op: a transaction guarded by the lock applies while held, never once the node is gone",
-          "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  fleet f(ioc, srv.connect_string(), 2);
+TEST_CASE_METHOD(server_fixture,
+                 "check_op: a transaction guarded by the lock applies while held, never once the node is gone",
+                 "[integration][mutex]") {
+  auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    auto& s = *f.sessions[0];
+    auto& s = *sessions[0];
     co_await s.async_create("/guarded", "0", create_mode::persistent, asio::use_awaitable);
     mutex m(s, "/locks/guarded");
     auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -467,7 +411,7 @@ TEST_CASE("check_op: a transaction guarded by the lock applies while held, never
     auto r = co_await s.async_multi(std::move(ops1), asio::use_awaitable);
     CHECK(r.size() == 2);
     // the lock node deleted by someone else (an operator, a bug): the write must not apply
-    co_await f.sessions[1]->async_delete(g.node_path(), -1, asio::use_awaitable);
+    co_await sessions[1]->async_delete(g.node_path(), -1, asio::use_awaitable);
     auto ops2 = g.guarded({multi_op::set_data("/guarded", "2")});
     auto [ec, res] = co_await s.async_multi(std::move(ops2), tuple_awaitable);
     CHECK(ec == zk_errc::no_node);
@@ -479,18 +423,14 @@ TEST_CASE("check_op: a transaction guarded by the lock applies while held, never
   }());
 }
 
-TEST_CASE("total cancellation while disconnected completes only after the cleanup, terminal at once",
-          "[integration][mutex][cancel][fault]") {
+TEST_CASE_METHOD(proxied_fixture,
+                 "total cancellation while disconnected completes only after the cleanup, terminal at once",
+                 "[integration][mutex][cancel][fault]") {
   // Asio's total cancellation promises that nothing happened: the handler may not run while our
   // node may still be queued in the lock dir. Terminal cancellation does not wait for the network.
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect_proxied(8000ms);
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex held_m(other, "/locks/total");
     auto held = co_await held_m.async_acquire(asio::use_awaitable);  // so ours wait
 
@@ -545,13 +485,11 @@ long long server_zxid(const zk_server& srv) {
 // client's floor. On a lock dir that does not exist yet (a new item, or one the server reaped
 // as an empty container) under parents that do: the dir alone is created, not every ancestor
 // again (each create of an existing ancestor is a failed write the server logs).
-TEST_CASE("requests and writes per uncontended acquire: 3 and 2, a missing lock dir created alone",
-          "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture,
+                 "requests and writes per uncontended acquire: 3 and 2, a missing lock dir created alone",
+                 "[integration][mutex]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     co_await s.async_create("/items", "", create_mode::persistent, asio::use_awaitable);
     co_await s.async_create("/items/orders", "", create_mode::persistent, asio::use_awaitable);
     mutex m(s, "/items/orders/42");

@@ -4,7 +4,6 @@
 // releases it. Every guard kind: mutex, both sides of a shared lock, a semaphore lease, an
 // election's leadership.
 #include "common.hpp"
-#include "zk_server.hpp"
 
 #include <zklock/election.hpp>
 #include <zklock/revoke.hpp>
@@ -17,7 +16,6 @@
 
 using namespace zklock;
 using namespace asio::experimental::awaitable_operators;
-using zklock::test::zk_server;
 
 namespace {
 
@@ -35,17 +33,18 @@ asio::awaitable<bool> wait_for(const std::shared_ptr<std::optional<error_code>>&
   co_return r->has_value();
 }
 
+// A holder's session `a` and `other`, which asks, writes and deletes: both straight to the server.
+struct holder_and_other : server_fixture {
+  session& a = connect();
+  session& other = connect();
+};
+
 }  // namespace
 
-TEST_CASE("revocation: a holder's async_wait_revoked completes after async_request_revoke, and it still holds",
-          "[integration][revocation]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(holder_and_other,
+                 "revocation: a holder's async_wait_revoked completes after async_request_revoke, and it still holds",
+                 "[integration][revocation]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev"), mo(other, "/locks/rev");
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     auto r = start_wait(g);
@@ -69,15 +68,9 @@ TEST_CASE("revocation: a holder's async_wait_revoked completes after async_reque
   }());
 }
 
-TEST_CASE("revocation: a request written before the wait is seen, and reported once",
-          "[integration][revocation]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(holder_and_other, "revocation: a request written before the wait is seen, and reported once",
+                 "[integration][revocation]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev-before");
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     co_await other.async_set_data(g.node_path(), "__REVOKE__", -1, asio::use_awaitable);
@@ -98,14 +91,9 @@ TEST_CASE("revocation: a request written before the wait is seen, and reported o
   }());
 }
 
-TEST_CASE("revocation: other writes to the holder's node do not complete the wait", "[integration][revocation]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(holder_and_other,
+                 "revocation: other writes to the holder's node do not complete the wait", "[integration][revocation]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev-other");
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     auto r = start_wait(g);
@@ -128,26 +116,23 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
           "[integration][revocation]") {
   for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
     CAPTURE(static_cast<int>(type));
-    zk_server srv;
-    asio::io_context ioc;
-    session a(ioc.get_executor(), options_for(srv.connect_string()));
-    session other(ioc.get_executor(), options_for(srv.connect_string()));
-    run_test(ioc, [&]() -> asio::awaitable<void> {
-      co_await a.async_connect(asio::use_awaitable);
-      co_await other.async_connect(asio::use_awaitable);
+    holder_and_other f;
+    auto& a = f.a;
+    auto& other = f.other;
+    run_test(f.ioc, [&]() -> asio::awaitable<void> {
       mutex ma(a, "/locks/rev-cancel");
       auto g = co_await ma.async_acquire(asio::use_awaitable);
-      CHECK(server_watches(srv) == 0);  // a hold nobody asks about watches nothing
+      CHECK(server_watches(f.srv) == 0);  // a hold nobody asks about watches nothing
       for (int round = 0; round < 3; ++round) {
         asio::cancellation_signal sig;
         auto r = start_wait(g, sig.slot());
         co_await sleep_for(100ms);
-        CHECK(server_watches(srv) == 1);  // one data watch on our node
+        CHECK(server_watches(f.srv) == 1);  // one data watch on our node
         sig.emit(type);
         REQUIRE(co_await wait_for(r));
         CHECK(r->value() == asio::error::operation_aborted);
-        for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(10ms);
-        CHECK(server_watches(srv) == 0);  // removed: no growth per wait
+        for (int i = 0; i < 100 && server_watches(f.srv) != 0; ++i) co_await sleep_for(10ms);
+        CHECK(server_watches(f.srv) == 0);  // removed: no growth per wait
         CHECK(g.owns_lock());
       }
       // two waiters, one cancelled: the other still hears the request
@@ -159,28 +144,23 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
       REQUIRE(co_await wait_for(cancelled));
       CHECK(cancelled->value() == asio::error::operation_aborted);
       co_await sleep_for(100ms);
-      CHECK(server_watches(srv) == 1);
+      CHECK(server_watches(f.srv) == 1);
       co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
       REQUIRE(co_await wait_for(kept));
       CHECK_FALSE(kept->value());
       // the guard still works
       CHECK(g.owns_lock());
       co_await g.async_release(asio::use_awaitable);
-      for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(10ms);
-      CHECK(server_watches(srv) == 0);
+      for (int i = 0; i < 100 && server_watches(f.srv) != 0; ++i) co_await sleep_for(10ms);
+      CHECK(server_watches(f.srv) == 0);
     }());
   }
 }
 
-TEST_CASE("revocation: released first completes with already_released, lost first with lock_lost",
-          "[integration][revocation]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(holder_and_other,
+                 "revocation: released first completes with already_released, lost first with lock_lost",
+                 "[integration][revocation]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev-end");
     {
       auto g = co_await ma.async_acquire(asio::use_awaitable);
@@ -214,13 +194,10 @@ TEST_CASE("revocation: released first completes with already_released, lost firs
   }());
 }
 
-TEST_CASE("revocation: a lost session completes the wait with lock_lost", "[integration][revocation][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session a(ioc.get_executor(), options_for(proxy.connect_string()));
+TEST_CASE_METHOD(proxied_fixture, "revocation: a lost session completes the wait with lock_lost",
+                 "[integration][revocation][fault]") {
+  auto& a = connect_proxied();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev-expire");
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     auto r = start_wait(g);
@@ -231,15 +208,13 @@ TEST_CASE("revocation: a lost session completes the wait with lock_lost", "[inte
   }());
 }
 
-TEST_CASE("revocation: both sides of a shared lock, a semaphore lease and an election's leadership",
-          "[integration][revocation][shared][election]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session b(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture,
+                 "revocation: both sides of a shared lock, a semaphore lease and an election's leadership",
+                 "[integration][revocation][shared][election]") {
+  auto& a = connect();
+  auto& b = connect();
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    for (auto* s : {&a, &b, &other}) co_await s->async_connect(asio::use_awaitable);
     {
       shared_mutex sa(a, "/locks/rev-rw"), sb(b, "/locks/rev-rw");
       auto r1 = co_await sa.async_acquire_shared(asio::use_awaitable);
@@ -317,15 +292,9 @@ TEST_CASE("revocation: both sides of a shared lock, a semaphore lease and an ele
   }());
 }
 
-TEST_CASE("revocation: latency from the request to the holder's handler (p50 of 20)",
-          "[integration][revocation][measure]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(holder_and_other, "revocation: latency from the request to the holder's handler (p50 of 20)",
+                 "[integration][revocation][measure]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/rev-latency");
     std::vector<double> us;
     for (int i = 0; i < 20; ++i) {
