@@ -67,7 +67,7 @@ struct lock_action {
 /// What the runner says of its session when a won lock is to be handed out.
 struct grant_view {
   error_code session_over;     ///< why the session the acquire started on is over (empty: it lives)
-  bool contact_stale = false;  ///< no reply for a third of the session timeout (the keepalive's cadence)
+  bool contact_stale = false;  ///< no reply since contact_refresh_due (hold_fsm.hpp: the keepalive's cadence)
   bool connected = true;
 };
 
