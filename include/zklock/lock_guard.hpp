@@ -39,9 +39,6 @@ class ZKLOCK_API release_ticket {
   std::shared_ptr<hold> hold_;  // null once launched, or for an empty or released guard
   asio::any_io_executor ex_;    // the guard's (empty for a default-constructed guard)
 };
-/// Completes `h` with `ec` through `ex` (or, when empty, the handler's associated executor),
-/// never inline.
-ZKLOCK_API void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec);
 ZKLOCK_API void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
 ZKLOCK_API void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
 ZKLOCK_API void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
@@ -158,7 +155,7 @@ class ZKLOCK_API lock_guard {
   auto async_downgrade(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
-          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          if (!hold) return detail::post_completion(ex, std::move(h), error_code(errc::already_released));
           detail::downgrade(hold, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
@@ -177,7 +174,7 @@ class ZKLOCK_API lock_guard {
   auto async_wait_deadline(std::chrono::steady_clock::duration lead, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex, std::chrono::steady_clock::duration l) {
-          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          if (!hold) return detail::post_completion(ex, std::move(h), error_code(errc::already_released));
           detail::wait_deadline(hold, l, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_, lead);
@@ -192,7 +189,7 @@ class ZKLOCK_API lock_guard {
   auto async_wait_lost(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
-          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          if (!hold) return detail::post_completion(ex, std::move(h), error_code(errc::already_released));
           detail::wait_lost(hold, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);
@@ -215,7 +212,7 @@ class ZKLOCK_API lock_guard {
   auto async_wait_revoked(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(
         [](auto h, std::shared_ptr<detail::hold> hold, asio::any_io_executor ex) {
-          if (!hold) return detail::post_result(ex, detail::void_handler(std::move(h)), errc::already_released);
+          if (!hold) return detail::post_completion(ex, std::move(h), error_code(errc::already_released));
           detail::wait_revoked(hold, detail::void_handler(std::move(h)));
         },
         token, released_ ? std::shared_ptr<detail::hold>() : hold_, ex_);

@@ -152,8 +152,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           break;
         case lock_action::check_grant:
           run(fsm_.on_grant_check({.session_over = session_over(),
-                                   .contact_stale = s_->last_acknowledged() + s_->negotiated_timeout() / 3 <=
-                                                    std::chrono::steady_clock::now(),
+                                   .contact_stale = contact_refresh_due(s_->last_acknowledged(),
+                                                                        s_->negotiated_timeout()) <= std::chrono::steady_clock::now(),
                                    .connected = is_connected(s_->state())}));
           break;
         case lock_action::refresh_contact:

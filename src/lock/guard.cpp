@@ -4,7 +4,6 @@
 #include <zklock/lock_guard.hpp>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
 
 namespace zklock {
 
@@ -28,17 +27,10 @@ release_ticket::~release_ticket() {
 }
 
 void release_ticket::launch(void_handler h) {
-  if (!hold_) return post_result(ex_, std::move(h), errc::already_released);
+  if (!hold_) return post_completion(ex_, std::move(h), error_code(errc::already_released));
   auto held = std::exchange(hold_, nullptr);
   auto ex = held->s->executor();
   on_executor(ex, [held = std::move(held), h = std::move(h)]() mutable { held->release_one(std::move(h)); });
-}
-
-void post_result(const asio::any_io_executor& ex, void_handler h, error_code ec) {
-  // asio::post(ex, handler) runs the handler on its associated executor (ex when it has none)
-  // and keeps that executor's work count up meanwhile. A default-constructed guard has no
-  // executor of its own.
-  post_completion(ex ? ex : asio::any_io_executor(asio::system_executor()), std::move(h), ec);
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {

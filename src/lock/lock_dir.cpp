@@ -12,13 +12,17 @@
 
 namespace zklock::detail {
 
+error_code lock_path_error(std::string_view path) noexcept {
+  if (path == "/") return errc::path_not_absolute;
+  return validate_path(path);
+}
+
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases) {
   auto m = std::make_shared<lock_dir>();
   m->max_leases = max_leases;
   m->identity = s->identity();
   m->s = std::move(s);
-  m->path_error = validate_path(path);
-  if (path == "/") m->path_error = errc::path_not_absolute;  // the root cannot be a lock dir
+  m->path_error = lock_path_error(path);
   m->path = std::move(path);
   return m;
 }

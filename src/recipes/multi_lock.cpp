@@ -10,7 +10,7 @@ namespace zklock::detail {
 // multi_lock: one acquire after another, in the order given (sorted by path); all or nothing.
 
 void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h) {
-  if (tickets.empty()) return post_result(ex, std::move(h), errc::already_released);
+  if (tickets.empty()) return post_completion(ex, std::move(h), error_code(errc::already_released));
   struct state {
     void_handler h;
     asio::any_io_executor ex;
@@ -24,7 +24,7 @@ void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, 
         return !e ? 0 : e == errc::lock_lost ? 3 : e == errc::release_pending ? 2 : 1;
       };
       if (rank(ec) > rank(st->ec)) st->ec = ec;
-      if (--st->left == 0) post_result(st->ex, std::move(st->h), st->ec);
+      if (--st->left == 0) post_completion(st->ex, std::move(st->h), st->ec);
     }));
   }
 }

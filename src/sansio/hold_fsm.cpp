@@ -178,7 +178,7 @@ hold_fsm::actions hold_fsm::on_clock(const hold_clock& c) {
   }
   // The keepalive: a third of the session timeout without a reply (the C client's own ping
   // cadence), and the connection up to carry it.
-  auto refresh = c.last_acknowledged + c.session_timeout / 3;
+  auto refresh = contact_refresh_due(c.last_acknowledged, c.session_timeout);
   if (refresh <= c.now && c.connected && !keepalive_in_flight_) {
     keepalive_in_flight_ = true;
     out.push_back({hold_action::send_keepalive, {}});

@@ -37,6 +37,14 @@
 
 namespace zklock::detail {
 
+/// When our contact with the server is stale and a request of ours is due to refresh it: a third
+/// of the session timeout after the last reply (the C client's own ping cadence). The hold's
+/// keepalive and the acquire's refresh before a grant (grant_view::contact_stale) go by it.
+inline std::chrono::steady_clock::time_point contact_refresh_due(
+    std::chrono::steady_clock::time_point last_acknowledged, std::chrono::milliseconds session_timeout) noexcept {
+  return last_acknowledged + session_timeout / 3;
+}
+
 /// What the session says of its contact with the server when an input arrives.
 struct hold_clock {
   using time_point = std::chrono::steady_clock::time_point;

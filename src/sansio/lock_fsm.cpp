@@ -14,7 +14,7 @@ error_code failure(const error_code& ec) { return ec == condition::session_lost 
 }  // namespace
 
 lock_fsm::actions lock_fsm::list_dir() {
-  pending_list_ = true;
+  in_flight_.insert(request::list);
   // A lost create may have reached another server of the ensemble than the one we reconnected
   // to; sync first, so a lagging follower cannot hide it (we would queue a second node behind
   // our own first one).
@@ -49,14 +49,16 @@ lock_fsm::actions lock_fsm::start() {
   phase_ = phase::acquiring;
   if (mode_ == lock_mode::try_once) {
     // Look before writing: when a blocker is already there, give up on this read alone.
-    probing_ = pending_list_ = true;
+    probing_ = true;
+    in_flight_.insert(request::list);
     return {{lock_action::list, dir_}};
   }
   return create_and_list();
 }
 
 lock_fsm::actions lock_fsm::create_and_list() {
-  pending_create_ = pending_list_ = true;
+  in_flight_.insert(request::create);
+  in_flight_.insert(request::list);
   create_outcome_unknown_ = false;
   node_.clear();
   czxid_ = 0;
@@ -69,18 +71,17 @@ lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
 }
 
 lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_path, std::int64_t czxid) {
-  if (!pending_create_ || phase_ == phase::done) return {};
-  pending_create_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::create)) return {};
   if (!ec) {
     node_ = created_path;
     czxid_ = czxid;
     if (phase_ == phase::cleaning) {
-      pending_list_ = false;  // its reply is of no use now
+      in_flight_.erase(request::list);  // its reply is of no use now
       return finish_cleaning_if_idle();
     }
     return {};  // the pipelined listing follows
   }
-  pending_list_ = false;  // the pipelined listing fails the same way; ignore its reply
+  in_flight_.erase(request::list);  // the pipelined listing fails the same way; ignore its reply
   if (is_connection_loss(ec)) {
     create_outcome_unknown_ = true;  // find our node by its id after the reconnect
     return after_connection_loss(retry::list);
@@ -108,8 +109,7 @@ lock_fsm::actions lock_fsm::on_parents(error_code ec) {
 }
 
 lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
-  if (!pending_list_ || phase_ == phase::done) return {};
-  pending_list_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::list)) return {};
   if (probing_) {
     if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
     if (is_connection_loss(ec)) return after_connection_loss(retry::list);
@@ -118,7 +118,7 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
       switch (probe(children, kind_, max_leases_)) {
         case probe_result::busy: return busy();
         case probe_result::read_head_data:
-          pending_read_ = true;
+          in_flight_.insert(request::read_data);
           read_node_ = queue_order(children)[0].name;
           return {{lock_action::read_data, join_path(dir_, read_node_)}};
         case probe_result::looks_free: break;
@@ -162,8 +162,7 @@ lock_fsm::actions lock_fsm::busy() {
 }
 
 lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
-  if (!pending_read_ || phase_ == phase::done) return {};
-  pending_read_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::read_data)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);  // look again
   if (ec && ec != zk_errc::no_node) return fail(failure(ec));
@@ -206,7 +205,8 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   if (!b) {
     if (watch_active_) {
       // granted by a listing that set a watch (watch_dir): remove it, then complete
-      grant_after_remove_ = pending_remove_ = true;
+      grant_after_remove_ = true;
+      in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, dir_}};
     }
     return acquired();
@@ -217,18 +217,18 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     // the semaphore's internal mutex, so no herd). A watch already set stays.
     if (watch_active_) return {};
     predecessor_ = dir_;  // what we watch (and remove the watch of)
-    pending_watch_ = true;
+    in_flight_.insert(request::watch);
     return {{lock_action::watch_dir, dir_}};
   }
   predecessor_ = join_path(dir_, q[b->nearest].name);
   last_blocker_ = b->count == 1;
-  pending_watch_ = true;
+  in_flight_.insert(request::watch);
   return {{lock_action::watch_predecessor, predecessor_}};
 }
 
 lock_fsm::actions lock_fsm::acquired() {
   if (czxid_ == 0) {
-    pending_stat_ = true;
+    in_flight_.insert(request::stat);
     return {{lock_action::stat_node, node_}};
   }
   phase_ = phase::granting;
@@ -236,17 +236,18 @@ lock_fsm::actions lock_fsm::acquired() {
 }
 
 lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
-  if (phase_ != phase::granting || pending_refresh_) return {};
+  if (phase_ != phase::granting || in_flight_.contains(request::refresh)) return {};
   error_code over = v.session_over;
-  if (!over && refresh_found_session_over_) over = errc::session_expired;
+  if (!over && refresh_ == refresh::found_session_over) over = errc::session_expired;
   if (over) {
     // Our node went with that session, and someone else may hold: no grant.
     phase_ = phase::done;
     result_ = {over, {}, 0};
     return {{lock_action::complete, {}}};
   }
-  if (!refreshed_ && v.contact_stale && v.connected) {
-    refreshed_ = pending_refresh_ = true;
+  if (refresh_ == refresh::not_sent && v.contact_stale && v.connected) {
+    refresh_ = refresh::sent;
+    in_flight_.insert(request::refresh);
     return {{lock_action::refresh_contact, node_}};
   }
   phase_ = phase::done;
@@ -255,11 +256,10 @@ lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
 }
 
 lock_fsm::actions lock_fsm::on_refreshed(error_code ec) {
-  if (!pending_refresh_ || phase_ != phase::granting) return {};
-  pending_refresh_ = false;
+  if (phase_ != phase::granting || !in_flight_.take(request::refresh)) return {};
   // The session ended meanwhile: no grant. Otherwise (the node gone, the connection lost) the
   // hold's own checks take over (its deadline, its node check).
-  if (ec == condition::session_lost) refresh_found_session_over_ = true;
+  if (ec == condition::session_lost) refresh_ = refresh::found_session_over;
   return {{lock_action::check_grant, node_}};
 }
 
@@ -274,8 +274,7 @@ lock_fsm::actions lock_fsm::on_suspended() {
 }
 
 lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
-  if (!pending_stat_ || phase_ == phase::done) return {};
-  pending_stat_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::stat)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (!ec && !ours) {
     // Not our session's node (the session was replaced): never adopt it.
@@ -292,12 +291,11 @@ lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours
 }
 
 lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<std::string>& children) {
-  if (!pending_watch_ || phase_ == phase::done) return {};
-  pending_watch_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::watch)) return {};
   if (!ec) watch_active_ = true;
   if (phase_ == phase::cleaning) {
     if (!ec) {
-      pending_remove_ = true;
+      in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, dir_}};
     }
     return finish_cleaning_if_idle();
@@ -309,12 +307,11 @@ lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<st
 }
 
 lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
-  if (!pending_watch_ || phase_ == phase::done) return {};
-  pending_watch_ = false;
+  if (phase_ == phase::done || !in_flight_.take(request::watch)) return {};
   if (phase_ == phase::cleaning) {
     if (!ec) {
       watch_active_ = true;
-      pending_remove_ = true;
+      in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, predecessor_}};
     }
     return finish_cleaning_if_idle();
@@ -325,7 +322,7 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
       // A writer that now holds the read side: not our blocker any more. Remove the watch
       // (nothing left behind), then look again.
       downgraded_.push_back(std::string(node_name(predecessor_)));
-      pending_remove_ = true;
+      in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, predecessor_}};
     }
     return {};
@@ -333,7 +330,7 @@ lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
   if (ec == zk_errc::no_node) {
     // gone before we could watch it (getData sets no watch on a missing node)
     if (last_blocker_ && !unconfirmed_) return acquired();
-    pending_list_ = true;
+    in_flight_.insert(request::list);
     return {{lock_action::list, dir_}};
   }
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
@@ -344,26 +341,26 @@ lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
   if (!watch_active_ || phase_ == phase::done) return {};
   watch_active_ = false;
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-  if (pending_remove_) return {};  // a downgraded writer's watch, being removed: not a blocker
+  // a downgraded writer's watch, being removed: not a blocker
+  if (in_flight_.contains(request::remove_watch)) return {};
   if (what == watch_change::children_changed || kind_ == lock_kind::lease) {
-    pending_watch_ = true;  // a lease came or went: look again (and watch again)
+    in_flight_.insert(request::watch);  // a lease came or went: look again (and watch again)
     return {{lock_action::watch_dir, dir_}};
   }
   if (what == watch_change::data_changed) {
     // Never a grant: the event does not say who wrote (a release of a zklock 2 holder, a
     // Revoker's "__REVOKE__", an operator's set, a writer's downgrade). List again: one round
     // trip that decides everything (evaluate watches the predecessor again while it is there).
-    pending_list_ = true;
+    in_flight_.insert(request::list);
     return {{lock_action::list, dir_}};
   }
   if (last_blocker_ && !unconfirmed_) return acquired();  // our last blocker went: nobody blocks us
-  pending_list_ = true;
+  in_flight_.insert(request::list);
   return {{lock_action::list, dir_}};
 }
 
 lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
-  if (!pending_remove_) return {};
-  pending_remove_ = false;
+  if (!in_flight_.take(request::remove_watch)) return {};
   // Lost with the connection: the C client keeps the watcher and sets it again on the
   // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
   // session gone) it is gone.
@@ -379,13 +376,12 @@ lock_fsm::actions lock_fsm::after_watch_removed() {
     return acquired();
   }
   // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
-  pending_list_ = true;
+  in_flight_.insert(request::list);
   return {{lock_action::list, dir_}};
 }
 
 lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
-  if (!pending_delete_) return {};
-  pending_delete_ = false;
+  if (!in_flight_.take(request::delete_node)) return {};
   if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
   if (!ec || ec == zk_errc::no_node || ec == condition::session_lost) {
     node_gone_ = true;  // deleted, or the session is gone (ephemeral with it)
@@ -398,7 +394,7 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
     a.ec = ec;
     a.delay = std::chrono::milliseconds(100 << delete_retries_);
     ++delete_retries_;
-    backoff_ = true;
+    in_flight_.insert(request::delete_delay);
     return {a};
   }
   // For good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our node
@@ -411,9 +407,8 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
 }
 
 lock_fsm::actions lock_fsm::on_retry_due() {
-  if (!backoff_ || phase_ == phase::done) return {};
-  backoff_ = false;
-  pending_delete_ = true;
+  if (phase_ == phase::done || !in_flight_.take(request::delete_delay)) return {};
+  in_flight_.insert(request::delete_node);
   return {{lock_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
 }
 
@@ -433,10 +428,10 @@ lock_fsm::actions lock_fsm::on_reconnected() {
       return list_dir();
     case retry::remove_watch:
       if (!watch_active_) return after_watch_removed();
-      pending_remove_ = true;
+      in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, predecessor_}};
     case retry::delete_node:
-      pending_delete_ = true;
+      in_flight_.insert(request::delete_node);
       return {{lock_action::delete_node, node_}};
   }
   return {};
@@ -447,8 +442,7 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   // Our ephemeral node and our watch died with the session.
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
   phase_ = phase::done;
-  pending_create_ = pending_list_ = pending_watch_ = pending_remove_ = pending_delete_ = pending_stat_ = false;
-  pending_read_ = pending_refresh_ = backoff_ = false;
+  in_flight_.clear();
   watch_active_ = false;
   retry_ = retry::none;
   result_ = {ec, {}, 0};
@@ -465,8 +459,8 @@ lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool conne
   if (phase_ == phase::acquiring) {
     phase_ = phase::cleaning;
     reason_ = reason;
-    if (watch_active_ && !pending_remove_) {
-      pending_remove_ = true;
+    if (watch_active_ && !in_flight_.contains(request::remove_watch)) {
+      in_flight_.insert(request::remove_watch);
       out.push_back({lock_action::remove_watch, predecessor_});
     }
     out = finish_cleaning(std::move(out));
@@ -493,16 +487,14 @@ lock_fsm::actions lock_fsm::fail(error_code ec) {
 
 lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
-  // Wait for what is in flight: a create whose outcome decides whether there is a node, a
-  // watch being set (to remove it), a removal or delete, or a reconnect.
-  if (pending_create_ || pending_watch_ || pending_remove_ || pending_delete_ || backoff_ || retry_ != retry::none)
-    return {};
+  // Wait for what is in flight (cleanup_waits_for says what and why), or a reconnect.
+  if (in_flight_.contains_any(cleanup_waits_for) || retry_ != retry::none) return {};
   if (create_outcome_unknown_ && node_.empty()) {
-    if (pending_list_) return {};
+    if (in_flight_.contains(request::list)) return {};
     return list_dir();
   }
   if (!node_.empty() && !node_gone_) {
-    pending_delete_ = true;
+    in_flight_.insert(request::delete_node);
     return {{lock_action::delete_node, node_}};
   }
   phase_ = phase::done;

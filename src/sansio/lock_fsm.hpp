@@ -19,6 +19,7 @@
 // first (no watch): downgraded, it holds the read side, and the try goes on.
 #pragma once
 
+#include "sansio/flag_set.hpp"
 #include "sansio/queue.hpp"
 
 #include <zklock/detail/acquire_params.hpp>
@@ -66,7 +67,7 @@ struct lock_action {
 /// What the runner says of its session when a won lock is to be handed out.
 struct grant_view {
   error_code session_over;     ///< why the session the acquire started on is over (empty: it lives)
-  bool contact_stale = false;  ///< no reply for a third of the session timeout (the keepalive's cadence)
+  bool contact_stale = false;  ///< no reply since contact_refresh_due (hold_fsm.hpp: the keepalive's cadence)
   bool connected = true;
 };
 
@@ -157,6 +158,28 @@ class lock_fsm {
   // granting: won, checked against the session (and its contact refreshed) before the grant
   enum class phase { idle, acquiring, granting, cleaning, done };
   enum class retry { none, create, list, delete_node, remove_watch };
+  // What we asked and wait to hear back on: each on_* reply handler takes its own out of the
+  // set (a reply that finds its request gone is stale, and ignored). The session's expiry
+  // forgets them all.
+  enum class request {
+    create,        // its pipelined listing is `list`
+    list,          // list, sync_and_list, and the listing pipelined behind a create
+    watch,         // watch_predecessor or watch_dir
+    remove_watch,
+    delete_node,
+    stat,
+    read_data,     // the try-read's look at its one blocker's data
+    refresh,       // refresh_contact, before a grant
+    delete_delay,  // a retry_delete's delay is running (a timer, not a server request)
+  };
+  // The cleanup waits for these before it decides what is left to delete: a create's outcome
+  // says whether there is a node, a watch being set must be removed, a removal or a delete (or
+  // its delay) is the cleanup itself. A listing, a stat or a read is of no use to it: their
+  // replies are dropped (a listing is awaited only to find a node whose create was lost).
+  static constexpr flag_set<request> cleanup_waits_for{request::create, request::watch, request::remove_watch,
+                                                       request::delete_node, request::delete_delay};
+  // The contact refresh before a grant (issue 18 §2): at most once per acquire.
+  enum class refresh { not_sent, sent, found_session_over };
 
   actions evaluate(const std::vector<std::string>& children);
   actions acquired();
@@ -169,11 +192,28 @@ class lock_fsm {
   actions after_connection_loss(retry what);
   actions list_dir();  // after a lost create, behind a sync (protected-create recovery)
 
+  // State. The requests in flight are one set (in_flight_); phase_, retry_ and refresh_ are one
+  // variable each. The booleans left are facts of their own, each true or false in any phase
+  // and whatever is in flight:
+  //  - probing_: the try-lock's look before its create; it outlives a stop (cleaning), where a
+  //    probe's reply must still not be taken for the listing of a created node;
+  //  - grant_after_remove_: why the watch removal in flight was sent (a grant waits behind it,
+  //    or a downgraded blocker's watch goes);
+  //  - create_outcome_unknown_: a create lost with the connection, to be found by its id; it
+  //    outlives requests and phases (the listing that resolves it may be lost too);
+  //  - node_gone_: the cleanup has nothing left to delete, while node_ still names the node
+  //    (the report of a refused delete says which);
+  //  - watch_active_: a watch is set on the server (not a request: it may fire, or be removed,
+  //    while requests come and go);
+  //  - last_blocker_ / unconfirmed_: what the latest listing says of the watched node (our
+  //    last blocker), and whether a reconnect since has left our own node unconfirmed;
+  //  - answered_early_: the caller was answered before the cleanup ended.
   std::string dir_, prefix_, create_path_;
   lock_mode mode_;
   lock_kind kind_;
   int max_leases_;
   phase phase_ = phase::idle;
+  flag_set<request> in_flight_;
   bool grant_after_remove_ = false;  // granted by a listing that set a watch: remove it first
   bool probing_ = false;        // try-lock: the listing before any create
   error_code reason_;           // completion error while cleaning
@@ -181,8 +221,6 @@ class lock_fsm {
   std::string node_;            // our node's path once known
   std::int64_t czxid_ = 0;
   bool create_outcome_unknown_ = false;  // create lost with the connection
-  bool pending_create_ = false, pending_list_ = false, pending_watch_ = false;
-  bool pending_remove_ = false, pending_delete_ = false, pending_stat_ = false, pending_read_ = false;
   bool watch_active_ = false;
   bool node_gone_ = false;      // deleted (or never created) during cleanup
   retry retry_ = retry::none;
@@ -195,12 +233,9 @@ class lock_fsm {
   bool unconfirmed_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
   std::string read_node_;                // the try-read's blocker whose data we read
-  bool refreshed_ = false;       // the contact was refreshed before the grant (once)
-  bool pending_refresh_ = false;
-  bool refresh_found_session_over_ = false;
+  refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
   int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now
-  bool backoff_ = false;    // a retry_delete's delay is running
   lock_result result_;
 };
 

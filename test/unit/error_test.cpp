@@ -1,7 +1,12 @@
 #include <zklock/error.hpp>
+#include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/session.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <boost/asio/io_context.hpp>
 
 #include <set>
 #include <string>
@@ -83,6 +88,26 @@ TEST_CASE("path validation gives a distinct error for each problem", "[unit][pat
   CHECK(validate_path("/a\x7f") == errc::path_control_character);
   CHECK(validate_path("/" + std::string(max_path_length - 1, 'a')) == error_code{});
   CHECK(validate_path("/" + std::string(max_path_length, 'a')) == errc::path_too_long);
+}
+
+TEST_CASE("the root is no lock: a mutex and a semaphore on '/' fail with path_not_absolute, nothing sent",
+          "[unit][path]") {
+  // One rule (lock_path_error) for every recipe. The session never connects: the path is
+  // judged before the session (which would say not_connected).
+  boost::asio::io_context ioc;
+  session s(ioc, session_options{.connect = "127.0.0.1:1"});
+  mutex root(s, "/");
+  semaphore root_leases(s, "/", 2);
+  mutex fine(s, "/locks/a");
+  error_code mutex_ec, semaphore_ec, fine_ec;
+  root.async_acquire([&](error_code ec, lock_guard) { mutex_ec = ec; });
+  root_leases.async_try_acquire([&](error_code ec, lock_guard) { semaphore_ec = ec; });
+  fine.async_try_acquire([&](error_code ec, lock_guard) { fine_ec = ec; });
+  ioc.run();
+  CHECK(mutex_ec == errc::path_not_absolute);
+  CHECK(semaphore_ec == errc::path_not_absolute);
+  CHECK(fine_ec == errc::not_connected);  // a fine path gets as far as the session
+  CHECK(s.stats().requests_sent == 0);
 }
 
 TEST_CASE("connect string validation", "[unit][path]") {

@@ -17,6 +17,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
@@ -29,9 +30,11 @@ namespace asio = boost::asio;
 
 /// Completes `h` with `args` later, never inline: posts to `ex` (the session's executor), and
 /// from there the handler runs on its associated executor (asio::post's rule), whose
-/// outstanding work is counted until then.
+/// outstanding work is counted until then. An empty `ex` (a default-constructed guard has no
+/// executor of its own) posts through the system executor.
 template <class Handler, class... Args>
 void post_completion(const asio::any_io_executor& ex, Handler h, Args... args) {
+  if (!ex) return post_completion(asio::any_io_executor(asio::system_executor()), std::move(h), std::move(args)...);
   asio::post(ex, asio::append(std::move(h), std::move(args)...));
 }
 
