@@ -7,13 +7,15 @@
 #include "lock/local_queue.hpp"
 #include "sansio/queue.hpp"
 #include "sansio/session_end.hpp"
+#include "error_message.hpp"
 
 #include <zklock/path.hpp>
 
 namespace zklock::detail {
 
-error_code lock_path_error(std::string_view path) noexcept {
-  if (path == "/") return errc::path_not_absolute;
+error_code lock_path_error(std::string_view path) {
+  // Still path_not_absolute (the code a caller compares), with a message that says what is wrong.
+  if (path == "/") return with_message(errc::path_not_absolute, "the root '/' cannot be a lock path: name a node under it, e.g. '/locks/a'");
   return validate_path(path);
 }
 

@@ -106,6 +106,9 @@ TEST_CASE("the root is no lock: a mutex and a semaphore on '/' fail with path_no
   ioc.run();
   CHECK(mutex_ec == errc::path_not_absolute);
   CHECK(semaphore_ec == errc::path_not_absolute);
+  // The message names the root, not "must start with '/'" (which "/" does).
+  CHECK_THAT(mutex_ec.message(), Catch::Matchers::Contains("the root '/' cannot be a lock path"));
+  CHECK_THAT(semaphore_ec.message(), Catch::Matchers::Contains("the root '/' cannot be a lock path"));
   CHECK(fine_ec == errc::not_connected);  // a fine path gets as far as the session
   CHECK(s.stats().requests_sent == 0);
 }
