@@ -373,10 +373,10 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
   }
   r.local_handoffs = static_cast<long long>(local.size());
   r.cross_handoffs = static_cast<long long>(cross.size());
-  r.local_p50 = pct(local, 50);
-  r.local_p99 = pct(local, 99);
-  r.cross_p50 = pct(cross, 50);
-  r.cross_p99 = pct(cross, 99);
+  r.local_p50 = percentile(local, 50);
+  r.local_p99 = percentile(local, 99);
+  r.cross_p50 = percentile(cross, 50);
+  r.cross_p99 = percentile(cross, 99);
   std::int64_t b0 = INT64_MAX, b1 = 0, a0 = INT64_MAX, a1 = 0;
   std::vector<std::int64_t> busy_grants;
   for (auto& x : all) {
@@ -402,8 +402,8 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
       r.max_busy_grants_after_seen = std::max<long long>(r.max_busy_grants_after_seen, std::max<long long>(0, hi - from));
     }
   }
-  r.other_wait_max_ms = pct(waits, 100);
-  r.other_wait_p99_ms = pct(waits, 99);
+  r.other_wait_max_ms = percentile(waits, 100);
+  r.other_wait_p99_ms = percentile(waits, 99);
   const long long total = r.busy_acq + r.other_acq;
   if (before.first >= 0 && after.first >= 0) {
     // every session's create and close is a transaction; the lock dir's creation one more

@@ -120,8 +120,8 @@ int run_distinct_keys_kind(int argc, char** argv) {
   r.add("throughput", acquisitions / seconds);
   r.add("cpu_us_per_acq", cpu * 1e6 / std::max<std::int64_t>(1, acquisitions));
   r.add("requests_per_acq", static_cast<double>(requests) / std::max<std::int64_t>(1, acquisitions), 3);
-  r.add("cycle_p50_us", pct(cycle_us, 50));
-  r.add("cycle_p99_us", pct(cycle_us, 99));
+  r.add("cycle_p50_us", percentile(cycle_us, 50));
+  r.add("cycle_p99_us", percentile(cycle_us, 99));
   r.add("seconds", seconds, 3);
   r.add("violations", 0LL);
   r.emit(json_file);

@@ -22,6 +22,8 @@
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
+#include "result_line.hpp"
+
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
@@ -47,19 +49,8 @@ struct options {
   bool mutex_reference = true;
 };
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<std::size_t>(std::ceil(p / 100.0 * v.size()));
-  return v[std::min(v.size() - 1, idx == 0 ? 0 : idx - 1)];
-}
-
-std::string fmt(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+using zklock_bench::kv_line;
+using zklock_bench::percentile;
 
 double us_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::micro>(clock_type::now() - t).count();
@@ -176,33 +167,27 @@ int run_resign(const options& o) {
     return 2;
   }
   auto& s = el.samples;
-  std::string line = "impl=zklock kind=election-resign candidates=" + std::to_string(o.candidates) +
-                     " resigns=" + std::to_string(el.resigns) + " hold_ms=" + std::to_string(o.hold_ms) +
-                     " session_timeout_ms=" + std::to_string(o.session_timeout_ms);
-  std::vector<std::pair<std::string, double>> kv = {
-      {"failover_p50_us", percentile(s, 50)}, {"failover_p90_us", percentile(s, 90)},
-      {"failover_p99_us", percentile(s, 99)}, {"failover_max_us", percentile(s, 100)},
-      {"failovers", static_cast<double>(s.size())},
-      {"requests_per_term", el.terms ? static_cast<double>(el_requests) / el.terms : NAN}};
+  kv_line r;
+  r.add("impl", std::string("zklock"));
+  r.add("kind", std::string("election-resign"));
+  r.add("candidates", static_cast<long long>(o.candidates));
+  r.add("resigns", static_cast<long long>(el.resigns));
+  r.add("hold_ms", static_cast<long long>(o.hold_ms));
+  r.add("session_timeout_ms", static_cast<long long>(o.session_timeout_ms));
+  r.add("failover_p50_us", percentile(s, 50));
+  r.add("failover_p90_us", percentile(s, 90));
+  r.add("failover_p99_us", percentile(s, 99));
+  r.add("failover_max_us", percentile(s, 100));
+  r.add("failovers", static_cast<long long>(s.size()));
+  r.add("requests_per_term", el.terms ? static_cast<double>(el_requests) / el.terms : NAN);
   if (o.mutex_reference) {
-    kv.insert(kv.end(), {{"mutex_handoff_p50_us", percentile(mx.samples, 50)},
-                         {"mutex_handoff_p99_us", percentile(mx.samples, 99)},
-                         {"mutex_handoffs", static_cast<double>(mx.samples.size())},
-                         {"mutex_requests_per_acq", mx.terms ? static_cast<double>(mx_requests) / mx.terms : NAN}});
+    r.add("mutex_handoff_p50_us", percentile(mx.samples, 50));
+    r.add("mutex_handoff_p99_us", percentile(mx.samples, 99));
+    r.add("mutex_handoffs", static_cast<long long>(mx.samples.size()));
+    r.add("mutex_requests_per_acq", mx.terms ? static_cast<double>(mx_requests) / mx.terms : NAN);
   }
-  kv.push_back({"violations", static_cast<double>(el.violations + mx.violations)});
-  std::string json = "{\"impl\": \"zklock\", \"kind\": \"election-resign\", \"candidates\": " +
-                     std::to_string(o.candidates) + ", \"resigns\": " + std::to_string(el.resigns) +
-                     ", \"hold_ms\": " + std::to_string(o.hold_ms) +
-                     ", \"session_timeout_ms\": " + std::to_string(o.session_timeout_ms);
-  for (auto& [k, v] : kv) {
-    bool whole = k == "failovers" || k == "mutex_handoffs" || k == "violations";
-    std::string text = whole ? std::to_string(static_cast<long long>(v)) : fmt(v);
-    line += " " + k + "=" + text;
-    json += ", \"" + k + "\": " + (text == "nan" ? "null" : text);
-  }
-  std::cout << line << std::endl;
-  if (!o.json_file.empty()) std::ofstream(o.json_file) << json << "}\n";
+  r.add("violations", static_cast<long long>(el.violations + mx.violations));
+  r.emit(o.json_file);
   if (!o.cdf_file.empty()) {
     std::ofstream f(o.cdf_file);
     for (double x : s) f << x << "\n";

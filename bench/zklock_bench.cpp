@@ -53,55 +53,15 @@ long rss_kb(const char* field) {
   return -1;
 }
 
-double cpu_seconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 // Watch events that can wake a waiter: its predecessor deleted, or released by a zklock holder
 // (data changed in the releasing transaction).
 std::uint64_t wakeups(const zklock::session& s) {
   return s.stats().events(zklock::watch_event_type::deleted) + s.stats().events(zklock::watch_event_type::changed);
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<std::size_t>(std::ceil(p / 100.0 * v.size())) ;
-  return v[std::min(v.size() - 1, idx == 0 ? 0 : idx - 1)];
-}
-
-struct report {
-  std::vector<std::pair<std::string, std::string>> kv;
-  void add(const std::string& k, double v, int prec = 1) {
-    if (std::isnan(v)) return add(k, std::string("nan"));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-    kv.emplace_back(k, buf);
-  }
-  void add(const std::string& k, long long v) { kv.emplace_back(k, std::to_string(v)); }
-  void add(const std::string& k, const std::string& v) { kv.emplace_back(k, v); }
-  std::string line() const {
-    std::string s;
-    for (auto& [k, v] : kv) s += (s.empty() ? "" : " ") + k + "=" + v;
-    return s;
-  }
-  // The line on stdout, and the same keys as JSON into json_file when one is given.
-  void emit(const std::string& json_file) const {
-    std::cout << line() << std::endl;
-    if (!json_file.empty()) std::ofstream(json_file) << json() << "\n";
-  }
-  std::string json() const {
-    std::string s = "{";
-    for (std::size_t i = 0; i < kv.size(); ++i) {
-      auto& [k, v] = kv[i];
-      bool numeric = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-') && v != "nan";
-      s += (i ? ", " : "") + ("\"" + k + "\": ") + (v == "nan" ? "null" : numeric ? v : "\"" + v + "\"");
-    }
-    return s + "}";
-  }
-};
+using zklock_bench::cpu_seconds_self;
+using zklock_bench::kv_line;
+using zklock_bench::percentile;
 
 // Completion of a benchmark coroutine: an exception stops the run and is reported.
 auto stop_on_exception(asio::io_context& ioc, std::string& failure) {
@@ -182,7 +142,7 @@ contended_run run_contended(const std::string& connect, int n, const contender_b
     before = totals();
     int finished = 0;
     const auto t_start = clock_type::now();
-    const double cpu_start = cpu_seconds();
+    const double cpu_start = cpu_seconds_self();
     for (int i = 0; i < n; ++i)
       asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
         co_await contender(i, *sessions[i]);
@@ -193,7 +153,7 @@ contended_run run_contended(const std::string& connect, int n, const contender_b
       run.threads_peak = std::max(run.threads_peak, thread_count());
       co_await sleep_for(std::chrono::milliseconds(50));
     }
-    run.cpu_seconds = cpu_seconds() - cpu_start;
+    run.cpu_seconds = cpu_seconds_self() - cpu_start;
     for (auto& s : sessions) s->async_close(asio::detached);
   }, stop_on_exception(ioc, run.failure));
   ioc.run();
@@ -206,7 +166,7 @@ contended_run run_contended(const std::string& connect, int n, const contender_b
 }
 
 // threads, memory, CPU and requests per acquisition: the keys every kind reports after its own
-void add_process_figures(report& r, const contended_run& run, int acquisitions) {
+void add_process_figures(kv_line& r, const contended_run& run, int acquisitions) {
   r.add("threads", static_cast<long long>(run.threads_peak));
   r.add("rss_kb", static_cast<long long>(rss_kb("VmHWM:")));
   r.add("cpu_us_per_acq", run.cpu_seconds * 1e6 / std::max(1, acquisitions));
@@ -296,7 +256,7 @@ int main(int argc, char** argv) {
   if (run.failed()) return 2;
   const double contended_seconds = run.seconds(0, contenders);
 
-  report r;
+  kv_line r;
   r.add("impl", std::string("zklock"));
   r.add("contenders", static_cast<long long>(contenders));
   r.add("cycles", static_cast<long long>(cycles));
@@ -379,7 +339,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     std::cerr << "zklock-bench: " << failure << "\n";
     return 2;
   }
-  report r;
+  kv_line r;
   r.add("impl", std::string("zklock"));
   r.add("mode", std::string("pending"));
   r.add("pending", static_cast<long long>(pending));
@@ -437,7 +397,7 @@ int run_shared(const recipe_options& o, int readers, int writers) {
   };
   auto run = run_contended(o.connect, readers + writers, contender);
   if (run.failed()) return 2;
-  report r;
+  kv_line r;
   r.add("impl", std::string("zklock"));
   r.add("kind", std::string("shared"));
   r.add("readers", static_cast<long long>(readers));
@@ -487,7 +447,7 @@ int run_semaphore(const recipe_options& o, int contenders, int leases) {
   };
   auto run = run_contended(o.connect, contenders, contender);
   if (run.failed()) return 2;
-  report r;
+  kv_line r;
   r.add("impl", std::string("zklock"));
   r.add("kind", std::string("semaphore"));
   r.add("contenders", static_cast<long long>(contenders));

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <type_traits>
+#include <vector>
 
 namespace zklock {
 
@@ -67,69 +69,72 @@ std::string number(double v) {
 
 double seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
+// One sample line per path: its own labels after the path's (`,outcome="granted"`, or none) and
+// the value it reads, a counter or a gauge of lock_path_metrics.
+struct series {
+  const char* labels;
+  std::uint64_t (*value)(const lock_path_metrics&);
+};
+
+template <auto member>
+std::uint64_t read(const lock_path_metrics& p) {
+  if constexpr (std::is_member_function_pointer_v<decltype(member)>)
+    return (p.*member)();
+  else
+    return p.*member;
+}
+
+// A family: HELP and TYPE once, then per path its series, or its histogram's buckets, sum and count.
 struct family {
   const char* name;
   const char* type;
   const char* help;
+  std::vector<series> samples;
+  latency_histogram lock_path_metrics::*histogram = nullptr;
 };
+
+const std::vector<family>& families() {
+  using m = lock_path_metrics;
+  static const std::vector<family> table{
+      {"_lock_acquires_started_total", "counter", "Lock acquires started.", {{"", read<&m::acquires_started>}}},
+      {"_lock_acquires_total",
+       "counter",
+       "Lock acquires finished, by outcome: granted, timeout, cancelled, busy (a try-acquire refused), error.",
+       {{",outcome=\"granted\"", read<&m::acquires_granted>},
+        {",outcome=\"timeout\"", read<&m::acquires_timed_out>},
+        {",outcome=\"cancelled\"", read<&m::acquires_cancelled>},
+        {",outcome=\"busy\"", read<&m::acquires_busy>},
+        {",outcome=\"error\"", read<&m::acquires_failed>}}},
+      {"_lock_releases_total", "counter", "Held locks released by their holder.", {{"", read<&m::releases>}}},
+      {"_lock_losses_total",
+       "counter",
+       "Held locks reported lost (session expired or closed, validity deadline passed, node deleted).",
+       {{"", read<&m::losses>}}},
+      {"_lock_handoffs_total",
+       "counter",
+       "Grants after waiting for another holder: via ZooKeeper (remote) or inside a local queue (local).",
+       {{",via=\"remote\"", read<&m::handoffs_remote>}, {",via=\"local\"", read<&m::handoffs_local>}}},
+      {"_lock_waiting", "gauge", "Lock acquires under way.", {{"", read<&m::waiting>}}},
+      {"_lock_held", "gauge", "Locks held now.", {{"", read<&m::held>}}},
+      {"_lock_wait_seconds", "histogram", "Time from an acquire's start to its grant, in seconds.", {}, &m::wait},
+      {"_lock_hold_seconds", "histogram", "Time from a grant to its release or loss, in seconds.", {}, &m::hold},
+  };
+  return table;
+}
 
 }  // namespace
 
-std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix_view) {
-  const std::string prefix(prefix_view);
+std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefix) {
   std::string out;
-  auto header = [&](const family& f) {
-    out += "# HELP " + prefix + f.name + " " + f.help + "\n";
-    out += "# TYPE " + prefix + f.name + " " + f.type + "\n";
-  };
-  auto labels = [](const lock_path_metrics& p) {
-    return "path=\"" + prometheus_escape(p.path) + "\",kind=\"" + to_string(p.kind) + "\"";
-  };
-  auto sample = [&](const char* name, const std::string& l, std::uint64_t v) {
-    out += prefix + name + "{" + l + "} " + std::to_string(v) + "\n";
-  };
-
-  header({"_lock_acquires_started_total", "counter", "Lock acquires started."});
-  for (const auto& p : m.paths) sample("_lock_acquires_started_total", labels(p), p.acquires_started);
-
-  header({"_lock_acquires_total", "counter",
-          "Lock acquires finished, by outcome: granted, timeout, cancelled, busy (a try-acquire refused), error."});
-  for (const auto& p : m.paths) {
-    auto l = labels(p);
-    sample("_lock_acquires_total", l + ",outcome=\"granted\"", p.acquires_granted);
-    sample("_lock_acquires_total", l + ",outcome=\"timeout\"", p.acquires_timed_out);
-    sample("_lock_acquires_total", l + ",outcome=\"cancelled\"", p.acquires_cancelled);
-    sample("_lock_acquires_total", l + ",outcome=\"busy\"", p.acquires_busy);
-    sample("_lock_acquires_total", l + ",outcome=\"error\"", p.acquires_failed);
-  }
-
-  header({"_lock_releases_total", "counter", "Held locks released by their holder."});
-  for (const auto& p : m.paths) sample("_lock_releases_total", labels(p), p.releases);
-
-  header({"_lock_losses_total", "counter",
-          "Held locks reported lost (session expired or closed, validity deadline passed, node deleted)."});
-  for (const auto& p : m.paths) sample("_lock_losses_total", labels(p), p.losses);
-
-  header({"_lock_handoffs_total", "counter",
-          "Grants after waiting for another holder: via ZooKeeper (remote) or inside a local queue (local)."});
-  for (const auto& p : m.paths) {
-    auto l = labels(p);
-    sample("_lock_handoffs_total", l + ",via=\"remote\"", p.handoffs_remote);
-    sample("_lock_handoffs_total", l + ",via=\"local\"", p.handoffs_local);
-  }
-
-  header({"_lock_waiting", "gauge", "Lock acquires under way."});
-  for (const auto& p : m.paths) sample("_lock_waiting", labels(p), p.waiting());
-
-  header({"_lock_held", "gauge", "Locks held now."});
-  for (const auto& p : m.paths) sample("_lock_held", labels(p), p.held());
-
-  auto histogram = [&](const char* name, const char* help, latency_histogram lock_path_metrics::*which) {
-    header({name, "histogram", help});
-    const std::string base = prefix + name;
+  for (const auto& f : families()) {
+    const std::string base = std::string(prefix) + f.name;
+    out += "# HELP " + base + " " + f.help + "\n";
+    out += "# TYPE " + base + " " + f.type + "\n";
     for (const auto& p : m.paths) {
-      const auto& h = p.*which;
-      auto l = labels(p);
+      const std::string l = "path=\"" + prometheus_escape(p.path) + "\",kind=\"" + to_string(p.kind) + "\"";
+      for (const auto& s : f.samples) out += base + "{" + l + s.labels + "} " + std::to_string(s.value(p)) + "\n";
+      if (!f.histogram) continue;
+      const auto& h = p.*f.histogram;
       for (std::size_t i = 0; i < latency_histogram::bounds.size(); ++i)
         out += base + "_bucket{" + l + ",le=\"" + number(seconds(latency_histogram::bounds[i])) + "\"} " +
                std::to_string(h.cumulative(i)) + "\n";
@@ -137,11 +142,7 @@ std::string to_prometheus(const lock_metrics_snapshot& m, std::string_view prefi
       out += base + "_sum{" + l + "} " + number(seconds(h.sum)) + "\n";
       out += base + "_count{" + l + "} " + std::to_string(h.count) + "\n";
     }
-  };
-  histogram("_lock_wait_seconds", "Time from an acquire's start to its grant, in seconds.",
-            &lock_path_metrics::wait);
-  histogram("_lock_hold_seconds", "Time from a grant to its release or loss, in seconds.",
-            &lock_path_metrics::hold);
+  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -189,4 +190,207 @@ TEST_CASE("prometheus: samples and labels and histogram buckets of a snapshot", 
       CHECK(v >= last);
       last = v;
     }
+}
+
+// The whole rendering of a populated snapshot, byte for byte: the order of the families (each
+// HELP, TYPE, then one block of samples per path in the snapshot's order), which counter feeds
+// which sample, the buckets' le values, the sums. Every counter differs from every other, so a
+// sample fed by the wrong member fails.
+TEST_CASE("prometheus: the full text of a snapshot with two paths", "[unit][metrics]") {
+  lock_metrics_snapshot s;
+  lock_path_metrics a;
+  a.path = "/locks/a";
+  a.kind = lock_kind::exclusive;
+  a.acquires_started = 40;
+  a.acquires_granted = 21;
+  a.acquires_timed_out = 2;
+  a.acquires_cancelled = 1;
+  a.acquires_busy = 3;
+  a.acquires_failed = 9;
+  a.releases = 5;
+  a.losses = 6;
+  a.handoffs_remote = 7;
+  a.handoffs_local = 8;
+  a.wait.record(20us);
+  a.wait.record(2ms);
+  a.wait.record(3s);
+  a.hold.record(1500ms);
+  a.hold.record(40ms);
+  lock_path_metrics b;
+  b.path = "/locks/b\"q";
+  b.kind = lock_kind::read;
+  b.acquires_started = 13;
+  b.acquires_granted = 12;
+  b.releases = 11;
+  b.handoffs_remote = 14;
+  b.wait.record(700us);
+  b.hold.record(std::chrono::hours(1));
+  s.paths = {a, b};
+  const std::string text = to_prometheus(s, "app");
+  // what to_prometheus wrote at 5602438, before its families became a table
+  const std::string expected = R"exp(# HELP app_lock_acquires_started_total Lock acquires started.
+# TYPE app_lock_acquires_started_total counter
+app_lock_acquires_started_total{path="/locks/a",kind="exclusive"} 40
+app_lock_acquires_started_total{path="/locks/b\"q",kind="read"} 13
+# HELP app_lock_acquires_total Lock acquires finished, by outcome: granted, timeout, cancelled, busy (a try-acquire refused), error.
+# TYPE app_lock_acquires_total counter
+app_lock_acquires_total{path="/locks/a",kind="exclusive",outcome="granted"} 21
+app_lock_acquires_total{path="/locks/a",kind="exclusive",outcome="timeout"} 2
+app_lock_acquires_total{path="/locks/a",kind="exclusive",outcome="cancelled"} 1
+app_lock_acquires_total{path="/locks/a",kind="exclusive",outcome="busy"} 3
+app_lock_acquires_total{path="/locks/a",kind="exclusive",outcome="error"} 9
+app_lock_acquires_total{path="/locks/b\"q",kind="read",outcome="granted"} 12
+app_lock_acquires_total{path="/locks/b\"q",kind="read",outcome="timeout"} 0
+app_lock_acquires_total{path="/locks/b\"q",kind="read",outcome="cancelled"} 0
+app_lock_acquires_total{path="/locks/b\"q",kind="read",outcome="busy"} 0
+app_lock_acquires_total{path="/locks/b\"q",kind="read",outcome="error"} 0
+# HELP app_lock_releases_total Held locks released by their holder.
+# TYPE app_lock_releases_total counter
+app_lock_releases_total{path="/locks/a",kind="exclusive"} 5
+app_lock_releases_total{path="/locks/b\"q",kind="read"} 11
+# HELP app_lock_losses_total Held locks reported lost (session expired or closed, validity deadline passed, node deleted).
+# TYPE app_lock_losses_total counter
+app_lock_losses_total{path="/locks/a",kind="exclusive"} 6
+app_lock_losses_total{path="/locks/b\"q",kind="read"} 0
+# HELP app_lock_handoffs_total Grants after waiting for another holder: via ZooKeeper (remote) or inside a local queue (local).
+# TYPE app_lock_handoffs_total counter
+app_lock_handoffs_total{path="/locks/a",kind="exclusive",via="remote"} 7
+app_lock_handoffs_total{path="/locks/a",kind="exclusive",via="local"} 8
+app_lock_handoffs_total{path="/locks/b\"q",kind="read",via="remote"} 14
+app_lock_handoffs_total{path="/locks/b\"q",kind="read",via="local"} 0
+# HELP app_lock_waiting Lock acquires under way.
+# TYPE app_lock_waiting gauge
+app_lock_waiting{path="/locks/a",kind="exclusive"} 4
+app_lock_waiting{path="/locks/b\"q",kind="read"} 1
+# HELP app_lock_held Locks held now.
+# TYPE app_lock_held gauge
+app_lock_held{path="/locks/a",kind="exclusive"} 10
+app_lock_held{path="/locks/b\"q",kind="read"} 1
+# HELP app_lock_wait_seconds Time from an acquire's start to its grant, in seconds.
+# TYPE app_lock_wait_seconds histogram
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="1e-05"} 0
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="2.5e-05"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="5e-05"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="1e-04"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.00025"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="5e-04"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.001"} 1
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.0025"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.005"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.01"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.025"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.05"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.1"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.25"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="0.5"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="1"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="2.5"} 2
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="5"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="10"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="25"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="50"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="100"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="250"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="500"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="1000"} 3
+app_lock_wait_seconds_bucket{path="/locks/a",kind="exclusive",le="+Inf"} 3
+app_lock_wait_seconds_sum{path="/locks/a",kind="exclusive"} 3.00202
+app_lock_wait_seconds_count{path="/locks/a",kind="exclusive"} 3
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="1e-05"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="2.5e-05"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="5e-05"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="1e-04"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.00025"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="5e-04"} 0
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.001"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.0025"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.005"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.01"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.025"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.05"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.1"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.25"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="0.5"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="1"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="2.5"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="5"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="10"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="25"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="50"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="100"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="250"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="500"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="1000"} 1
+app_lock_wait_seconds_bucket{path="/locks/b\"q",kind="read",le="+Inf"} 1
+app_lock_wait_seconds_sum{path="/locks/b\"q",kind="read"} 7e-04
+app_lock_wait_seconds_count{path="/locks/b\"q",kind="read"} 1
+# HELP app_lock_hold_seconds Time from a grant to its release or loss, in seconds.
+# TYPE app_lock_hold_seconds histogram
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="1e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="2.5e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="5e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="1e-04"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.00025"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="5e-04"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.001"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.0025"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.005"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.01"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.025"} 0
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.05"} 1
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.1"} 1
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.25"} 1
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="0.5"} 1
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="1"} 1
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="2.5"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="5"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="10"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="25"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="50"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="100"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="250"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="500"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="1000"} 2
+app_lock_hold_seconds_bucket{path="/locks/a",kind="exclusive",le="+Inf"} 2
+app_lock_hold_seconds_sum{path="/locks/a",kind="exclusive"} 1.54
+app_lock_hold_seconds_count{path="/locks/a",kind="exclusive"} 2
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="1e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="2.5e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="5e-05"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="1e-04"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.00025"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="5e-04"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.001"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.0025"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.005"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.01"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.025"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.05"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.1"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.25"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="0.5"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="1"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="2.5"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="5"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="10"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="25"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="50"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="100"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="250"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="500"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="1000"} 0
+app_lock_hold_seconds_bucket{path="/locks/b\"q",kind="read",le="+Inf"} 1
+app_lock_hold_seconds_sum{path="/locks/b\"q",kind="read"} 3600
+app_lock_hold_seconds_count{path="/locks/b\"q",kind="read"} 1
+)exp";
+  CHECK(text == expected);
+  // where they differ first, readably
+  const auto got = lines_of(text), want = lines_of(expected);
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    if (got[i] != want[i]) {
+      INFO("line " << i + 1);
+      CHECK(got[i] == want[i]);
+      break;
+    }
+  CHECK(got.size() == want.size());
 }

@@ -7,27 +7,22 @@
 // --kind shared (--readers R --writers W): InterProcessReadWriteLock; --kind semaphore
 // (--leases L): InterProcessSemaphoreV2; same workload and keys as zklock-bench's kinds.
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
 import java.io.File;
 import java.io.IOException;
-import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
@@ -43,60 +38,28 @@ public final class CuratorBench {
   private static final AtomicReference<long[]> pendingRelease = new AtomicReference<>();
   private static final List<Double> handoffs = new ArrayList<>();
 
-  private static void usage(String msg) {
-    System.err.println("CuratorBench: " + msg);
-    System.err.println("usage: CuratorBench --connect HOSTS --path PATH --contenders N --cycles M"
-        + " [--hold-us U] [--json FILE] [--kind mutex|shared|semaphore] [--readers R] [--writers W]"
-        + " [--leases L]");
-    System.exit(2);
-  }
+  private static final String USAGE = "--connect HOSTS --path PATH --contenders N --cycles M [--hold-us U] [--json FILE]"
+      + " [--cdf FILE] [--kind mutex|shared|semaphore|distinct-keys|busy-process] [--readers R] [--writers W]"
+      + " [--leases L] [--log FILE --ready FILE --go FILE]";
 
   public static void main(String[] args) {
-    try {
-      run(args);
-    } catch (Throwable e) { // exit status 1 is reserved for violations
-      System.err.println("CuratorBench: " + e);
-      e.printStackTrace();
-      System.exit(2);
-    }
+    PeerSupport.main("CuratorBench", USAGE, args, CuratorBench::run);
   }
 
-  private static void run(String[] args) throws Exception {
-    String connect = "127.0.0.1:2181", path = "/zklock-bench/lock", jsonFile = null, cdfFile = null;
-    int contenders = 8, cycles = 100, readers = 4, writers = 1, leases = 2;
-    String kind = "mutex", logFile = null, readyFile = null, goFile = null;
-    long holdUs = 0;
-    for (int i = 0; i < args.length; ++i) {
-      String a = args[i];
-      String v = null;
-      int eq = a.indexOf('=');
-      if (a.startsWith("--") && eq > 0) { v = a.substring(eq + 1); a = a.substring(0, eq); }
-      else if (a.startsWith("--") && i + 1 < args.length) v = args[++i];
-      if (v == null) usage("missing value for " + a);
-      switch (a) {
-        case "--connect": connect = v; break;
-        case "--path": path = v; break;
-        case "--contenders": contenders = Integer.parseInt(v); break;
-        case "--cycles": cycles = Integer.parseInt(v); break;
-        case "--hold-us": holdUs = Long.parseLong(v); break;
-        case "--json": jsonFile = v; break;
-        case "--cdf": cdfFile = v; break;
-        case "--kind": kind = v; break;
-        case "--readers": readers = Integer.parseInt(v); break;
-        case "--writers": writers = Integer.parseInt(v); break;
-        case "--leases": leases = Integer.parseInt(v); break;
-        case "--log": logFile = v; break;
-        case "--ready": readyFile = v; break;
-        case "--go": goFile = v; break;
-        default: usage("unknown option " + a);
-      }
-    }
-    if (contenders < 1 || cycles < 1) usage("--contenders and --cycles must be >= 1");
+  private static void run(PeerSupport.Args a) throws Exception {
+    String connect = a.str("--connect", "127.0.0.1:2181"), path = a.str("--path", "/zklock-bench/lock");
+    String jsonFile = a.str("--json", null), cdfFile = a.str("--cdf", null), kind = a.str("--kind", "mutex");
+    String logFile = a.str("--log", null), readyFile = a.str("--ready", null), goFile = a.str("--go", null);
+    int contenders = a.integer("--contenders", 8), cycles = a.integer("--cycles", 100);
+    int readers = a.integer("--readers", 4), writers = a.integer("--writers", 1), leases = a.integer("--leases", 2);
+    long holdUs = a.whole("--hold-us", 0);
+    a.done();
+    if (contenders < 1 || cycles < 1) PeerSupport.usage("--contenders and --cycles must be >= 1");
     if (kind.equals("shared")) { runShared(connect, path, readers, writers, cycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("distinct-keys")) { runDistinctKeys(connect, path, contenders, cycles, jsonFile); return; }
     if (kind.equals("busy-process")) { runBusyProcess(connect, path, contenders, cycles, holdUs * 1000, logFile, readyFile, goFile); return; }
-    if (!kind.equals("mutex")) usage("--kind is mutex, shared, semaphore, distinct-keys or busy-process");
+    if (!kind.equals("mutex")) PeerSupport.usage("--kind is mutex, shared, semaphore, distinct-keys or busy-process");
     final int soloCycles = Math.max(50, cycles);
 
     int threadsPeak = threadCount();
@@ -142,29 +105,25 @@ public final class CuratorBench {
     });
 
     double[] h;
-    synchronized (handoffs) { h = handoffs.stream().mapToDouble(Double::doubleValue).toArray(); }
+    synchronized (handoffs) { h = PeerSupport.toArray(handoffs); }
     int acq = acquisitions.get();
     Map<String, String> r = new LinkedHashMap<>();
     r.put("impl", "curator");
     r.put("contenders", Integer.toString(contenders));
     r.put("cycles", Integer.toString(cycles));
     r.put("acquisitions", Integer.toString(acq));
-    r.put("throughput", fmt(acq / run.seconds(0, contenders)));
-    r.put("handoff_p50_us", fmt(percentile(h, 50)));
-    r.put("handoff_p90_us", fmt(percentile(h, 90)));
-    r.put("handoff_p99_us", fmt(percentile(h, 99)));
-    r.put("handoff_p999_us", fmt(percentile(h, 99.9)));
-    r.put("handoff_max_us", fmt(percentile(h, 100)));
+    r.put("throughput", PeerSupport.fmt(acq / run.seconds(0, contenders)));
+    r.put("handoff_p50_us", PeerSupport.fmt(PeerSupport.percentile(h, 50)));
+    r.put("handoff_p90_us", PeerSupport.fmt(PeerSupport.percentile(h, 90)));
+    r.put("handoff_p99_us", PeerSupport.fmt(PeerSupport.percentile(h, 99)));
+    r.put("handoff_p999_us", PeerSupport.fmt(PeerSupport.percentile(h, 99.9)));
+    r.put("handoff_max_us", PeerSupport.fmt(PeerSupport.percentile(h, 100)));
     r.put("handoffs", Integer.toString(h.length));
-    r.put("solo_cycle_us", fmt(percentile(solo, 50)));
+    r.put("solo_cycle_us", PeerSupport.fmt(PeerSupport.percentile(solo, 50)));
     r.put("violations", Integer.toString(violations.get()));
     putProcessFigures(r, run, acq);
-    emit(r, jsonFile);
-    if (cdfFile != null) {
-      try (PrintWriter w = new PrintWriter(cdfFile)) {
-        for (double x : h) w.println(x);
-      }
-    }
+    PeerSupport.emit(r, jsonFile);
+    PeerSupport.writeCdf(cdfFile, h);
     System.exit(violations.get() == 0 ? 0 : 1);
   }
 
@@ -184,25 +143,9 @@ public final class CuratorBench {
     }
   }
 
+  // the mutex and recipe kinds' sessions: 30 s, as zklock-bench's
   private static List<CuratorFramework> connectAll(String connect, int n) throws InterruptedException {
-    List<CuratorFramework> clients = new ArrayList<>();
-    for (int i = 0; i < n; ++i) {
-      CuratorFramework c = CuratorFrameworkFactory.builder()
-          .connectString(connect)
-          .sessionTimeoutMs(30_000)
-          .connectionTimeoutMs(60_000)
-          .retryPolicy(new ExponentialBackoffRetry(100, 5))
-          .build();
-      c.start();
-      clients.add(c);
-    }
-    for (int i = 0; i < n; ++i)
-      if (!clients.get(i).blockUntilConnected(60, TimeUnit.SECONDS)) {
-        System.err.println("CuratorBench: contender " + i + " could not connect to " + connect);
-        System.exit(2);
-      }
-    System.err.println("CuratorBench: " + n + " sessions connected");
-    return clients;
+    return PeerSupport.connectAll(connect, n, 30_000);
   }
 
   // One thread per client, all started together, each running body(i); closes the clients
@@ -313,15 +256,15 @@ public final class CuratorBench {
     r.put("concurrency", Integer.toString(threads));
     r.put("cycles", Integer.toString(cycles));
     r.put("acquisitions", Integer.toString(acq));
-    r.put("throughput", fmt(acq / seconds));
-    r.put("cpu_us_per_acq", fmt((cpu1 - cpu0) / 1e3 / acq));
-    r.put("cycle_p50_us", fmt(percentile(all, 50)));
-    r.put("cycle_p99_us", fmt(percentile(all, 99)));
+    r.put("throughput", PeerSupport.fmt(acq / seconds));
+    r.put("cpu_us_per_acq", PeerSupport.fmt((cpu1 - cpu0) / 1e3 / acq));
+    r.put("cycle_p50_us", PeerSupport.fmt(PeerSupport.percentile(all, 50)));
+    r.put("cycle_p99_us", PeerSupport.fmt(PeerSupport.percentile(all, 99)));
     r.put("seconds", String.format(java.util.Locale.ROOT, "%.3f", seconds));
     r.put("threads", Integer.toString(threadsPeak));
     r.put("rss_kb", Long.toString(rssKb("VmHWM:")));
     r.put("violations", "0");
-    emit(r, jsonFile);
+    PeerSupport.emit(r, jsonFile);
   }
 
   // --kind busy-process (issue 20): the busy process of zklock-bench's busy-process kind as
@@ -331,7 +274,7 @@ public final class CuratorBench {
   // CLOCK_MONOTONIC, the clock of the other processes' logs) into --log for zklock-bench.
   private static void runBusyProcess(String connect, String path, int threads, int cycles, long holdNs, String logFile,
                                      String readyFile, String goFile) throws Exception {
-    if (logFile == null || readyFile == null || goFile == null) usage("--kind busy-process needs --log, --ready, --go");
+    if (logFile == null || readyFile == null || goFile == null) PeerSupport.usage("--kind busy-process needs --log, --ready, --go");
     List<CuratorFramework> one = connectAll(connect, 1);
     CuratorFramework client = one.get(0);
     // A mutex object per thread, as the mutex kind has: one shared InterProcessMutex wakes all
@@ -385,11 +328,7 @@ public final class CuratorBench {
   private static void putProcessFigures(Map<String, String> r, Contended run, int acq) {
     r.put("threads", Integer.toString(run.threadsPeak));
     r.put("rss_kb", Long.toString(rssKb("VmHWM:")));
-    r.put("cpu_us_per_acq", fmt(run.cpuS * 1e6 / Math.max(1, acq)));
-  }
-
-  private static double[] toArray(List<Double> v) {
-    return v.stream().mapToDouble(Double::doubleValue).toArray();
+    r.put("cpu_us_per_acq", PeerSupport.fmt(run.cpuS * 1e6 / Math.max(1, acq)));
   }
 
   private static void sleepNanos(long ns) {
@@ -438,7 +377,7 @@ public final class CuratorBench {
         lock.release();
       }
     });
-    double[] rh = toArray(st.readHandoffs), wh = toArray(st.writeHandoffs);
+    double[] rh = PeerSupport.toArray(st.readHandoffs), wh = PeerSupport.toArray(st.writeHandoffs);
     int acq = st.reads + st.writes;
     Map<String, String> r = new LinkedHashMap<>();
     r.put("impl", "curator");
@@ -448,19 +387,19 @@ public final class CuratorBench {
     r.put("cycles", Integer.toString(cycles));
     r.put("read_acquisitions", Integer.toString(st.reads));
     r.put("write_acquisitions", Integer.toString(st.writes));
-    r.put("throughput", fmt(acq / run.seconds(0, readers + writers)));
-    r.put("read_throughput", fmt(st.reads / run.seconds(0, readers)));
-    r.put("write_throughput", fmt(st.writes / run.seconds(readers, readers + writers)));
-    r.put("read_handoff_p50_us", fmt(percentile(rh, 50)));
-    r.put("read_handoff_p99_us", fmt(percentile(rh, 99)));
+    r.put("throughput", PeerSupport.fmt(acq / run.seconds(0, readers + writers)));
+    r.put("read_throughput", PeerSupport.fmt(st.reads / run.seconds(0, readers)));
+    r.put("write_throughput", PeerSupport.fmt(st.writes / run.seconds(readers, readers + writers)));
+    r.put("read_handoff_p50_us", PeerSupport.fmt(PeerSupport.percentile(rh, 50)));
+    r.put("read_handoff_p99_us", PeerSupport.fmt(PeerSupport.percentile(rh, 99)));
     r.put("read_handoffs", Integer.toString(rh.length));
-    r.put("write_handoff_p50_us", fmt(percentile(wh, 50)));
-    r.put("write_handoff_p99_us", fmt(percentile(wh, 99)));
+    r.put("write_handoff_p50_us", PeerSupport.fmt(PeerSupport.percentile(wh, 50)));
+    r.put("write_handoff_p99_us", PeerSupport.fmt(PeerSupport.percentile(wh, 99)));
     r.put("write_handoffs", Integer.toString(wh.length));
     r.put("max_readers_inside", Integer.toString(st.maxReadersInside));
     r.put("violations", Integer.toString(st.violations));
     putProcessFigures(r, run, acq);
-    emit(r, jsonFile);
+    PeerSupport.emit(r, jsonFile);
     System.exit(st.violations == 0 ? 0 : 1);
   }
 
@@ -505,7 +444,7 @@ public final class CuratorBench {
         sem.returnLease(lease);
       }
     });
-    double[] hs = toArray(st.handoffs);
+    double[] hs = PeerSupport.toArray(st.handoffs);
     Map<String, String> r = new LinkedHashMap<>();
     r.put("impl", "curator");
     r.put("kind", "semaphore");
@@ -513,14 +452,14 @@ public final class CuratorBench {
     r.put("leases", Integer.toString(leases));
     r.put("cycles", Integer.toString(cycles));
     r.put("acquisitions", Integer.toString(st.acquisitions));
-    r.put("throughput", fmt(st.acquisitions / run.seconds(0, contenders)));
-    r.put("handoff_p50_us", fmt(percentile(hs, 50)));
-    r.put("handoff_p99_us", fmt(percentile(hs, 99)));
+    r.put("throughput", PeerSupport.fmt(st.acquisitions / run.seconds(0, contenders)));
+    r.put("handoff_p50_us", PeerSupport.fmt(PeerSupport.percentile(hs, 50)));
+    r.put("handoff_p99_us", PeerSupport.fmt(PeerSupport.percentile(hs, 99)));
     r.put("handoffs", Integer.toString(hs.length));
     r.put("max_inside", Integer.toString(st.maxInside));
     r.put("violations", Integer.toString(st.violations));
     putProcessFigures(r, run, st.acquisitions);
-    emit(r, jsonFile);
+    PeerSupport.emit(r, jsonFile);
     System.exit(st.violations == 0 ? 0 : 1);
   }
 
@@ -530,45 +469,6 @@ public final class CuratorBench {
     int inside, maxInside, violations, acquisitions;
     final ArrayDeque<Long> freed = new ArrayDeque<>();
     final List<Double> handoffs = new ArrayList<>();
-  }
-
-  // The key=value line on stdout, and the same keys as flat JSON into jsonFile when given.
-  private static void emit(Map<String, String> r, String jsonFile) throws IOException {
-    StringBuilder line = new StringBuilder();
-    for (Map.Entry<String, String> e : r.entrySet())
-      line.append(line.length() == 0 ? "" : " ").append(e.getKey()).append('=').append(e.getValue());
-    System.out.println(line);
-    System.out.flush();
-    if (jsonFile != null) {
-      StringBuilder js = new StringBuilder("{");
-      boolean first = true;
-      for (Map.Entry<String, String> e : r.entrySet()) {
-        String v = e.getValue();
-        String jv = v.equals("nan") ? "null" : isNumber(v) ? v : "\"" + v + "\"";
-        js.append(first ? "" : ", ").append('"').append(e.getKey()).append("\": ").append(jv);
-        first = false;
-      }
-      js.append("}\n");
-      try (PrintWriter w = new PrintWriter(jsonFile)) { w.print(js); }
-    }
-  }
-
-  private static boolean isNumber(String v) {
-    return !v.isEmpty() && (Character.isDigit(v.charAt(0)) || v.charAt(0) == '-');
-  }
-
-  private static String fmt(double v) {
-    if (Double.isNaN(v) || Double.isInfinite(v)) return "nan";
-    return String.format(java.util.Locale.ROOT, "%.1f", v);
-  }
-
-  // nearest rank, like zklock-bench
-  private static double percentile(double[] v, double p) {
-    if (v.length == 0) return Double.NaN;
-    double[] s = v.clone();
-    Arrays.sort(s);
-    int idx = (int) Math.ceil(p / 100.0 * s.length);
-    return s[Math.min(s.length - 1, idx == 0 ? 0 : idx - 1)];
   }
 
   private static int threadCount() {

@@ -13,22 +13,16 @@
 //     is in the election, "leader id=NAME t_ns=<System.nanoTime()>" (CLOCK_MONOTONIC on Linux,
 //     the clock the driver reads) from isLeader(); then leads until killed (SIGTERM closes).
 import org.apache.curator.framework.CuratorFramework;
-import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
 import org.apache.curator.framework.recipes.leader.Participant;
-import org.apache.curator.retry.ExponentialBackoffRetry;
 
-import java.io.PrintWriter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 public final class CuratorElection {
   private static String connect = "127.0.0.1:2181", path = "/zklock-bench/election", jsonFile, cdfFile, id;
@@ -40,70 +34,38 @@ public final class CuratorElection {
   private static long resignStarted = 0;
   private static int resigner = -1, resignsDone = 0, leaders = 0, violations = 0, terms = 0;
 
-  private static void usage(String msg) {
-    System.err.println("CuratorElection: " + msg);
-    System.err.println("usage: CuratorElection --connect HOSTS --path PATH [--mode resign|candidate] [--candidates N]"
-        + " [--resigns R] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F] [--id NAME]");
-    System.exit(2);
-  }
+  private static final String USAGE = "--connect HOSTS --path PATH [--mode resign|candidate] [--candidates N]"
+      + " [--resigns R] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F] [--id NAME]";
 
   public static void main(String[] args) {
-    try {
-      String mode = "resign";
-      for (int i = 0; i < args.length; ++i) {
-        String a = args[i];
-        if (!a.startsWith("--") || i + 1 >= args.length) usage("bad argument " + a);
-        String v = args[++i];
-        switch (a) {
-          case "--mode": mode = v; break;
-          case "--connect": connect = v; break;
-          case "--path": path = v; break;
-          case "--candidates": candidates = Integer.parseInt(v); break;
-          case "--resigns": resigns = Integer.parseInt(v); break;
-          case "--hold-ms": holdMs = Integer.parseInt(v); break;
-          case "--session-timeout-ms": sessionTimeoutMs = Integer.parseInt(v); break;
-          case "--json": jsonFile = v; break;
-          case "--cdf": cdfFile = v; break;
-          case "--id": id = v; break;
-          default: usage("unknown option " + a);
-        }
-      }
+    PeerSupport.main("CuratorElection", USAGE, args, a -> {
+      String mode = a.str("--mode", "resign");
+      connect = a.str("--connect", connect);
+      path = a.str("--path", path);
+      candidates = a.integer("--candidates", candidates);
+      resigns = a.integer("--resigns", resigns);
+      holdMs = a.integer("--hold-ms", holdMs);
+      sessionTimeoutMs = a.integer("--session-timeout-ms", sessionTimeoutMs);
+      jsonFile = a.str("--json", null);
+      cdfFile = a.str("--cdf", null);
+      id = a.str("--id", null);
+      a.done();
       if (mode.equals("candidate")) {
-        if (id == null) usage("--mode candidate needs --id");
+        if (id == null) PeerSupport.usage("--mode candidate needs --id");
         candidate();
       } else if (mode.equals("resign")) {
-        if (candidates < 2 || resigns < 1) usage("--candidates >= 2, --resigns >= 1");
+        if (candidates < 2 || resigns < 1) PeerSupport.usage("--candidates >= 2, --resigns >= 1");
         System.exit(resign());
       } else {
-        usage("--mode is resign or candidate");
+        PeerSupport.usage("--mode is resign or candidate");
       }
-    } catch (Throwable e) {  // exit status 1 is reserved for violations
-      System.err.println("CuratorElection: " + e);
-      e.printStackTrace();
-      System.exit(2);
-    }
-  }
-
-  private static CuratorFramework client() throws InterruptedException {
-    CuratorFramework c = CuratorFrameworkFactory.builder()
-        .connectString(connect)
-        .sessionTimeoutMs(sessionTimeoutMs)
-        .connectionTimeoutMs(60_000)
-        .retryPolicy(new ExponentialBackoffRetry(100, 5))
-        .build();
-    c.start();
-    if (!c.blockUntilConnected(60, TimeUnit.SECONDS)) {
-      System.err.println("CuratorElection: could not connect to " + connect);
-      System.exit(2);
-    }
-    return c;
+    });
   }
 
   // ---- resign: N candidates in this JVM --------------------------------------------------------
 
   private static int resign() throws Exception {
-    List<CuratorFramework> clients = new ArrayList<>();
-    for (int i = 0; i < candidates; ++i) clients.add(client());
+    List<CuratorFramework> clients = PeerSupport.connectAll(connect, candidates, sessionTimeoutMs);
     CountDownLatch done = new CountDownLatch(candidates);
     List<Thread> threads = new ArrayList<>();
     final Throwable[] failure = {null};
@@ -126,7 +88,7 @@ public final class CuratorElection {
     for (CuratorFramework c : clients) c.close();
     if (failure[0] != null) throw new RuntimeException(failure[0]);
     double[] s;
-    synchronized (lock) { s = samples.stream().mapToDouble(Double::doubleValue).toArray(); }
+    synchronized (lock) { s = PeerSupport.toArray(samples); }
     Map<String, String> r = new LinkedHashMap<>();
     r.put("impl", "curator");
     r.put("kind", "election-resign");
@@ -134,18 +96,14 @@ public final class CuratorElection {
     r.put("resigns", Integer.toString(resignsDone));
     r.put("hold_ms", Integer.toString(holdMs));
     r.put("session_timeout_ms", Integer.toString(sessionTimeoutMs));
-    r.put("failover_p50_us", fmt(percentile(s, 50)));
-    r.put("failover_p90_us", fmt(percentile(s, 90)));
-    r.put("failover_p99_us", fmt(percentile(s, 99)));
-    r.put("failover_max_us", fmt(percentile(s, 100)));
+    r.put("failover_p50_us", PeerSupport.fmt(PeerSupport.percentile(s, 50)));
+    r.put("failover_p90_us", PeerSupport.fmt(PeerSupport.percentile(s, 90)));
+    r.put("failover_p99_us", PeerSupport.fmt(PeerSupport.percentile(s, 99)));
+    r.put("failover_max_us", PeerSupport.fmt(PeerSupport.percentile(s, 100)));
     r.put("failovers", Integer.toString(s.length));
     r.put("violations", Integer.toString(violations));
-    emit(r);
-    if (cdfFile != null) {
-      try (PrintWriter w = new PrintWriter(cdfFile)) {
-        for (double x : s) w.println(x);
-      }
-    }
+    PeerSupport.emit(r, jsonFile);
+    PeerSupport.writeCdf(cdfFile, s);
     return violations == 0 ? 0 : 1;
   }
 
@@ -198,7 +156,7 @@ public final class CuratorElection {
   // ---- candidate: one process of the kill measurement --------------------------------------------
 
   private static void candidate() throws Exception {
-    CuratorFramework client = client();
+    CuratorFramework client = PeerSupport.connectAll(connect, 1, sessionTimeoutMs).get(0);
     System.out.println("connected negotiated_ms=" + client.getZookeeperClient().getZooKeeper().getSessionTimeout());
     System.out.flush();
     LeaderLatch latch = new LeaderLatch(client, path, id);
@@ -223,34 +181,5 @@ public final class CuratorElection {
     System.out.println("queued");
     System.out.flush();
     Thread.sleep(Long.MAX_VALUE);
-  }
-
-  // ---- output ----------------------------------------------------------------------------------
-
-  private static double percentile(double[] v, double p) {
-    if (v.length == 0) return Double.NaN;
-    double[] s = v.clone();
-    Arrays.sort(s);
-    int idx = (int) Math.ceil(p / 100.0 * s.length);
-    return s[Math.min(s.length - 1, idx == 0 ? 0 : idx - 1)];
-  }
-
-  private static String fmt(double v) { return Double.isNaN(v) ? "nan" : String.format(java.util.Locale.ROOT, "%.1f", v); }
-
-  private static void emit(Map<String, String> r) throws Exception {
-    StringBuilder line = new StringBuilder(), json = new StringBuilder("{");
-    for (Map.Entry<String, String> e : r.entrySet()) {
-      if (line.length() > 0) { line.append(' '); json.append(", "); }
-      line.append(e.getKey()).append('=').append(e.getValue());
-      String v = e.getValue();
-      boolean numeric = v.matches("-?[0-9.]+");
-      json.append('"').append(e.getKey()).append("\": ")
-          .append(v.equals("nan") ? "null" : numeric ? v : "\"" + v + "\"");
-    }
-    System.out.println(line);
-    System.out.flush();
-    if (jsonFile != null) {
-      try (PrintWriter w = new PrintWriter(jsonFile)) { w.println(json.append('}')); }
-    }
   }
 }

@@ -14,18 +14,17 @@ when the installed kazoo lacks it, and says so in its output (kazoo_rw_fix=650-p
 
 Run it with Debian's /usr/bin/python3 (python3-kazoo), not a pyenv python.
 """
-import argparse
 import collections
-import json
-import logging
 import math
 import os
 import sys
 import threading
 import time
 
-from kazoo.client import KazooClient
 from kazoo.recipe.lock import Lock
+
+import kazoo_peer  # this directory: what the kazoo peers share
+from kazoo_peer import connect_all, emit, percentile, say, write_cdf
 
 # kazoo #650's ReadLock rule, shared with the interop tests
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "test", "interop"))
@@ -52,21 +51,6 @@ def rss_kb(field="VmHWM:"):
     return -1
 
 
-def percentile(values, p):
-    """Nearest rank, like zklock-bench."""
-    if not values:
-        return math.nan
-    s = sorted(values)
-    idx = math.ceil(p / 100.0 * len(s))
-    return s[min(len(s) - 1, 0 if idx == 0 else idx - 1)]
-
-
-def fmt(v):
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) or math.isinf(v) else "%.1f" % v
-    return str(v)
-
-
 class Shared:
     """The in-process "resource" and the handoff bookkeeping."""
 
@@ -77,16 +61,6 @@ class Shared:
         self.acquisitions = 0
         self.pending_release = None  # (monotonic ns at release start, releasing contender)
         self.handoffs = []
-
-
-def connect_all(connect, n):
-    clients = []
-    for _ in range(n):
-        c = KazooClient(hosts=connect, timeout=30.0)
-        c.start(timeout=60)
-        clients.append(c)
-    print("kazoo_bench: %d sessions connected" % len(clients), file=sys.stderr)
-    return clients
 
 
 class Contended:
@@ -140,27 +114,13 @@ def run_contended(clients, body, threads_peak=0):
         except Exception:  # noqa: BLE001
             pass
     for f in failures:
-        print("kazoo_bench: " + f, file=sys.stderr)
+        say(f)
     return run, failures
 
 
 def process_figures(run, acq):
     """threads, memory and CPU: the keys every kind reports after its own."""
     return [("threads", run.threads_peak), ("rss_kb", rss_kb("VmHWM:")), ("cpu_us_per_acq", run.cpu_s * 1e6 / max(1, acq))]
-
-
-def emit(r, json_file):
-    """The key=value line on stdout, and the same keys as a flat JSON object into json_file."""
-    print(" ".join("%s=%s" % (k, fmt(v)) for k, v in r), flush=True)
-    if json_file:
-        obj = {}
-        for k, v in r:
-            if isinstance(v, float):
-                obj[k] = None if math.isnan(v) or math.isinf(v) else round(v, 1)
-            else:
-                obj[k] = v
-        with open(json_file, "w") as f:
-            f.write(json.dumps(obj) + "\n")
 
 
 def run_shared(args):
@@ -172,9 +132,8 @@ def run_shared(args):
     if not kazoo_contender.kazoo_has_fix():
         Lock._get_predecessor = kazoo_contender.predecessor_below_self
         fix = "650-patched"
-        print("kazoo_bench: kazoo %s lacks the ReadLock fix of python-zk/kazoo#650 (issue #649: a reader "
-              "waits for a writer queued after it, a deadlock); applying #650's rule" % kazoo_contender.kazoo_version(),
-              file=sys.stderr)
+        say("kazoo %s lacks the ReadLock fix of python-zk/kazoo#650 (issue #649: a reader waits for a writer "
+            "queued after it, a deadlock); applying #650's rule" % kazoo_contender.kazoo_version())
     n = args.readers + args.writers
     clients = connect_all(args.connect, n)
     mu = threading.Lock()
@@ -330,7 +289,7 @@ def run_distinct_keys(args):
     client.stop()
     client.close()
     if failures:
-        print("kazoo_bench: " + failures[0], file=sys.stderr)
+        say(failures[0])
         return 2
     acq = n * cycles
     seconds = (last[0] - t0) / 1e9
@@ -343,14 +302,10 @@ def run_distinct_keys(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="kazoo Lock contention benchmark peer")
-    ap.add_argument("--connect", default="127.0.0.1:2181")
-    ap.add_argument("--path", default="/zklock-bench/lock")
+    ap = kazoo_peer.parser("kazoo_bench", "kazoo Lock contention benchmark peer", "/zklock-bench/lock")
     ap.add_argument("--contenders", type=int, default=8)
     ap.add_argument("--cycles", type=int, default=100)
     ap.add_argument("--hold-us", type=int, default=0)
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--cdf", default=None, help="write every handoff latency (us), one per line")
     ap.add_argument("--kind", choices=("mutex", "shared", "semaphore", "distinct-keys"), default="mutex")
     ap.add_argument("--readers", type=int, default=4, help="--kind shared: contenders taking a ReadLock")
     ap.add_argument("--writers", type=int, default=1, help="--kind shared: contenders taking a WriteLock")
@@ -358,7 +313,6 @@ def main():
     args = ap.parse_args()
     if args.contenders < 1 or args.cycles < 1:
         ap.error("--contenders and --cycles must be >= 1")
-    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
     if args.kind == "shared":
         return run_shared(args)
     if args.kind == "semaphore":
@@ -430,15 +384,9 @@ def main():
         ("violations", sh.violations),
     ] + process_figures(run, acq)
     emit(r, args.json)
-    if args.cdf:
-        with open(args.cdf, "w") as f:
-            f.writelines("%f\n" % x for x in h)
+    write_cdf(args.cdf, h)
     return 0 if sh.violations == 0 else 1
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Exception as e:  # noqa: BLE001 - exit 1 is reserved for violations
-        print("kazoo_bench: %r" % (e,), file=sys.stderr)
-        sys.exit(2)
+    kazoo_peer.main(main)

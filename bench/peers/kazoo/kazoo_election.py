@@ -15,40 +15,17 @@ modes, the same keys and lines; see bench/peers/README.md.
 
 Run it with Debian's /usr/bin/python3 (python3-kazoo).
 """
-import argparse
-import json
-import math
 import signal
 import sys
 import threading
 import time
 
-from kazoo.client import KazooClient
-
-
-def percentile(values, p):
-    """Nearest rank, like zklock-election-bench."""
-    if not values:
-        return math.nan
-    s = sorted(values)
-    idx = math.ceil(p / 100.0 * len(s))
-    return s[min(len(s) - 1, 0 if idx == 0 else idx - 1)]
-
-
-def fmt(v):
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else "%.1f" % v
-    return str(v)
-
-
-def client(a):
-    c = KazooClient(hosts=a.connect, timeout=a.session_timeout_ms / 1000.0)
-    c.start(timeout=60)
-    return c
+import kazoo_peer  # this directory: what the kazoo peers share
+from kazoo_peer import emit, percentile, write_cdf
 
 
 def resign(a):
-    clients = [client(a) for _ in range(a.candidates)]
+    clients = kazoo_peer.connect_all(a.connect, a.candidates, a.session_timeout_ms / 1000.0)
     lock = threading.Condition()
     st = {"samples": [], "started": 0, "terms": 0, "resigner": -1, "resigns": 0, "leaders": 0, "violations": 0}
     failures = []
@@ -110,21 +87,16 @@ def resign(a):
         c.stop()
         c.close()
     if failures:
-        print("kazoo_election: %r" % failures[0], file=sys.stderr)
+        kazoo_peer.say("%r" % failures[0])
         return 2
     s = st["samples"]
-    r = {"impl": "kazoo", "kind": "election-resign", "candidates": a.candidates, "resigns": st["resigns"],
-         "hold_ms": a.hold_ms, "session_timeout_ms": a.session_timeout_ms,
-         "failover_p50_us": percentile(s, 50), "failover_p90_us": percentile(s, 90),
-         "failover_p99_us": percentile(s, 99), "failover_max_us": percentile(s, 100),
-         "failovers": len(s), "violations": st["violations"]}
-    print(" ".join("%s=%s" % (k, fmt(v)) for k, v in r.items()), flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}, f)
-    if a.cdf:
-        with open(a.cdf, "w") as f:
-            f.writelines("%f\n" % x for x in s)
+    r = [("impl", "kazoo"), ("kind", "election-resign"), ("candidates", a.candidates), ("resigns", st["resigns"]),
+         ("hold_ms", a.hold_ms), ("session_timeout_ms", a.session_timeout_ms),
+         ("failover_p50_us", percentile(s, 50)), ("failover_p90_us", percentile(s, 90)),
+         ("failover_p99_us", percentile(s, 99)), ("failover_max_us", percentile(s, 100)),
+         ("failovers", len(s)), ("violations", st["violations"])]
+    emit(r, a.json)
+    write_cdf(a.cdf, s)
     return 0 if st["violations"] == 0 else 1
 
 
@@ -136,7 +108,7 @@ def candidate(a):
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
-    c = client(a)
+    c = kazoo_peer.connect_all(a.connect, 1, a.session_timeout_ms / 1000.0)[0]
     say("connected negotiated_ms=nan")
     election = c.Election(a.path, a.id)
 
@@ -155,16 +127,12 @@ def candidate(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = kazoo_peer.parser("kazoo_election", "kazoo Election failover peer", "/zklock-bench/election")
     ap.add_argument("--mode", choices=("resign", "candidate"), default="resign")
-    ap.add_argument("--connect", default="127.0.0.1:2181")
-    ap.add_argument("--path", default="/zklock-bench/election")
     ap.add_argument("--candidates", type=int, default=3)
     ap.add_argument("--resigns", type=int, default=200)
     ap.add_argument("--hold-ms", type=int, default=20)
     ap.add_argument("--session-timeout-ms", type=int, default=10000)
-    ap.add_argument("--json")
-    ap.add_argument("--cdf")
     ap.add_argument("--id")
     a = ap.parse_args()
     if a.mode == "candidate":
@@ -177,4 +145,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    kazoo_peer.main(main)
