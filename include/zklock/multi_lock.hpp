@@ -1,6 +1,7 @@
 // zklock::multi_lock: several locks taken as one, in a global order, all or nothing.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/mutex.hpp>
 
 #include <algorithm>
@@ -79,10 +80,7 @@ class basic_multi_lock {
   using clock = std::chrono::steady_clock;
   /// Asio's rebind trait (as_default_on_t): the same multi-lock type on `OtherExecutor`.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_multi_lock on `OtherExecutor`.
-    using other = basic_multi_lock<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_multi_lock, OtherExecutor>;
   /// A mutex (exclusive), or a shared_mutex's read or write side.
   using side = lock_kind;
   /// One lock of the set.
