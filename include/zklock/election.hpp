@@ -2,6 +2,7 @@
 // operations, on the lock recipe's engine.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/mutex.hpp>
 
@@ -48,12 +49,9 @@ class leadership {
  public:
   /// The executor its operations complete on (the election's).
   using executor_type = asio::any_io_executor;
-  /// Asio's rebind trait (as_default_on_t).
-  template <class Executor>
-  struct rebind_executor {
-    /// The same type: a leadership does not depend on an executor type.
-    using other = leadership;
-  };
+  /// Asio's rebind trait (as_default_on_t): the same type, a leadership does not depend on an executor type.
+  template <class OtherExecutor>
+  using rebind_executor = detail::rebind_to_self<leadership>;
 
   /// An empty leadership: not leading, status() released.
   leadership() = default;
@@ -160,10 +158,7 @@ class basic_election {
   using clock = std::chrono::steady_clock;
   /// Asio's rebind trait (as_default_on_t): the same election type on `OtherExecutor`.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_election on `OtherExecutor`.
-    using other = basic_election<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_election, OtherExecutor>;
 
   /// `identity`: this participant's id, stored as its node's data (Curator's participant id).
   template <class SessionExecutor>
@@ -171,8 +166,7 @@ class basic_election {
       : state_(detail::make_election_state(detail::access::impl(s), std::move(path), std::move(identity))),
         ex_(executor_type(s.get_executor())) {}
   /// Takes over an election of another executor type (what `as_default_on` does).
-  template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_election(basic_election<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
   /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_election(basic_election&&) noexcept = default;

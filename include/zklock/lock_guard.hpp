@@ -3,6 +3,7 @@
 #pragma once
 
 #include <zklock/detail/pending.hpp>
+#include <zklock/detail/rebind.hpp>
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
 #include <zklock/session.hpp>
@@ -59,12 +60,9 @@ class ZKLOCK_API lock_guard {
  public:
   /// The session's executor type.
   using executor_type = asio::any_io_executor;
-  /// Same guard type whatever the executor: guards are values handed out by the mutex.
-  template <class Executor>
-  struct rebind_executor {
-    /// The same type.
-    using other = lock_guard;
-  };
+  /// Asio's rebind trait: the same guard type whatever the executor (guards are values handed out by the mutex).
+  template <class OtherExecutor>
+  using rebind_executor = detail::rebind_to_self<lock_guard>;
 
   lock_guard() = default;
   /// Takes over `o`'s hold; `o` is left empty (status() released).

@@ -1,6 +1,7 @@
 // zklock::multi_lock: several locks taken as one, in a global order, all or nothing.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/mutex.hpp>
 
 #include <algorithm>
@@ -79,10 +80,7 @@ class basic_multi_lock {
   using clock = std::chrono::steady_clock;
   /// Asio's rebind trait (as_default_on_t): the same multi-lock type on `OtherExecutor`.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_multi_lock on `OtherExecutor`.
-    using other = basic_multi_lock<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_multi_lock, OtherExecutor>;
   /// A mutex (exclusive), or a shared_mutex's read or write side.
   using side = lock_kind;
   /// One lock of the set.
@@ -111,6 +109,9 @@ class basic_multi_lock {
   template <class SessionExecutor>
   basic_multi_lock(basic_session<SessionExecutor>& s, const std::vector<std::string>& paths)
       : basic_multi_lock(s, to_entries(paths)) {}
+  /// Takes over a multi-lock of another executor type (what `as_default_on` does).
+  template <detail::converts_to_executor<Executor> OtherExecutor>
+  basic_multi_lock(basic_multi_lock<OtherExecutor>&& other) noexcept : items_(std::move(other.items_)), ex_(other.ex_) {}
 
   /// The executor operations complete on by default.
   executor_type get_executor() const noexcept { return ex_; }
@@ -135,6 +136,9 @@ class basic_multi_lock {
   }
 
  private:
+  template <class>
+  friend class basic_multi_lock;
+
   static std::vector<entry> to_entries(const std::vector<std::string>& paths) {
     std::vector<entry> e;
     for (auto& p : paths) e.push_back({p, side::exclusive});

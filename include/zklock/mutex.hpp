@@ -3,6 +3,7 @@
 
 #include <zklock/detail/acquire_params.hpp>
 #include <zklock/detail/pending.hpp>
+#include <zklock/detail/rebind.hpp>
 #include <zklock/error.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/session.hpp>
@@ -118,10 +119,7 @@ class basic_mutex {
   using clock = std::chrono::steady_clock;
   /// The same mutex type on another executor type (as_default_on_t).
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_mutex on `OtherExecutor`.
-    using other = basic_mutex<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_mutex, OtherExecutor>;
 
   /// A mutex on `path` through session `s` (of any executor type); its operations complete on
   /// `executor_type` defaults, as `s`'s do when the executor types match.
@@ -135,8 +133,7 @@ class basic_mutex {
       : state_(detail::make_lock_dir(detail::access::impl(s), std::move(path), o)),
         ex_(executor_type(s.get_executor())) {}
   /// Takes over a mutex of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(m))`).
-  template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_mutex(basic_mutex<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
   /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_mutex(basic_mutex&&) noexcept = default;

@@ -2,6 +2,7 @@
 // InterProcessSemaphoreV2 layout) as Asio async operations.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/mutex.hpp>
 
 namespace zklock {
@@ -52,10 +53,7 @@ class basic_semaphore {
   using clock = std::chrono::steady_clock;
   /// Asio's rebind trait (as_default_on_t): the same semaphore type on `OtherExecutor`.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_semaphore on `OtherExecutor`.
-    using other = basic_semaphore<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_semaphore, OtherExecutor>;
 
   /// max_leases < 1: every acquire fails with errc::invalid_max_leases.
   template <class SessionExecutor>
@@ -64,8 +62,7 @@ class basic_semaphore {
       : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases, o.identity)),
         ex_(executor_type(s.get_executor())) {}
   /// Takes over a semaphore of another executor type (what `as_default_on` does).
-  template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_semaphore(basic_semaphore<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}
   /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_semaphore(basic_semaphore&&) noexcept = default;

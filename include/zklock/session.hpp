@@ -2,6 +2,7 @@
 // executor it is given. No thread is started.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/detail/session_ops.hpp>
 #include <zklock/detail/watch_state.hpp>
 #include <zklock/error.hpp>
@@ -108,12 +109,9 @@ class watch {
  public:
   /// The executor type of Asio's traits (a watch has no executor of its own).
   using executor_type = asio::any_io_executor;
-  /// Asio's rebind trait (as_default_on_t).
+  /// Asio's rebind trait (as_default_on_t): the same type, a watch does not depend on an executor type.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// The same type: a watch does not depend on an executor type.
-    using other = watch;
-  };
+  using rebind_executor = detail::rebind_to_self<watch>;
   watch() = default;
 
   /// False for a default-constructed watch and when the request that would set it failed.
@@ -186,10 +184,7 @@ class basic_session {
   /// The same session type on another executor type (`asio::use_awaitable_t<>::as_default_on_t`
   /// and `asio::use_awaitable.as_default_on(std::move(s))` use it).
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_session on `OtherExecutor`.
-    using other = basic_session<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_session, OtherExecutor>;
 
   /// A session, not yet connected (async_connect connects it), whose operations complete on
   /// `ex` by default.
@@ -201,8 +196,7 @@ class basic_session {
   explicit basic_session(ExecutionContext& context, session_options opts = {})
       : basic_session(executor_type(context.get_executor()), std::move(opts)) {}
   /// Takes over a session of another executor type (e.g. `asio::use_awaitable.as_default_on(std::move(s))`).
-  template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_session(basic_session<OtherExecutor>&& other) noexcept
       : impl_(std::move(other.impl_)), ex_(other.ex_) {}
   ~basic_session() {

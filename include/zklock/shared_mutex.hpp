@@ -1,6 +1,7 @@
 // zklock::shared_mutex: the ZooKeeper shared-lock (read/write) recipe as Asio async operations.
 #pragma once
 
+#include <zklock/detail/rebind.hpp>
 #include <zklock/mutex.hpp>
 
 namespace zklock {
@@ -42,10 +43,7 @@ class basic_shared_mutex {
   using clock = std::chrono::steady_clock;
   /// Asio's rebind trait (as_default_on_t): the same shared mutex type on `OtherExecutor`.
   template <class OtherExecutor>
-  struct rebind_executor {
-    /// basic_shared_mutex on `OtherExecutor`.
-    using other = basic_shared_mutex<OtherExecutor>;
-  };
+  using rebind_executor = detail::rebind_executor<basic_shared_mutex, OtherExecutor>;
 
   /// A read/write lock on `path` through session `s` (of any executor type).
   template <class SessionExecutor>
@@ -55,8 +53,7 @@ class basic_shared_mutex {
   basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path, shared_mutex_options o)
       : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity)}) {}
   /// Takes over a shared mutex of another executor type (what `as_default_on` does).
-  template <class OtherExecutor>
-    requires std::is_convertible_v<const OtherExecutor&, executor_type>
+  template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_shared_mutex(basic_shared_mutex<OtherExecutor>&& other) noexcept : m_(std::move(other.m_)) {}
   /// Moves; the moved-from object may only be destroyed or assigned to.
   basic_shared_mutex(basic_shared_mutex&&) noexcept = default;
