@@ -431,13 +431,13 @@ session_credentials credentials(const session_impl& s) { return s.credentials();
 session_stats stats(const session_impl& s) noexcept { return s.stats(); }
 // Operations may start on any thread: each runs on the session's executor (on_executor).
 void connect(session_impl& s, void_handler h) {
-  on_executor(s.executor(), [self = s.shared_from_this(), h = std::move(h)]() mutable { self->connect(std::move(h)); });
+  on_executor(s.executor(), std::move(h), [self = s.shared_from_this()](auto h) mutable { self->connect(std::move(h)); });
 }
 void close(session_impl& s, void_handler h) {
-  on_executor(s.executor(), [self = s.shared_from_this(), h = std::move(h)]() mutable { self->close(std::move(h)); });
+  on_executor(s.executor(), std::move(h), [self = s.shared_from_this()](auto h) mutable { self->close(std::move(h)); });
 }
 void wait_state(session_impl& s, session_state known, state_handler h) {
-  on_executor(s.executor(), [self = s.shared_from_this(), known, h = std::move(h)]() mutable {
+  on_executor(s.executor(), std::move(h), [self = s.shared_from_this(), known](auto h) mutable {
     self->wait_state(known, std::move(h));
   });
 }

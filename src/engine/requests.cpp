@@ -277,51 +277,52 @@ namespace session_ops {
 
 // Operations may start on any thread: each runs on the session's executor (on_executor). The
 // forms that set a watch fill it in at once, so they are called on the executor (documented).
-template <class F>
-void run_on(session_impl& s, F&& f) {
-  on_executor(s.executor(), [self = s.shared_from_this(), f = std::forward<F>(f)]() mutable { f(*self); });
+template <class Handler, class F>
+void run_on(session_impl& s, Handler h, F&& f) {
+  on_executor(s.executor(), std::move(h),
+              [self = s.shared_from_this(), f = std::forward<F>(f)](auto h) mutable { f(*self, std::move(h)); });
 }
 
 void create(session_impl& s, std::string path, std::string data, create_mode mode, create_handler h) {
-  run_on(s, [path = std::move(path), data = std::move(data), mode, h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path), data = std::move(data), mode](session_impl& self, auto h) mutable {
     self.create(std::move(path), std::move(data), mode, std::move(h));
   });
 }
 void remove(session_impl& s, std::string path, int version, void_handler h) {
-  run_on(s, [path = std::move(path), version, h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path), version](session_impl& self, auto h) mutable {
     self.remove(std::move(path), version, std::move(h));
   });
 }
 void exists(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h) {
   if (watch) return s.exists(std::move(path), watch, std::move(h));
-  run_on(s, [path = std::move(path), h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path)](session_impl& self, auto h) mutable {
     self.exists(std::move(path), nullptr, std::move(h));
   });
 }
 void get_children(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
   if (watch) return s.get_children(std::move(path), watch, std::move(h));
-  run_on(s, [path = std::move(path), h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path)](session_impl& self, auto h) mutable {
     self.get_children(std::move(path), nullptr, std::move(h));
   });
 }
 void get_data(session_impl& s, std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
   if (watch) return s.get_data(std::move(path), watch, std::move(h));
-  run_on(s, [path = std::move(path), h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path)](session_impl& self, auto h) mutable {
     self.get_data(std::move(path), nullptr, std::move(h));
   });
 }
 void set_data(session_impl& s, std::string path, std::string data, int version, stat_handler h) {
-  run_on(s, [path = std::move(path), data = std::move(data), version, h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [path = std::move(path), data = std::move(data), version](session_impl& self, auto h) mutable {
     self.set_data(std::move(path), std::move(data), version, std::move(h));
   });
 }
 void multi(session_impl& s, std::vector<multi_op> ops, multi_handler h) {
-  run_on(s, [ops = std::move(ops), h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [ops = std::move(ops)](session_impl& self, auto h) mutable {
     self.multi(std::move(ops), std::move(h));
   });
 }
 void remove_watch(session_impl& s, boost::intrusive_ptr<watch_state> w, void_handler h) {
-  run_on(s, [w = std::move(w), h = std::move(h)](session_impl& self) mutable {
+  run_on(s, std::move(h), [w = std::move(w)](session_impl& self, auto h) mutable {
     self.remove_watch(std::move(w), std::move(h));
   });
 }

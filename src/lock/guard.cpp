@@ -30,11 +30,11 @@ void release_ticket::launch(void_handler h) {
   if (!hold_) return post_completion(ex_, std::move(h), error_code(errc::already_released));
   auto held = std::exchange(hold_, nullptr);
   auto ex = held->s->executor();
-  on_executor(ex, [held = std::move(held), h = std::move(h)]() mutable { held->release_one(std::move(h)); });
+  on_executor(ex, std::move(h), [held = std::move(held)](auto h) mutable { held->release_one(std::move(h)); });
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), [h, handler = std::move(handler)]() mutable {
+  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
@@ -45,7 +45,7 @@ void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
 }
 
 void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler) {
-  on_executor(h->s->executor(), [h, lead, handler = std::move(handler)]() mutable {
+  on_executor(h->s->executor(), std::move(handler), [h, lead](auto handler) mutable {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);
@@ -63,7 +63,7 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
 }
 
 void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), [h, handler = std::move(handler)]() mutable {
+  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);

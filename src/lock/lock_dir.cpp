@@ -39,7 +39,7 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
 const std::string& lock_dir_path(const lock_dir& d) noexcept { return d.path; }
 
 void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler h) {
-  on_executor(state->s->executor(), [state, h = std::move(h)]() mutable {
+  on_executor(state->s->executor(), std::move(h), [state](auto h) mutable {
     auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
     if (state->path_error) return op->fail(state->path_error);
     auto s = state->s;
@@ -87,7 +87,7 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
 }
 
 void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, acquire_params p) {
-  on_executor(state->s->executor(), [state, h = std::move(h), p = std::move(p)]() mutable {
+  on_executor(state->s->executor(), std::move(h), [state, p = std::move(p)](auto h) mutable {
     auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
     if (state->path_error) return op->complete(state->path_error, lock_guard{});
     // The session first: a reentrant hold of a session that just ended (its state event still

@@ -92,7 +92,7 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
 }
 
 void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h) {
-  on_executor(s->executor(), [s, node = std::move(node_path), h = std::move(h)]() mutable {
+  on_executor(s->executor(), std::move(h), [s, node = std::move(node_path)](auto h) mutable {
     // A write on the wire may still apply: total cancellation is not honoured.
     auto op = pending<void(error_code)>::make(std::move(h), s->executor(),
                                               asio::cancellation_type::terminal | asio::cancellation_type::partial);
@@ -103,7 +103,7 @@ void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_pat
 
 void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
                     revoked_nodes_handler h) {
-  on_executor(s->executor(), [s, path = std::move(lock_path), max_leases, h = std::move(h)]() mutable {
+  on_executor(s->executor(), std::move(h), [s, path = std::move(lock_path), max_leases](auto h) mutable {
     using op_type = pending<void(error_code, std::vector<std::string>)>;
     auto op = op_type::make(std::move(h), s->executor(), asio::cancellation_type::terminal | asio::cancellation_type::partial);
     if (max_leases < 1) return op->fail(errc::invalid_max_leases);

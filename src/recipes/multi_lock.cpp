@@ -81,7 +81,7 @@ class multi_acquire : public chained_acquire<multi_acquire, multi_guard> {
 void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
                  asio::any_io_executor ex) {
   auto run_ex = ex;
-  on_executor(run_ex, [items = std::move(items), h = std::move(h), timeout, ex = std::move(ex)]() mutable {
+  on_executor(run_ex, std::move(h), [items = std::move(items), timeout, ex = std::move(ex)](auto h) mutable {
     auto op = pending<void(error_code, multi_guard)>::make(std::move(h), std::move(ex));
     for (auto& i : items)
       if (i.dir->path_error) return op->complete(i.dir->path_error, multi_guard{});

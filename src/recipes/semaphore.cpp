@@ -80,7 +80,7 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
 }  // namespace
 
 void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p) {
-  on_executor(st->leases->s->executor(), [st, h = std::move(h), p = std::move(p)]() mutable {
+  on_executor(st->leases->s->executor(), std::move(h), [st, p = std::move(p)](auto h) mutable {
     auto op = pending<void(error_code, lock_guard)>::make(std::move(h), st->leases->s->executor());
     if (st->leases->path_error) return op->complete(st->leases->path_error, lock_guard{});
     if (st->leases->max_leases < 1) return op->complete(errc::invalid_max_leases, lock_guard{});

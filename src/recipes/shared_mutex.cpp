@@ -12,7 +12,7 @@ namespace zklock::detail {
 // node's identity, read back from the node (the hold does not carry it): one more round trip
 // on a downgrade, none on an acquire.
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), [h, handler = std::move(handler)]() mutable {
+  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
     switch (h->fsm.status()) {
       case lock_status::released: return op->complete(errc::already_released);

@@ -38,13 +38,18 @@ void post_completion(const asio::any_io_executor& ex, Handler h, Args... args) {
   asio::post(ex, asio::append(std::move(h), std::move(args)...));
 }
 
-/// Runs `f` on the session's executor `ex`: at once when the caller already runs there
-/// (asio::dispatch: inside the io_context's run or the strand), posted otherwise. Every entry
-/// point of an operation into the engine goes through it, so that operations may be started
-/// from any thread (e.g. `m.async_acquire(asio::use_future)` from main).
-template <class F>
-void on_executor(const asio::any_io_executor& ex, F&& f) {
-  asio::dispatch(ex, std::forward<F>(f));
+/// Runs `f(std::move(h))` on the session's executor `ex`: at once when the caller already runs
+/// there (asio::dispatch: inside the io_context's run or the strand), posted otherwise. Every
+/// entry point of an operation into the engine goes through it, so that operations may be
+/// started from any thread (e.g. `m.async_acquire(asio::use_future)` from main). The handler's
+/// associated executor counts outstanding work from here on, as Asio's own operations do from
+/// their initiating function: a handler io_context run on another thread does not run out of
+/// work while the operation is still on its way to the engine (`f` then makes the operation's
+/// pending, which counts its own).
+template <class Handler, class F>
+void on_executor(const asio::any_io_executor& ex, Handler h, F&& f) {
+  auto work = asio::prefer(asio::get_associated_executor(h, ex), asio::execution::outstanding_work.tracked);
+  asio::dispatch(ex, [h = std::move(h), f = std::forward<F>(f), work = std::move(work)]() mutable { f(std::move(h)); });
 }
 
 template <class Signature>
