@@ -306,6 +306,62 @@ TEST_CASE_METHOD(proxied_fixture, "election: a leader whose session expires lose
   }(), 60s);
 }
 
+TEST_CASE("election: leadership::async_wait_deadline completes a lead before leadership is lost, before another leads",
+          "[integration][election][fault][timing]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session sa(ioc.get_executor(), options_for(proxy.connect_string(), 3000ms));
+  session sb(ioc.get_executor(), options_for(srv.connect_string(), 3000ms));
+  const std::string path = "/election/deadline";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await sa.async_connect(asio::use_awaitable);
+    co_await sb.async_connect(asio::use_awaitable);
+    election a(sa, path, "a"), b(sb, path, "b");
+    auto la = co_await a.async_campaign(asio::use_awaitable);
+    const auto lead = 1000ms;
+    clk::time_point at_lead{}, at_lost{}, b_started{};
+    error_code lead_ec = errc::lock_busy, lost_ec;
+    la.async_wait_deadline(lead, [&](error_code ec) {
+      lead_ec = ec;
+      at_lead = clk::now();
+    });
+    la.async_wait_lost([&](error_code ec) {
+      lost_ec = ec;
+      at_lost = clk::now();
+    });
+    std::optional<leadership> lb;
+    b.async_campaign([&](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      b_started = clk::now();
+      lb = std::move(l);
+    });
+    co_await await_children(sb, path, 2);
+    co_await sleep_for(sa.negotiated_timeout());  // healthy: the deadline stays ahead, nothing completes
+    CHECK(at_lead == clk::time_point{});
+
+    proxy.set_accepting(false);
+    proxy.blackhole(true);
+    proxy.drop_all();
+    co_await until([&] { return lb.has_value(); }, 30s);
+    REQUIRE(at_lead != clk::time_point{});
+    REQUIRE(at_lost != clk::time_point{});
+    CHECK_FALSE(lead_ec);
+    CHECK(lost_ec == errc::lock_lost);
+    INFO("deadline lead " << ms(at_lost - at_lead) << " ms before the loss");
+    CHECK(at_lost - at_lead > lead - 150ms);
+    CHECK(at_lost - at_lead < lead + 150ms);
+    CHECK(at_lost < b_started);
+    auto [after_loss] = co_await la.async_wait_deadline(lead, tuple_awaitable);
+    CHECK(after_loss == errc::lock_lost);
+    co_await lb->async_resign(asio::use_awaitable);
+    auto [after_resign] = co_await lb->async_wait_deadline(lead, tuple_awaitable);
+    CHECK(after_resign == errc::already_released);
+    proxy.blackhole(false);
+    proxy.set_accepting(true);
+  }(), 60s);
+}
+
 // Candidate B waits behind A; A resigns, so B's grant is on B's socket; B's io_context runs k
 // handlers, then B's session is closed or destroyed. For every k: the campaign fails, or it
 // completed before the close and its leadership turned lost with the close. Never a
