@@ -105,7 +105,9 @@ asio::awaitable<term_end> lead(const config& c, zklock::session& zk, zklock::lea
       co_return term_end::lost;
     }
     // Start a job only if it can finish before the leader-until deadline. While the connection
-    // is suspended the deadline does not move; if it comes back in time we resume.
+    // is suspended the deadline does not move; if it comes back in time we resume. (A decision
+    // taken before each job, so a look at valid_until(); work that runs on with no such points,
+    // like zklock elect's command, waits on leadership::async_wait_deadline(lead) instead.)
     if (l.status() == zklock::lock_status::maybe_lost || std::chrono::steady_clock::now() + job_budget(zk) > l.valid_until()) {
       if (!paused) say(c, "connection suspended: pausing jobs until it is back (or leadership is lost)");
       paused = true;

@@ -511,29 +511,45 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   }
 
   // Run: forward signals, reap the child, and stop it before the lock can be lost. The lock's
-  // validity deadline (guard.valid_until(): the server cannot expire our session before it) is
-  // kept ahead by the library while ZooKeeper answers; if it answers no more, the command gets
-  // SIGTERM at the deadline minus the grace and SIGKILL at the deadline, so it is gone before
-  // any successor can be granted. The grace is at most 2/5 of the session timeout (a healthy
-  // session keeps the deadline more than half a timeout ahead).
+  // validity deadline (the server cannot expire our session before it) is kept ahead by the
+  // library while ZooKeeper answers. If it answers no more, async_wait_deadline(grace)
+  // completes `grace` before the deadline: the command gets SIGTERM then, and SIGKILL when the
+  // guard turns lost (at the deadline), so it is gone before any successor can be granted; a
+  // reply that moves the deadline on meanwhile spares it. The grace is at most 2/5 of the
+  // session timeout (a healthy session keeps the deadline more than half a timeout ahead).
+  // A loss seen first (the session expired, our node deleted) gets SIGTERM and, after
+  // --kill-grace, SIGKILL.
   const auto grace = std::min<std::chrono::milliseconds>(to_ms(o.kill_grace), s.negotiated_timeout() * 2 / 5);
-  bool lost = false, watch_lost = true;
+  enum class watch {
+    deadline,   // the deadline is far: wait for it to come within the grace (or a loss)
+    loss,       // SIGTERM sent grace before the deadline: SIGKILL when the guard turns lost
+    kill_timer, // SIGTERM sent on a loss: SIGKILL after --kill-grace
+    none,       // SIGKILL sent (or nothing to watch): only signals and the child's exit
+  } next = watch::deadline;
+  bool lost = false;  // the command was terminated for the lock's sake: exit 76
   std::optional<int> wstatus;
-  asio::steady_timer kill_timer(ex), stop_timer(ex);
+  asio::steady_timer kill_timer(ex);
+  auto sigkill = [&] {
+    say("pid " + std::to_string(pid) + " still running at the deadline: SIGKILL");
+    ::kill(pid, SIGKILL);
+    next = watch::none;
+  };
   while (!wstatus) {
-    std::variant<std::tuple<error_code, int>, std::tuple<error_code>, std::tuple<error_code>> ev;
-    if (lost) {
-      auto r = co_await (sigs.async_wait(use_tuple) || kill_timer.async_wait(use_tuple));
-      if (r.index() == 0) ev.emplace<0>(std::get<0>(r));
-      else ev.emplace<1>(std::get<1>(r));
-    } else if (watch_lost) {
-      stop_timer.expires_at(guard.valid_until() - grace);
-      auto r = co_await (sigs.async_wait(use_tuple) || guard.async_wait_lost(use_tuple) || stop_timer.async_wait(use_tuple));
-      if (r.index() == 0) ev.emplace<0>(std::get<0>(r));
-      else if (r.index() == 1) ev.emplace<1>(std::get<1>(r));
-      else ev.emplace<2>(std::get<2>(r));
-    } else {
-      ev.emplace<0>(co_await sigs.async_wait(use_tuple));
+    // index 0: a signal; index 1: what `next` watches
+    std::variant<std::tuple<error_code, int>, std::tuple<error_code>> ev;
+    switch (next) {
+      case watch::deadline:
+        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_deadline(grace, use_tuple));
+        break;
+      case watch::loss:
+        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_lost(use_tuple));
+        break;
+      case watch::kill_timer:
+        ev = co_await (sigs.async_wait(use_tuple) || kill_timer.async_wait(use_tuple));
+        break;
+      case watch::none:
+        ev.emplace<0>(co_await sigs.async_wait(use_tuple));
+        break;
     }
     if (ev.index() == 0) {
       auto [ec, sig] = std::get<0>(ev);
@@ -547,8 +563,10 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       }
       continue;
     }
-    if (ev.index() == 2) {
-      if (steady::now() < guard.valid_until() - grace) continue;  // a reply moved the deadline on
+    auto [ec] = std::get<1>(ev);
+    if (next == watch::loss || next == watch::kill_timer) {
+      sigkill();
+    } else if (!ec) {
       lost = true;
       char left[32];
       std::snprintf(left, sizeof left, "%.2f",
@@ -556,16 +574,8 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       say(o.path + ": no reply from ZooKeeper: the lock may be lost in " + left +
           " s (its validity deadline): terminating pid " + std::to_string(pid) + ", SIGKILL at the deadline");
       ::kill(pid, SIGTERM);
-      kill_timer.expires_at(guard.valid_until());
-      continue;
-    }
-    auto [ec] = std::get<1>(ev);
-    if (!lost) {
-      if (ec != zklock::errc::lock_lost) {  // cannot happen: we hold the lock until the child exits
-        say(o.path + ": unexpected end of the lock-lost wait: " + ec.message());
-        watch_lost = false;
-        continue;
-      }
+      next = watch::loss;
+    } else if (ec == zklock::errc::lock_lost) {
       lost = true;
       say(o.path + ": lock lost (" +
           (s.state() == zklock::session_state::expired || s.state() == zklock::session_state::closed
@@ -574,14 +584,10 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
           ") while the command ran: terminating pid " + std::to_string(pid));
       ::kill(pid, SIGTERM);
       kill_timer.expires_after(to_ms(o.kill_grace));
-    } else if (!ec) {
-      if (guard.owns_lock() && steady::now() < guard.valid_until()) {
-        kill_timer.expires_at(guard.valid_until());  // ZooKeeper answered again: the deadline moved on
-        continue;
-      }
-      say("pid " + std::to_string(pid) + " still running at the deadline: SIGKILL");
-      ::kill(pid, SIGKILL);
-      kill_timer.expires_at(asio::steady_timer::time_point::max());
+      next = watch::kill_timer;
+    } else {  // cannot happen: we hold the lock until the child exits
+      say(o.path + ": unexpected end of the lock's supervision: " + ec.message());
+      next = watch::none;
     }
   }
 

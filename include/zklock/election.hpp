@@ -103,6 +103,19 @@ class leadership {
     return guard_.async_wait_lost(std::forward<Token>(token));
   }
 
+  /// Supervision of the leader's work: completes (no error) once the leader-until deadline
+  /// (valid_until()) is `lead` away and no reply from ZooKeeper has moved it on — the moment to
+  /// stop work that must be over before anyone else can lead (zklock elect sends its command
+  /// SIGTERM then). While ZooKeeper answers, the deadline stays more than half a session timeout
+  /// ahead, so a `lead` below that never completes on a healthy session. Completes with
+  /// errc::lock_lost if leadership is lost first, errc::already_released once resigned (or
+  /// empty). Handler: void(error_code). Cancellation: all types, operation_aborted, nothing
+  /// left. Captures the hold (lock_guard::async_wait_deadline).
+  template <class Token = asio::deferred_t>
+  auto async_wait_deadline(std::chrono::steady_clock::duration lead, Token&& token = {}) {
+    return guard_.async_wait_deadline(lead, std::forward<Token>(token));
+  }
+
   /// Completes (no error) when someone asks this leader to step down by Curator's revocation
   /// protocol ("__REVOKE__" written into our node: zklock::async_revoke_holders, `zklock revoke
   /// PATH`): cooperative, we still lead; resign if you agree. Errors, cancellation, costs: as

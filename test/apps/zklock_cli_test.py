@@ -406,6 +406,75 @@ def case_partition(c):
     log(f"partition: command (ignoring SIGTERM) killed, zklock exited {dt:.2f}s after the server stopped")
 
 
+def case_deadline_supervision(c):
+    # apps/zklock/README.md, "Stopped before the lock can be lost", timed. While ZooKeeper does
+    # not answer, the command gets SIGTERM --kill-grace before the validity deadline (the message
+    # says how far off it is) and SIGKILL at the deadline. A deadline that moves on (ZooKeeper
+    # answers again before it) kills nothing: the command, told to stop, runs on under the lock
+    # (SIGTERM once), and zklock exits 76 when it ends, as for any command it terminated.
+    # Session timeout 5 s: deadline = last reply + 4.5 s, SIGTERM at + 2.5 s, while the C client
+    # keeps its connection until 2/3 of the timeout (3.3 s) without a reply, so the resumed
+    # server answers on the same connection.
+    timeout, grace = 5, 2.0
+    with open(os.path.join(c.server.dir, "pid")) as f:
+        server_pid = int(f.read())
+
+    def start(name):
+        terms, pidfile, stop = c.path(name + ".terms"), c.path(name + ".pid"), c.path(name + ".stop")
+        p = c.start("exec", "--session-timeout", str(timeout), "--kill-grace", str(grace), "/apps/" + name, "--",
+                    "sh", "-c", f'trap \'echo TERM >> "{terms}"\' TERM; echo $$ > "{pidfile}"; '
+                                f'while [ ! -e "{stop}" ]; do sleep 0.05; done')
+        return p, read_pidfile(pidfile), terms, stop
+
+    def announced_lead(err):
+        m = re.search(r"may be lost in ([0-9.]+) s", err)
+        check(m, f"no 'may be lost in' message: {err!r}")
+        return float(m.group(1))
+
+    # 1. ZooKeeper stays silent: SIGTERM, then SIGKILL grace later, at the deadline
+    p, child, terms, _ = start("deadline-passes")
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        t_stop = time.monotonic()
+        wait_for(lambda: os.path.exists(terms), 10, "SIGTERM to the command")
+        t_term = time.monotonic()
+        wait_for(lambda: not pid_alive(child), 10, "the command to be killed")
+        t_kill = time.monotonic()
+        rc, out, err = c.wait(p, timeout=20)
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+    log(f"silent: SIGTERM {t_term - t_stop:.2f}s after the stop, the command died {t_kill - t_term:.2f}s later")
+    check(rc == EXIT_LOST, f"deadline passed -> {rc}")
+    check("validity deadline" in err and "SIGKILL" in err, f"message: {err!r}")
+    lead = announced_lead(err)
+    check(abs(lead - grace) < 0.3, f"SIGTERM {lead:.2f}s before the deadline, grace {grace}")
+    check(grace - 0.4 < t_kill - t_term < grace + 0.7, f"SIGKILL {t_kill - t_term:.2f}s after SIGTERM, grace {grace}")
+    check(t_kill - t_stop < timeout, f"killed {t_kill - t_stop:.2f}s after the stop: not before the session timeout")
+
+    # 2. ZooKeeper answers again after the SIGTERM, before the deadline: the deadline moves on
+    p, child, terms, stop = start("deadline-moves-on")
+    os.kill(server_pid, signal.SIGSTOP)
+    try:
+        t_stop = time.monotonic()
+        wait_for(lambda: os.path.exists(terms), 10, "SIGTERM to the command")
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+    log(f"resumed the server {time.monotonic() - t_stop:.2f}s after the stop, at the command's SIGTERM")
+    time.sleep(timeout)  # past the old deadline (grace after the SIGTERM) and a session timeout more
+    check(pid_alive(child), "the command was killed although ZooKeeper answered again")
+    check(p.poll() is None, f"zklock exited {p.returncode}")
+    h = holders(c, "/apps/deadline-moves-on")
+    check(len(h) == 1, f"the lock is not held any more: {h}")
+    open(stop, "w").close()
+    rc, out, err = c.wait(p)
+    check(rc == EXIT_LOST, f"command told to stop -> {rc}")
+    check("still running at the deadline: SIGKILL" not in err and "lock lost" not in err, f"message: {err!r}")
+    announced_lead(err)
+    with open(terms) as f:
+        check(f.read().splitlines() == ["TERM"], "SIGTERM not sent exactly once")
+    wait_for(lambda: holders(c, "/apps/deadline-moves-on") == [], 20, "the lock to be released")
+
+
 def case_server_script(c):
     # scripts/zk-server.sh start returns only when a session can be established: a connect
     # right after it succeeds at the first try. (A race: with the old ruok probe this failed

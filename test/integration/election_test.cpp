@@ -258,7 +258,8 @@ TEST_CASE_METHOD(proxied_fixture,
   }(), 60s);
 }
 
-TEST_CASE_METHOD(proxied_fixture, "election: a leader whose session expires loses leadership before another leads",
+TEST_CASE_METHOD(proxied_fixture,
+                 "election: a leader whose session expires loses leadership before another leads, async_wait_deadline warns it a lead before",
                  "[integration][election][fault]") {
   auto& sa = connect_proxied(4000ms);
   auto& sb = connect(4000ms);
@@ -273,6 +274,14 @@ TEST_CASE_METHOD(proxied_fixture, "election: a leader whose session expires lose
       CHECK(ec == asio::error::operation_aborted);
       a_stopped = clk::now();
     }));
+    // the supervision that zklock elect uses: SIGTERM `lead` before the leader-until deadline
+    const auto lead = 1000ms;
+    clk::time_point a_warned{};
+    error_code warned_ec = errc::lock_busy;
+    la.async_wait_deadline(lead, [&](error_code ec) {
+      warned_ec = ec;
+      a_warned = clk::now();
+    });
     std::optional<leadership> lb;
     b.async_campaign([&](error_code ec, leadership l) {
       CHECK_FALSE(ec);
@@ -295,12 +304,22 @@ TEST_CASE_METHOD(proxied_fixture, "election: a leader whose session expires lose
     // leader's code started only after that deadline
     CHECK(a_stopped >= a_valid_until);
     CHECK(b_started > a_valid_until);
+    // warned (no error) once the deadline was `lead` away, well before the loss
+    REQUIRE(a_warned != clk::time_point{});
+    CHECK_FALSE(warned_ec);
+    CHECK(a_warned >= a_valid_until - lead - 10ms);
+    CHECK(a_warned < a_stopped - lead / 2);
+    std::fprintf(stderr, "election expiry: a warned %.1f ms before it stopped\n", ms(a_stopped - a_warned));
     std::fprintf(stderr, "election expiry: a's valid_until %.1f ms before b started\n", ms(b_started - a_valid_until));
     std::fprintf(stderr, "election expiry: a stopped %.1f ms before b started\n", ms(b_started - a_stopped));
     CHECK_FALSE(la.is_leader());
     CHECK(la.status() == lock_status::lost);
     CHECK(lb->fencing_token() > la.fencing_token());
+    auto [after_loss] = co_await la.async_wait_deadline(lead, tuple_awaitable);
+    CHECK(after_loss == errc::lock_lost);
     co_await lb->async_resign(asio::use_awaitable);
+    auto [after_resign] = co_await lb->async_wait_deadline(lead, tuple_awaitable);
+    CHECK(after_resign == errc::already_released);
     proxy.blackhole(false);
     proxy.set_accepting(true);
   }(), 60s);
