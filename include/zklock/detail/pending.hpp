@@ -38,8 +38,8 @@ void post_completion(const asio::any_io_executor& ex, Handler h, Args... args) {
   asio::post(ex, asio::append(std::move(h), std::move(args)...));
 }
 
-/// Runs `f(std::move(h))` on the session's executor `ex`: at once when the caller already runs
-/// there (asio::dispatch: inside the io_context's run or the strand), posted otherwise. Every
+/// Runs f, given the handler h, on the session's executor `ex`: at once when the caller already
+/// runs there (asio::dispatch: inside the io_context's run or the strand), posted otherwise. Every
 /// entry point of an operation into the engine goes through it, so that operations may be
 /// started from any thread (e.g. `m.async_acquire(asio::use_future)` from main). The handler's
 /// associated executor counts outstanding work from here on, as Asio's own operations do from
