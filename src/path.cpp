@@ -1,5 +1,7 @@
 #include <zklock/path.hpp>
 
+#include "error_message.hpp"
+
 #include <cctype>
 #include <charconv>
 
@@ -39,6 +41,14 @@ bool valid_host(std::string_view h) {
   return true;
 }
 }  // namespace
+
+error_code validate_lock_path(std::string_view path) {
+  // Still path_not_absolute (the code a caller compares), with a message that says what is wrong.
+  if (path == "/")
+    return detail::with_message(errc::path_not_absolute,
+                                "the root '/' cannot be a lock path: name a node under it, e.g. '/locks/a'");
+  return validate_path(path);
+}
 
 error_code validate_connect_string(std::string_view connect) noexcept {
   if (connect.empty()) return errc::empty_connect_string;

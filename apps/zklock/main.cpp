@@ -960,8 +960,8 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   const std::string& path = run_sub ? eo.path : leader->parsed() ? leader_path : revoke->parsed() ? revoke_path : holders_path;
-  if (auto ec = zklock::validate_path(path); ec || path == "/") {
-    say("bad lock path '" + path + "': " + (ec ? ec.message() : "the root cannot be a lock"));
+  if (auto ec = zklock::validate_lock_path(path)) {
+    say("bad lock path '" + path + "': " + ec.message());
     return exit_usage;
   }
   if (run_sub) {

@@ -22,6 +22,12 @@ inline constexpr std::size_t max_path_length = 256 * 1024;
 /// path_trailing_slash, path_empty_segment, path_relative_segment. "/" is valid.
 ZKLOCK_API error_code validate_path(std::string_view path) noexcept;
 
+/// Checks the path of a lock (of any recipe: the lock dir whose children are the contenders'
+/// nodes): validate_path's errors, and the root "/", which cannot be a lock dir
+/// (errc::path_not_absolute, with a message that names the root). Every recipe object checks
+/// its path with this before sending anything; a program may check user input with it first.
+ZKLOCK_API error_code validate_lock_path(std::string_view path);
+
 /// Checks "host:port[,host:port...][/chroot]". Hosts are names, IPv4 addresses or bracketed
 /// IPv6 addresses; ports 1..65535; the optional chroot must be a valid path.
 /// Returns errc::empty_connect_string, errc::malformed_connect_string or a path error for the

@@ -7,24 +7,17 @@
 #include "lock/local_queue.hpp"
 #include "sansio/queue.hpp"
 #include "sansio/session_end.hpp"
-#include "error_message.hpp"
 
 #include <zklock/path.hpp>
 
 namespace zklock::detail {
-
-error_code lock_path_error(std::string_view path) {
-  // Still path_not_absolute (the code a caller compares), with a message that says what is wrong.
-  if (path == "/") return with_message(errc::path_not_absolute, "the root '/' cannot be a lock path: name a node under it, e.g. '/locks/a'");
-  return validate_path(path);
-}
 
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases) {
   auto m = std::make_shared<lock_dir>();
   m->max_leases = max_leases;
   m->identity = s->identity();
   m->s = std::move(s);
-  m->path_error = lock_path_error(path);
+  m->path_error = validate_lock_path(path);
   m->path = std::move(path);
   return m;
 }

@@ -30,8 +30,4 @@ struct lock_dir {
   lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)
 };
 
-/// What is wrong with `path` as the path of a lock (of any recipe): validate_path's errors, and
-/// the root, which cannot be a lock dir (errc::path_not_absolute). Empty: it will do.
-error_code lock_path_error(std::string_view path);
-
 }  // namespace zklock::detail

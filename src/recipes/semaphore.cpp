@@ -24,7 +24,7 @@ std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_im
   st->locks = make_lock_dir(s, join_path(path, "locks"));
   st->leases = make_lock_dir(s, join_path(path, "leases"), max_leases);
   if (identity) st->locks->identity = st->leases->identity = *identity;
-  if (auto ec = lock_path_error(path)) st->locks->path_error = st->leases->path_error = ec;
+  if (auto ec = validate_lock_path(path)) st->locks->path_error = st->leases->path_error = ec;
   return st;
 }
 

@@ -130,6 +130,8 @@ def case_status_passthrough(c):
     check(rc == EXIT_USAGE, f"no command -> {rc}")
     rc, *_ = c.run("exec", "relative/path", "--", "true")
     check(rc == EXIT_USAGE, f"bad path -> {rc}")
+    rc, _, err, *_ = c.run("exec", "/", "--", "true")  # the library's rule and message (validate_lock_path)
+    check(rc == EXIT_USAGE and "the root '/' cannot be a lock path" in err, f"root path -> {rc}: {err!r}")
     rc, *_ = c.run("exec", "--try", "--timeout", "1", "/apps/status", "--", "true")
     check(rc == EXIT_USAGE, f"--try with --timeout -> {rc}")
     rc, *_ = c.run("frobnicate")

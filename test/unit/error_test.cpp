@@ -92,7 +92,7 @@ TEST_CASE("path validation gives a distinct error for each problem", "[unit][pat
 
 TEST_CASE("the root is no lock: a mutex and a semaphore on '/' fail with path_not_absolute, nothing sent",
           "[unit][path]") {
-  // One rule (lock_path_error) for every recipe. The session never connects: the path is
+  // One rule (validate_lock_path) for every recipe. The session never connects: the path is
   // judged before the session (which would say not_connected).
   boost::asio::io_context ioc;
   session s(ioc, session_options{.connect = "127.0.0.1:1"});
@@ -111,6 +111,16 @@ TEST_CASE("the root is no lock: a mutex and a semaphore on '/' fail with path_no
   CHECK_THAT(semaphore_ec.message(), Catch::Matchers::Contains("the root '/' cannot be a lock path"));
   CHECK(fine_ec == errc::not_connected);  // a fine path gets as far as the session
   CHECK(s.stats().requests_sent == 0);
+}
+
+TEST_CASE("validate_lock_path: validate_path's rule, and the root is no lock", "[unit][path]") {
+  CHECK_FALSE(validate_lock_path("/locks/a"));
+  CHECK(validate_lock_path("locks/a") == errc::path_not_absolute);
+  CHECK(validate_lock_path("/locks/a/") == errc::path_trailing_slash);
+  CHECK(validate_lock_path("") == errc::path_empty);
+  CHECK(validate_lock_path("/") == errc::path_not_absolute);
+  CHECK_THAT(validate_lock_path("/").message(), Catch::Matchers::Contains("the root '/' cannot be a lock path"));
+  CHECK_FALSE(validate_path("/"));  // a valid znode path, only not a lock's
 }
 
 TEST_CASE("connect string validation", "[unit][path]") {
