@@ -123,6 +123,29 @@ struct worker {
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 
+  // A contender's session: connects it (cancelled through `slot`) and says hello with its id.
+  // On an error: reports it, waits 200 ms and returns false (the caller tries a new session).
+  asio::awaitable<bool> connect_session(zklock::session& s, asio::cancellation_slot slot) {
+    auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
+    if (cec) {
+      res.send("error", 0, "connect:" + cec.message());
+      if (!stopping) co_await sleep(200ms);
+      co_return false;
+    }
+    std::ostringstream sid;
+    sid << "0x" << std::hex << s.session_id();
+    res.send("hello", 0, sid.str());
+    co_return true;
+  }
+
+  zklock::session_options session_opts() const {
+    zklock::session_options o;
+    o.connect = cfg.connect;
+    o.session_timeout = cfg.session_timeout;
+    o.connect_timeout = 60s;
+    return o;
+  }
+
   // One critical section; returns when it ended (normally, lost, or rejected).
   asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, std::uint64_t child_events = 0) {
     const std::int64_t token = g.fencing_token();
@@ -251,20 +274,8 @@ struct worker {
   // once the old one ended and every contender has left it.
   asio::awaitable<void> contend_local(std::vector<std::unique_ptr<resource_client>>& mine) {
     while (!stopping) {
-      zklock::session_options o;
-      o.connect = cfg.connect;
-      o.session_timeout = cfg.session_timeout;
-      o.connect_timeout = 60s;
-      zklock::session s{ex, o};
-      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel_acquire[0]->slot(), asio::as_tuple(asio::use_awaitable)));
-      if (cec) {
-        res.send("error", 0, "connect:" + cec.message());
-        if (!stopping) co_await sleep(200ms);
-        continue;
-      }
-      std::ostringstream sid;
-      sid << "0x" << std::hex << s.session_id();
-      res.send("hello", 0, sid.str());
+      zklock::session s{ex, session_opts()};
+      if (!co_await connect_session(s, cancel_acquire[0]->slot())) continue;
       zklock::mutex_options mo;
       mo.local_queue = true;
       mo.max_local_handoffs = cfg.max_local_handoffs;
@@ -321,20 +332,8 @@ struct worker {
     std::mt19937 rng(std::hash<std::string>{}(who) ^ static_cast<unsigned>(::getpid()));
     std::mt19937_64 mix(cfg.mix_seed + static_cast<std::uint64_t>(index));  // the read/write draws: replayed by the harness's seed
     while (!stopping) {
-      zklock::session_options o;
-      o.connect = cfg.connect;
-      o.session_timeout = cfg.session_timeout;
-      o.connect_timeout = 60s;
-      zklock::session s{ex, o};
-      auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
-      if (cec) {
-        res.send("error", 0, "connect:" + cec.message());
-        if (!stopping) co_await sleep(200ms);
-        continue;
-      }
-      std::ostringstream sid;
-      sid << "0x" << std::hex << s.session_id();
-      res.send("hello", 0, sid.str());
+      zklock::session s{ex, session_opts()};
+      if (!co_await connect_session(s, cancel.slot())) continue;
       // only the recipe's object
       std::optional<zklock::mutex> m;
       std::optional<zklock::shared_mutex> sm;
