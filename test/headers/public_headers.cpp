@@ -16,6 +16,7 @@
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 #include <zklock/types.hpp>
+#include <zklock/zklock.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
