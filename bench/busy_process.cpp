@@ -17,17 +17,16 @@
 // acquisition; a session of its own polls the lock dir for the most nodes at once.
 #include "traffic_common.hpp"
 
+#include <four_letter.hpp>  // test/support: the four-letter-word client
+
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,32 +46,13 @@ bool exists_file(const std::string& f) {
 }
 void touch(const std::string& f) { std::ofstream(f) << "\n"; }
 
-// One four-letter word to a 127.0.0.1 server (the benchmark's own throwaway server).
-std::string four_letter(const std::string& connect, const std::string& word) {
-  auto hp = connect.substr(0, connect.find(','));
-  auto colon = hp.rfind(':');
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(hp.substr(colon + 1))));
-  if (::inet_pton(AF_INET, hp.substr(0, colon).c_str(), &a.sin_addr) != 1) return {};
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {};
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, word.data(), word.size()) > 0) {
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 // srvr's Zxid (one per write transaction) and mntr's zk_packets_received
 std::pair<long long, long long> server_counters(const std::string& connect) {
   long long zxid = -1, packets = -1;
-  std::istringstream s(four_letter(connect, "srvr"));
+  std::istringstream s(zklock::test::four_letter(connect, "srvr", std::chrono::seconds(10)));
   for (std::string l; std::getline(s, l);)
     if (l.rfind("Zxid: ", 0) == 0) zxid = std::stoll(l.substr(6), nullptr, 16) & 0xffffffffLL;
-  std::istringstream m(four_letter(connect, "mntr"));
+  std::istringstream m(zklock::test::four_letter(connect, "mntr", std::chrono::seconds(10)));
   for (std::string l; std::getline(m, l);)
     if (l.rfind("zk_packets_received", 0) == 0) packets = std::stoll(l.substr(l.find('\t') + 1));
   return {zxid, packets};
