@@ -261,6 +261,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     h->metrics.released();        // (a lost one counted its loss already)
     h->deadline_timer.cancel();
     h->complete_lost_waiters(errc::already_released);  // its lost, deadline and revocation waits
+    h->drop_revoke_watch();                            // the node stays: its watch on it goes
     if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
     if (holder_id_ == id) {
       holder_hold_.reset();

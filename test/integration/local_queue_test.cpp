@@ -5,6 +5,8 @@
 #include "tcp_proxy.hpp"
 #include "zk_server.hpp"
 
+#include <zklock/revoke.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -369,5 +371,47 @@ TEST_CASE_METHOD(server_fixture,
       }
     }
     CHECK(co_await children_of(other, "/locks/local-close") == 0);
+  }(), 120s);
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "local queue: a local hold that ends removes its revocation watch (30 holders, one request, one event)",
+                 "[integration][local]") {
+  auto& s = connect();
+  auto& requester = connect();
+  constexpr int n = 30;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(s, "/locks/local-revoke", local(100));
+    std::vector<std::shared_ptr<std::optional<error_code>>> revoked;
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    const auto node = g.node_path();
+    for (int i = 0; i < n; ++i) {
+      auto out = std::make_shared<std::optional<error_code>>();
+      revoked.push_back(out);
+      g.async_wait_revoked([out](error_code ec) { *out = ec; });
+      co_await sleep_for(20ms);  // its read set the watch
+      if (i == n - 1) break;
+      // the next holder is handed the node locally
+      auto next = std::make_shared<std::optional<lock_guard>>();
+      m.async_acquire([next](error_code ec, lock_guard w) {
+        CHECK_FALSE(ec);
+        *next = std::move(w);
+      });
+      co_await sleep_for(5ms);
+      co_await g.async_release(asio::use_awaitable);
+      co_await wait_until([&] { return next->has_value(); });
+      g = std::move(**next);
+      REQUIRE(g.node_path() == node);
+    }
+    for (int i = 0; i + 1 < n; ++i) CHECK(*revoked[i] == errc::already_released);
+    const auto changed_before = s.stats().events(watch_event_type::changed);
+    co_await async_request_revoke(requester, node, asio::use_awaitable);
+    co_await wait_until([&] { return revoked.back()->has_value(); });
+    co_await sleep_for(300ms);  // any other watch on the node would have fired by now
+    CHECK(**revoked.back() == error_code{});
+    // only the current holder's watch was left on the node
+    CHECK(s.stats().events(watch_event_type::changed) - changed_before == 1);
+    CHECK(g.owns_lock());
+    co_await g.async_release(asio::use_awaitable);
   }(), 120s);
 }
