@@ -263,9 +263,11 @@ error_code session_unusable(const session_impl& s) {
 
 void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout) {
-  auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
-  std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
+  on_executor(e->dir->s->executor(), std::move(h), [e, timeout](auto h) mutable {
+    auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
+    std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
+  });
 }
 
 void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h) {
@@ -275,18 +277,22 @@ void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h
 }
 
 void query_leader(const std::shared_ptr<election_state>& e, leader_handler h) {
-  auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->fail(e->dir->path_error);
-  std::make_shared<leader_read>(e->dir, [op](error_code ec, std::optional<leader_info> r) {
-    op->complete(ec, std::move(r));
-  })->start();
+  on_executor(e->dir->s->executor(), std::move(h), [e](auto h) mutable {
+    auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->fail(e->dir->path_error);
+    std::make_shared<leader_read>(e->dir, [op](error_code ec, std::optional<leader_info> r) {
+      op->complete(ec, std::move(r));
+    })->start();
+  });
 }
 
 void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h) {
-  auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->fail(e->dir->path_error);
-  if (auto ec = session_unusable(*e->dir->s)) return op->fail(ec);
-  std::make_shared<observe_op>(e->dir, std::move(known), std::move(op))->start();
+  on_executor(e->dir->s->executor(), std::move(h), [e, known = std::move(known)](auto h) mutable {
+    auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->fail(e->dir->path_error);
+    if (auto ec = session_unusable(*e->dir->s)) return op->fail(ec);
+    std::make_shared<observe_op>(e->dir, std::move(known), std::move(op))->start();
+  });
 }
 
 }  // namespace zklock::detail
