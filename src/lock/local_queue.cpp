@@ -24,8 +24,20 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
-    if (listener_) s_->unsubscribe(listener_);
-    for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
+    // Any thread may run this (a released local guard destroyed there holds our last
+    // reference): what belongs to the session's executor (its listener map, the watch's
+    // reference count, the waiters' timers and cancellation) is let go there, as ~hold does.
+    struct teardown {
+      std::shared_ptr<session_impl> s;
+      std::uint64_t listener;
+      boost::intrusive_ptr<watch_state> watch;
+      std::map<std::uint64_t, waiter> waiters;
+    };
+    auto t = std::make_shared<teardown>(teardown{s_, listener_, std::move(watch_), std::move(waiters_)});
+    asio::post(s_->executor(), [t] {
+      if (t->listener) t->s->unsubscribe(t->listener);
+      for (auto& [id, w] : t->waiters) w.op->on_cancel = nullptr;
+    });
   }
 
   void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
