@@ -105,7 +105,7 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
 // its data watch goes with the hold, or it would stay registered and fire for a request meant
 // for a later holder. (A hold's own node is deleted at its end, which takes the watch.)
 void hold::drop_revoke_watch() {
-  if (!local_release || !revoke_watch || !revoke_watch->registered) return;
+  if (!is_local() || !revoke_watch || !revoke_watch->registered) return;
   // (a removal lost with the connection leaves one watch, whose event finds the hold ended)
   s->remove_watch(std::exchange(revoke_watch, nullptr), void_handler([](error_code) {}));
 }
