@@ -11,6 +11,8 @@
 // through an asio::signal_set) and the forwarded signals share one io_context. The child is
 // started with fork+exec (PR_SET_PDEATHSIG ties it to zklock's life).
 // Exit statuses: see apps/zklock/README.md.
+#include "locks.hpp"
+
 #include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
@@ -733,6 +735,16 @@ asio::awaitable<int> run_leader(const common_options& co, const std::string& pat
   co_return 0;
 }
 
+asio::awaitable<int> run_locks_command(const common_options& co, const zklock_cli::locks_options& o, asio::signal_set& sigs) {
+  auto ex = co_await asio::this_coro::executor;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
+  int rc = co_await zklock_cli::run_locks(s, o, sigs);
+  co_await s.async_close(use_tuple);
+  co_return rc;
+}
+
 std::string default_connect() {
   const char* env = std::getenv("ZKLOCK_CONNECT");
   return env && *env ? env : "127.0.0.1:2181";
@@ -902,6 +914,16 @@ int main(int argc, char** argv) {
       "that listen (lock_guard::async_wait_revoked, Curator's makeRevocable) decide whether to release.\n"
       "Exit status: 0 asked, 1 nobody holds (nothing printed) or ZooKeeper error, 2 usage.");
 
+  zklock_cli::locks_options locks_opts;
+  std::string locks_depth, locks_limit, locks_older;
+  auto* locks = app.add_subcommand("locks", "List every lock under ROOT: holders, waiters, deadlocks.");
+  add_common(locks, common, texts);
+  locks->add_option("--depth", locks_depth, "levels below ROOT to walk")->type_name("N");
+  locks->add_option("--limit", locks_limit, "directories to list at most")->type_name("N");
+  locks->add_option("--older-than", locks_older, "only holders held longer than SECONDS")->type_name("SECONDS");
+  locks->add_flag("--json", locks_opts.json, "one JSON object {\"locks\": [...], \"deadlocks\": [...]}");
+  locks->add_option("ROOT", locks_opts.root, "where to look")->required();
+
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -950,7 +972,18 @@ int main(int argc, char** argv) {
       return exit_usage;
     }
   }
-  auto* sub = run_sub ? run_sub : leader->parsed() ? leader : revoke->parsed() ? revoke : holders;
+  if (locks->parsed()) {
+    locks_opts.verbose = common.verbose;
+    if (auto problem = zklock_cli::parse_locks_options(locks_depth, locks_limit, locks_older, locks_opts)) {
+      say(*problem);
+      return exit_usage;
+    }
+    if (auto ec = zklock::validate_path(locks_opts.root)) {
+      say("bad path '" + locks_opts.root + "': " + ec.message());
+      return exit_usage;
+    }
+  }
+  auto* sub = run_sub ? run_sub : locks->parsed() ? locks : leader->parsed() ? leader : revoke->parsed() ? revoke : holders;
   if (!sub->get_option("--connect")->count()) common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
     if (common.connect.empty())
@@ -960,7 +993,7 @@ int main(int argc, char** argv) {
     return exit_usage;
   }
   const std::string& path = run_sub ? eo.path : leader->parsed() ? leader_path : revoke->parsed() ? revoke_path : holders_path;
-  if (auto ec = zklock::validate_lock_path(path)) {
+  if (auto ec = zklock::validate_lock_path(path); ec && !locks->parsed()) {
     say("bad lock path '" + path + "': " + ec.message());
     return exit_usage;
   }
@@ -993,7 +1026,8 @@ int main(int argc, char** argv) {
     asio::signal_set sigs(ioc);
     for (int sig : termination_signals)
       if (!ignored_at_start[sig]) sigs.add(sig);
-    auto task = run_sub            ? run_exec(common, eo, sigs, started)
+    auto task = locks->parsed()    ? run_locks_command(common, locks_opts, sigs)
+                : run_sub          ? run_exec(common, eo, sigs, started)
                 : leader->parsed() ? run_leader(common, leader_path, leader_watch, sigs)
                 : revoke->parsed() ? run_revoke(common,
                                                 // a semaphore's leases are in PATH/leases
