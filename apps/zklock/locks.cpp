@@ -2,6 +2,9 @@
 // library's view of each lock directory (zklock/lock_view.hpp) and the output.
 #include "locks.hpp"
 
+#include "command.hpp"
+#include "session_setup.hpp"
+
 #include <zklock/lock_view.hpp>
 #include <zklock/path.hpp>
 
@@ -25,18 +28,12 @@ namespace zklock_cli {
 
 namespace {
 
-namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using zklock::contender;
-using zklock::error_code;
 
-constexpr auto use_tuple_ = asio::as_tuple(asio::use_awaitable);
-constexpr int exit_ok = 0, exit_failed = 1;
 // Requests in flight at once: enough to keep one server busy without holding its
 // throttle (globalOutstandingLimit, 1000 by default) to itself.
 constexpr std::size_t window = 500;
-
-void warn(const std::string& s) { std::fprintf(stderr, "zklock: %s\n", s.c_str()); }
 
 // A directory as listed: its contenders (read one by one) and whether it may be a
 // semaphore's (a child "leases"; "locks" is created by the first acquire).
@@ -99,7 +96,7 @@ class walker : public std::enable_shared_from_this<walker> {
 
   void failed(const std::string& path, error_code ec) {
     ++errors;
-    warn(path + ": " + ec.message());
+    say(path + ": " + ec.message());
   }
 
   void list(to_list d) {
@@ -218,22 +215,6 @@ std::string age_str(double seconds) {
   return buf;
 }
 
-// An identity in a text line: bytes that would break the line or its parentheses as \xNN.
-std::string identity_text(const std::string& id) {
-  if (id.empty()) return "-";
-  std::string r;
-  for (unsigned char ch : id) {
-    if (ch < 0x20 || ch == 0x7f || ch == '\\' || ch == '(' || ch == ')') {
-      char esc[5];
-      std::snprintf(esc, sizeof esc, "\\x%02x", ch);
-      r += esc;
-    } else {
-      r += static_cast<char>(ch);
-    }
-  }
-  return r;
-}
-
 std::string json_string(std::string_view s) {
   std::string r = "\"";
   for (unsigned char ch : s) {
@@ -306,7 +287,7 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
   asio::steady_timer finished(ex, asio::steady_timer::time_point::max());
   auto w = std::make_shared<walker>(s, o, [&finished] { finished.cancel(); });
   w->start();
-  auto r = co_await (finished.async_wait(use_tuple_) || sigs.async_wait(use_tuple_));
+  auto r = co_await (finished.async_wait(use_tuple) || sigs.async_wait(use_tuple));
   if (r.index() == 1) {
     w->stop();
     co_return 128 + std::get<1>(std::get<1>(r));
@@ -316,14 +297,14 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
     char line[200];
     std::snprintf(line, sizeof line, "listed %zu directories and read %zu nodes: %" PRIu64 " requests in %.3f s",
                   w->listed, w->reads, s.stats().requests_sent - requests_before, seconds);
-    warn(line);
+    say(line);
   }
   if (w->root_missing) {
-    warn(o.root + ": no such node");
-    co_return exit_failed;
+    say(o.root + ": no such node");
+    co_return exit_error;
   }
   if (w->truncated)
-    warn("stopped after --limit " + std::to_string(o.limit) + " directories: the list is incomplete");
+    say("stopped after --limit " + std::to_string(o.limit) + " directories: the list is incomplete");
 
   auto all = views(w->dirs);
   auto deadlocks = zklock::find_deadlocks(all);
@@ -347,11 +328,11 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
              ",\"oldest_wait\":" + (oldest_wait ? json_number(*oldest_wait) : std::string("null")) + "}";
     } else {
       // PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N oldest AGE
-      out += v.path + " " + zklock::to_string(v.kind) + " holders:";
+      out += line_field(v.path, " ") + " " + zklock::to_string(v.kind) + " holders:";
       if (holders.empty()) out += " -";
       for (std::size_t i = 0; i < holders.size(); ++i)
         out += (i ? ", " : " ") + session_str(holders[i].stat.ephemeral_owner) + " (" +
-               identity_text(holders[i].identity) + ") " + age_str(p.age(holders[i]));
+               line_field(holders[i].identity, "()") + ") " + age_str(p.age(holders[i]));
       out += " waiters: " + std::to_string(v.waiters.size());
       if (oldest_wait) out += " oldest " + age_str(*oldest_wait);
       out += "\n";
@@ -378,7 +359,8 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
       out += "deadlock:";
       for (std::size_t i = 0; i < d.cycle.size(); ++i) {
         const auto& st = d.cycle[i];
-        out += (i ? ", " : " ") + session_str(st.session) + " waits in " + st.path + " for " + session_str(st.blocker) +
+        out += (i ? ", " : " ") + session_str(st.session) + " waits in " + line_field(st.path, " ,") + " for " +
+               session_str(st.blocker) +
                (st.blocker_holds ? "" : " (queued ahead)");
       }
       out += "\n";
@@ -388,7 +370,60 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
   if (o.json) out += "],\"truncated\":" + std::string(w->truncated ? "true" : "false") + "}\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  co_return w->errors ? exit_failed : exit_ok;
+  co_return w->errors ? exit_error : 0;
+}
+
+namespace {
+asio::awaitable<int> connect_and_run_locks(const common_options& co, const locks_options& o, asio::signal_set& sigs) {
+  auto ex = co_await asio::this_coro::executor;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
+  int rc = co_await run_locks(s, o, sigs);
+  co_await s.async_close(use_tuple);
+  co_return rc;
+}
+}  // namespace
+
+command add_locks(CLI::App& app, cli_context& ctx) {
+  struct texts {
+    locks_options o;
+    std::string depth, limit, older_than;
+  };
+  auto t = std::make_shared<texts>();
+  auto* locks = app.add_subcommand("locks", "List every lock under ROOT: its holders, its waiters, and the deadlocks.");
+  add_common(locks, ctx);
+  locks->add_option("--depth", t->depth, "levels of directories to walk below ROOT (0: ROOT alone)")
+      ->type_name("N")
+      ->default_str("10");
+  locks->add_option("--limit", t->limit, "list at most N directories (then say the list is incomplete)")
+      ->type_name("N")
+      ->default_str("100000");
+  locks->add_option("--older-than", t->older_than, "only holders whose node is older than SECONDS (stuck jobs)")
+      ->type_name("SECONDS");
+  locks->add_flag("--json", t->o.json, "one JSON object {\"locks\": [...], \"deadlocks\": [...], \"truncated\": BOOL}");
+  locks->add_option("ROOT", t->o.root, "where to look (\"/\": everywhere)")->required();
+  locks->footer(
+      "One line per lock directory: PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N [oldest AGE],\n"
+      "KIND mutex, read/write, semaphore or election; then a line per deadlock: \"deadlock: S1 waits in P1 for\n"
+      "S2, S2 waits in P2 for S1\". Ages in seconds since the node was created. Reads only.\n"
+      "Exit status: 0 (also when nothing is found), 1 ROOT missing or ZooKeeper error, 2 usage.");
+  command c;
+  c.app = locks;
+  c.check = [t, &ctx] {
+    t->o.verbose = ctx.common.verbose;
+    if (auto problem = parse_locks_options(t->depth, t->limit, t->older_than, t->o)) {
+      say(*problem);
+      return exit_usage;
+    }
+    if (auto ec = zklock::validate_path(t->o.root)) {
+      say("bad path '" + t->o.root + "': " + ec.message());
+      return exit_usage;
+    }
+    return 0;
+  };
+  c.run = [t, &ctx](asio::signal_set& sigs) { return connect_and_run_locks(ctx.common, t->o, sigs); };
+  return c;
 }
 
 }  // namespace zklock_cli
