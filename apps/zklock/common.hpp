@@ -63,8 +63,11 @@ std::chrono::milliseconds to_ms(double seconds);
 
 std::string seconds_str(double seconds);
 
+// The length of the well-formed UTF-8 sequence at the start of `s`; 0 when it is not one.
+std::size_t utf8_length(std::string_view s);
+
 // Text as one field of an output line: `id` with the bytes that would break the line (control
-// characters, a backslash) and those of `also` as \xNN; "-" when empty.
+// characters, a backslash, bytes that are not UTF-8) and those of `also` as \xNN; "-" when empty.
 std::string line_field(std::string_view id, std::string_view also = {});
 
 }  // namespace zklock_cli

@@ -215,18 +215,26 @@ std::string age_str(double seconds) {
   return buf;
 }
 
+// A JSON string: a node's data is bytes, not always UTF-8; a byte that is not part of a
+// well-formed sequence is given as the code point of the same value (\u00XX, as Latin-1).
 std::string json_string(std::string_view s) {
   std::string r = "\"";
-  for (unsigned char ch : s) {
+  for (std::size_t i = 0; i < s.size();) {
+    auto ch = static_cast<unsigned char>(s[i]);
     if (ch == '"' || ch == '\\') {
       (r += '\\') += static_cast<char>(ch);
-    } else if (ch < 0x20 || ch == 0x7f) {
+    } else if (ch >= 0x20 && ch < 0x7f) {
+      r += static_cast<char>(ch);
+    } else if (std::size_t n = ch >= 0x80 ? utf8_length(s.substr(i)) : 0) {
+      r += s.substr(i, n);
+      i += n;
+      continue;
+    } else {
       char esc[8];
       std::snprintf(esc, sizeof esc, "\\u%04x", ch);
       r += esc;
-    } else {
-      r += static_cast<char>(ch);  // UTF-8 as it is; other bytes too (a node's data is bytes)
     }
+    ++i;
   }
   return r + "\"";
 }

@@ -340,6 +340,31 @@ def case_usage(c):
     rc, out, _, _ = c.run("locks", "--json", "/")
     check(rc == 0 and json.loads(out) == {"locks": [], "deadlocks": [], "truncated": False}, f"--json / : {out}")
 
+    # a path and an identity that would break the line are escaped; a directory we may not
+    # read is said on stderr, the rest is printed, the status is 1
+    from kazoo.client import KazooClient
+    from kazoo.security import make_digest_acl
+    zk = c.kazoo()
+    contender(zk, "/u/odd dir", "-lock-", b"job (7)\nx")
+    contender(zk, "/u/bytes", "-lock-", "caf\u00e9 \u2603 ".encode() + b"\xff\xc3")  # UTF-8, then not
+    owner = KazooClient(hosts=c.server.connect, auth_data=[("digest", "owner:secret")])
+    owner.start(timeout=10)
+    try:
+        owner.create("/u/secret", b"", acl=[make_digest_acl("owner", "secret", all=True)])
+        contender(owner, "/u/secret", "-lock-")
+        rc, out, err, _ = c.run("locks", "--json", "/u")
+        check(rc == 1 and [l["holders"][0]["identity"] for l in json.loads(out)["locks"]] == ["caf\u00e9 \u2603 \u00ff\u00c3", "job (7)\nx"],
+              f"--json identities: {out}")
+        rc, out, err, _ = c.run("locks", "/u/odd dir")
+        check(rc == 0, f"locks '/u/odd dir' -> {rc}: {err}")
+        check(re.fullmatch(r"/u/odd\\x20dir mutex holders: 0x[0-9a-f]+ \(job \\x287\\x29\\x0ax\) \d+\.\ds waiters: 0\n", out),
+              f"escaped line: {out!r}")
+        rc, _, err, _ = c.run("locks", "/u")
+        check(rc == 1 and re.search(r"^zklock: /u/secret: .*auth", err, re.M | re.I), f"unreadable dir -> {rc}: {err}")
+    finally:
+        owner.stop()
+        owner.close()
+
 
 def case_measure(c):
     """Not run by ctest: 1,000 lock dirs (a holder and a waiter each, two sessions), listed
