@@ -19,6 +19,7 @@ using steady = std::chrono::steady_clock;
 // ---- exit statuses (apps/zklock/README.md) ----
 constexpr int exit_error = 1;        // cannot connect, ZooKeeper error
 constexpr int exit_usage = 2;        // bad command line
+constexpr int exit_nobody = 3;       // leader: nobody leads; revoke: nobody holds
 constexpr int exit_internal = 70;    // EX_SOFTWARE: a bug
 constexpr int exit_busy = 75;        // EX_TEMPFAIL: --try found it held, --timeout ran out
 constexpr int exit_lost = 76;        // the lock was lost while the command ran: it was terminated
@@ -34,6 +35,7 @@ struct common_options {
   bool quiet = false;
   bool verbose = false;
   std::string digest;  // "user:password", from $ZKLOCK_DIGEST or --digest-file, never argv
+  std::string acl;     // --acl: "open", "creator"; empty: creator with credentials, else open
 };
 
 // The command as found before connecting: a missing or non-executable command fails with
@@ -52,6 +54,9 @@ struct exec_options {
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
   std::string leader_id;  // elect: campaign as this participant id (instead of taking a lock)
+  bool elect() const { return !leader_id.empty(); }
+  // What the command runs under, for messages: "lock" or "leadership".
+  const char* held() const { return elect() ? "leadership" : "lock"; }
   std::vector<std::string> command;
   resolved_command resolved;
 };

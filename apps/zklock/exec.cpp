@@ -52,9 +52,13 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   if (!o.leader_id.empty()) {
     // elect: the leadership's guard is supervised like a lock's
     zklock::election e(s, o.path, o.leader_id);
-    e.async_campaign([on_acquired](error_code ec, zklock::leadership l) mutable {
+    auto on_leading = [on_acquired](error_code ec, zklock::leadership l) mutable {
       on_acquired(ec, std::move(l.guard()));
-    });
+    };
+    if (o.try_once)
+      e.async_try_campaign(std::move(on_leading));
+    else
+      e.async_campaign(std::move(on_leading));
   } else if (o.semaphore > 0) {
     zklock::semaphore m(s, o.path, o.semaphore);
     if (o.try_once)
@@ -90,17 +94,17 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       say(o.path + ": no answer from ZooKeeper (unreachable?): giving up");
       co_return exit_error;
     }
-    say(o.path + ": not acquired within " + seconds_str(o.timeout) + " s");
+    say(o.path + (o.elect() ? ": leadership not won within " : ": not acquired within ") + seconds_str(o.timeout) + " s");
     co_return exit_busy;
   }
   auto [aec, guard] = std::move(*st->result);
   if (aec) {
     co_await s.async_close(use_tuple);
     if (aec == zklock::errc::lock_busy) {
-      say(o.path + ": held by another contender");
+      say(o.path + (o.elect() ? ": another candidate leads" : ": held by another contender"));
       co_return exit_busy;
     }
-    say(o.path + ": cannot acquire: " + aec.message());
+    say(o.path + (o.elect() ? ": cannot campaign: " : ": cannot acquire: ") + aec.message());
     co_return exit_error;
   }
 
@@ -122,7 +126,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
 
   int code = status_of(wstatus);
   if (lost || guard.status() == zklock::lock_status::lost) {
-    if (!lost) say(o.path + ": lock lost (session expired) while the command ran");
+    if (!lost) say(o.path + ": " + o.held() + " lost (session expired) while the command ran");
     code = exit_lost;
   } else if (guard.status() == zklock::lock_status::held && zklock::is_connected(s.state())) {
     // Closing the session (below) deletes our node: the next contender gets the lock from
@@ -142,15 +146,16 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     });
     co_await rs->timer.async_wait(use_tuple);
     if (!rs->result || *rs->result == zklock::errc::release_pending) {
-      say(o.path + ": release not confirmed within the session timeout (ZooKeeper unreachable?): "
-                   "the lock node goes when the session expires");
+      say(o.path + (o.elect() ? ": resignation" : ": release") +
+          " not confirmed within the session timeout (ZooKeeper unreachable?): our node goes when the session "
+          "expires");
     } else if (*rs->result == zklock::errc::lock_lost && was_suspended) {
       // The connection was down when the command ended and the session has expired since:
       // the command may have run past the loss.
-      say(o.path + ": lock lost (session expired) while the connection was down");
+      say(o.path + ": " + o.held() + " lost (session expired) while the connection was down");
       code = exit_lost;
     } else if (*rs->result) {
-      say(o.path + ": release: " + rs->result->message());
+      say(o.path + (o.elect() ? ": resign: " : ": release: ") + rs->result->message());
     }
   }
   co_await s.async_close(use_tuple);
@@ -245,10 +250,12 @@ command add_elect(CLI::App& app, cli_context& ctx) {
       "elect", "Run COMMAND while leading the election PATH: zklock elect [OPTIONS] --id NAME PATH -- COMMAND [ARGS...]");
   add_common(elect, ctx);
   elect->add_option("--id", elo.leader_id, "participant id (the node's data; Curator LeaderLatch's id)")->required();
+  auto* try_opt = elect->add_flag("--try", elo.try_once, "fail at once (status 75) if another candidate leads");
   elect->add_option("--timeout", st->timeout,
                     "give up if the command has not started SECONDS after zklock did (connecting and "
-                    "campaigning): status 75")
-      ->type_name("SECONDS");
+                    "campaigning): status 75 (1 if ZooKeeper was not reached); > 0, use --try not to wait")
+      ->type_name("SECONDS")
+      ->excludes(try_opt);
   elect->add_option("--kill-grace", st->kill_grace,
                     "SECONDS between SIGTERM and SIGKILL to the command when leadership may be lost "
                     "(before the leader-until deadline: at most 2/5 of the session timeout)")
@@ -260,7 +267,7 @@ command add_elect(CLI::App& app, cli_context& ctx) {
       "Campaigns as NAME; once leading, runs the command with ZKLOCK_LEADER_ID, ZKLOCK_FENCING_TOKEN,\n"
       "ZKLOCK_PATH and ZKLOCK_NODE in its environment, and resigns when it exits.\n"
       "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
-      "75 timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
+      "75 another leads (--try) or timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
       "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 126/127; 70.");
 
   command c;

@@ -47,7 +47,12 @@ command add_holders(CLI::App& app, cli_context& ctx) {
   add_common(holders, ctx);
   holders->add_option("PATH", *path, "lock path")->required();
   holders->footer(
-      "One line per contender in queue order: POSITION (0 = holder) NODE OWNER_SESSION AGE_SECONDS.\n"
+      "One line per contender in queue order, the holder first:\n"
+      "  POSITION NODE OWNER AGE KIND IDENTITY\n"
+      "POSITION: 0 for the holder, 1 for the next in line...; NODE: the lock node's name; OWNER: its\n"
+      "session id (hex); AGE: seconds since it was created; KIND: exclusive, read, write (shared\n"
+      "locks), candidate (elections), lease (semaphores); IDENTITY: who holds or waits (the rest of\n"
+      "the line, '-' if unknown).\n"
       "Exit status: 0 (also for an empty or missing lock dir), 1 ZooKeeper error, 2 usage.");
   command c;
   c.app = holders;

@@ -34,8 +34,9 @@ asio::awaitable<int> run_leader(const common_options& co, const std::string& pat
   }
   if (!watch) {
     if (leader) std::printf("%s\n", leader->identity.c_str());
+    else if (!co.quiet) say(path + ": nobody leads");
     co_await s.async_close(use_tuple);
-    co_return leader ? 0 : exit_error;
+    co_return leader ? 0 : exit_nobody;
   }
   // --watch: the current leader ("-": none), then a line per change, until interrupted.
   print(leader);
@@ -68,7 +69,9 @@ command add_leader(CLI::App& app, cli_context& ctx) {
   add_common(leader, ctx);
   leader->add_flag("--watch", st->watch, "print the leader, then a line per change ('-': no leader) until interrupted");
   leader->add_option("PATH", st->path, "election path")->required();
-  leader->footer("Prints the leader's id. Exit status: 0, 1 no leader (nothing printed) or ZooKeeper error, 2 usage.");
+  leader->footer(
+      "Prints the leader's id. Exit status: 0; 3 nobody leads (nothing printed, a line on stderr);\n"
+      "1 ZooKeeper error; 2 usage. With --watch: 0 when interrupted.");
   command c;
   c.app = leader;
   c.check = [st] { return check_lock_path(st->path); };

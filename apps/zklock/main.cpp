@@ -24,14 +24,33 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 using namespace zklock_cli;
+
+namespace {
+
+// The first argument that is neither an option of `app` nor an option's value: the command
+// the user meant, when CLI11 found no subcommand.
+std::optional<std::string> first_operand(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() < 2 || a[0] != '-') return a;
+    if (a.find('=') != std::string::npos || (a[1] != '-' && a.size() > 2)) continue;  // value attached
+    const CLI::Option* opt = app.get_option_no_throw(a);
+    if (opt && opt->get_items_expected_min() > 0) ++i;  // skips its value
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   cli_context ctx;
@@ -54,8 +73,12 @@ int main(int argc, char** argv) {
   CLI::App app{"Distributed locks on ZooKeeper from the shell."};
   app.set_version_flag("--version", std::string("zklock ") + ZKLOCK_VERSION);
   app.require_subcommand(1);
-  app.footer("Exit statuses: 0..255 the command's (exec), 1 error, 2 usage, 75 busy/timed out, "
-             "76 lock lost while the command ran, 70 internal error.");
+  app.footer("Exit statuses: 0..255 the command's (exec, elect), 1 error, 2 usage, 3 nobody leads/holds "
+             "(leader, revoke), 75 busy/timed out, 76 lock lost while the command ran, 70 internal error.\n"
+             "The session options (-c, --session-timeout, -q, ...) go before or after the command; "
+             "given on both sides, the command's own win.");
+  // The session options before the subcommand, as etcdctl and consul take them.
+  add_common(&app, ctx);
 
   // The subcommands, in the order --help lists them.
   const std::vector<command> commands = {
@@ -70,6 +93,19 @@ int main(int argc, char** argv) {
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
+    bool none = std::none_of(commands.begin(), commands.end(), [](const command& c) { return c.app->parsed(); });
+    if (e.get_exit_code() != 0 && none) {
+      std::string names;
+      for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+      if (auto name = first_operand(app, cli_argc, argv)) {
+        say("unknown command '" + *name + "' (commands: " + names + "; zklock --help)");
+        return exit_usage;
+      }
+      if (dynamic_cast<const CLI::RequiredError*>(&e)) {
+        say("a command is required: " + names + " (zklock --help)");
+        return exit_usage;
+      }
+    }
     return app.exit(e) == 0 ? 0 : exit_usage;
   }
   const command* cmd = nullptr;
@@ -94,8 +130,13 @@ int main(int argc, char** argv) {
     say(*problem);
     return exit_usage;
   }
+  if (common.acl == "creator" && common.digest.empty()) {
+    say("--acl creator: needs credentials (--digest-file or $ZKLOCK_DIGEST)");
+    return exit_usage;
+  }
   // An explicit --connect "" is an error, not a request for the default.
-  if (!cmd->app->get_option("--connect")->count()) common.connect = default_connect();
+  if (!app.get_option("--connect")->count() && !cmd->app->get_option("--connect")->count())
+    common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
     if (common.connect.empty())
       say("--connect: " + ec.message());

@@ -101,6 +101,13 @@ void add_common(CLI::App* app, cli_context& ctx) {
                   "read digest credentials USER:PASSWORD from this file (else $ZKLOCK_DIGEST); "
                   "never on the command line, where other users can read them")
       ->type_name("PATH");
+  app->add_option("--acl", o.acl,
+                  "ACL of the nodes zklock creates (the lock node, a missing lock dir and parents): "
+                  "'creator' (all permissions to the credentials' user only: ZooKeeper's creator_all) or "
+                  "'open'")
+      ->type_name("creator|open")
+      ->default_str("creator with --digest-file or $ZKLOCK_DIGEST, else open")
+      ->check(CLI::IsMember({"creator", "open"}));
   auto* quiet = app->add_flag("-q,--quiet", o.quiet, "only errors");
   app->add_flag("-v,--verbose", o.verbose, "all of the ZooKeeper client's log")->excludes(quiet);
 }

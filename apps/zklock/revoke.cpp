@@ -21,8 +21,9 @@ asio::awaitable<int> run_revoke(const common_options& co, std::string path, int 
   for (const auto& n : nodes) std::printf("%s\n", n.c_str());
   std::fflush(stdout);
   if (ec) say(path + ": " + ec.message());
+  else if (nodes.empty() && !co.quiet) say(path + ": nobody holds the lock");
   co_await s.async_close(use_tuple);
-  co_return ec || nodes.empty() ? exit_error : 0;
+  co_return ec ? exit_error : nodes.empty() ? exit_nobody : 0;
 }
 
 struct revoke_state {
@@ -45,7 +46,8 @@ command add_revoke(CLI::App& app, cli_context& ctx) {
       "Writes \"__REVOKE__\" into the node of each current holder (by the lock's grant rule: the head,\n"
       "or every reader that holds) and prints each node written. Revocation is cooperative: holders\n"
       "that listen (lock_guard::async_wait_revoked, Curator's makeRevocable) decide whether to release.\n"
-      "Exit status: 0 asked, 1 nobody holds (nothing printed) or ZooKeeper error, 2 usage.");
+      "Exit status: 0 asked; 3 nobody holds (nothing printed, a line on stderr); 1 ZooKeeper error;\n"
+      "2 usage.");
   command c;
   c.app = revoke;
   c.check = [revoke, st] {

@@ -24,6 +24,9 @@ zklock::session_options make_session_options(const common_options& o, const std:
   so.session_timeout = to_ms(o.session_timeout);
   so.connect_timeout = to_ms(o.connect_timeout);
   so.digest_auth = o.digest;
+  // With credentials, the nodes zklock creates are theirs alone unless --acl open says otherwise.
+  so.default_acl = o.acl == "creator" || (o.acl.empty() && !o.digest.empty()) ? zklock::acl_policy::creator_all
+                                                                             : zklock::acl_policy::open;
   log->show = o.quiet ? zklock::log_level::error : o.verbose ? zklock::log_level::debug : zklock::log_level::warn;
   so.log_threshold = zklock::log_level::debug;  // zk_log filters: it needs the info lines too
   so.summarize_client_log = false;              // zk_log summarises, with counts for its messages

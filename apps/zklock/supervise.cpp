@@ -71,13 +71,13 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       char left[32];
       std::snprintf(left, sizeof left, "%.2f",
                     std::max(0.0, std::chrono::duration<double>(guard.valid_until() - steady::now()).count()));
-      say(o.path + ": no reply from ZooKeeper: the lock may be lost in " + left +
+      say(o.path + ": no reply from ZooKeeper: the " + o.held() + " may be lost in " + left +
           " s (its validity deadline): terminating pid " + std::to_string(pid) + ", SIGKILL at the deadline");
       ::kill(pid, SIGTERM);
       next = watch::loss;
     } else if (ec == zklock::errc::lock_lost) {
       lost = true;
-      say(o.path + ": lock lost (" +
+      say(o.path + ": " + o.held() + " lost (" +
           (s.state() == zklock::session_state::expired || s.state() == zklock::session_state::closed
                ? std::string("session expired")
                : std::string("no reply from ZooKeeper before its validity deadline, or our node was deleted")) +
@@ -86,7 +86,7 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       kill_timer.expires_after(to_ms(o.kill_grace));
       next = watch::kill_timer;
     } else {  // cannot happen: we hold the lock until the child exits
-      say(o.path + ": unexpected end of the lock's supervision: " + ec.message());
+      say(o.path + ": unexpected end of the " + o.held() + "'s supervision: " + ec.message());
       next = watch::none;
     }
   }
