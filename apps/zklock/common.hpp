@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zklock_cli {
@@ -69,5 +70,12 @@ void say(const std::string& s);
 std::chrono::milliseconds to_ms(double seconds);
 
 std::string seconds_str(double seconds);
+
+// The length of the well-formed UTF-8 sequence at the start of `s`; 0 when it is not one.
+std::size_t utf8_length(std::string_view s);
+
+// Text as one field of an output line: `id` with the bytes that would break the line (control
+// characters, a backslash, bytes that are not UTF-8) and those of `also` as \xNN; "-" when empty.
+std::string line_field(std::string_view id, std::string_view also = {});
 
 }  // namespace zklock_cli
