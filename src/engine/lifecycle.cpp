@@ -34,7 +34,7 @@ std::string default_identity() {
 }  // namespace
 
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)
-    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {
+    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex), expiry_timer_(ex) {
   identity_ = opts_->identity ? *opts_->identity : default_identity();
 }
 
@@ -275,6 +275,8 @@ void session_impl::open_handle() {
 
 void session_impl::close_handle(error_code reason) noexcept {
   if (!zh_) return;
+  ++suspension_;  // a pending local expiry is this handle's
+  expiry_timer_.cancel();
   // Stop watching the socket before the C client closes it (our dup closes here).
   forget_descriptor();
   ++timer_generation_;
@@ -317,6 +319,7 @@ void session_impl::close(void_handler h) {
 void session_impl::shutdown() noexcept {
   finish_connect(errc::session_closed);
   connect_timer_.cancel();
+  expiry_timer_.cancel();
   // Guards and acquires learn that the session is over (their listeners only post), as from
   // async_close; state waiters complete with session_closed.
   auto waiters = std::move(state_waiters_);
@@ -340,11 +343,16 @@ void session_impl::on_session_event(int zstate) {
     ever_connected_ = true;
     log_summary_.on_connected();  // the next outage is reported afresh
     if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
+    ++suspension_;  // over: no local expiry
+    expiry_timer_.cancel();
     finish_connect(error_code{});
     set_state(first ? session_state::connected : session_state::reconnected);
   } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
     // Any reconnect request is sent after this: a reconnect touches the session no earlier.
-    if (ever_connected_ && state_ != session_state::suspended) suspended_at_ = std::chrono::steady_clock::now();
+    if (ever_connected_ && state_ != session_state::suspended) {
+      suspended_at_ = std::chrono::steady_clock::now();
+      arm_local_expiry();
+    }
     if (ever_connected_) set_state(session_state::suspended);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
     error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
@@ -364,6 +372,36 @@ void session_impl::on_session_event(int zstate) {
       log(log_level::error, "zklock: the server rejected the session's authentication; the session is closed");
     set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::closed : session_state::expired);
   }
+}
+
+// Local expiry. A server expires a session it heard nothing from for the negotiated timeout;
+// the C client only learns it from a server that answers its reconnect, and retries for ever
+// while none does: a session whose ensemble is gone would stay suspended, its operations
+// waiting, until destroyed. So once the negotiated timeout has passed since the connection was
+// lost (no server answered meanwhile: that would have ended the suspension) any server that
+// still has the session has expired it, and the session expires here as well: the handle is
+// closed (nothing is sent: it is not connected), pending operations fail with
+// session_expired, and the next async_connect starts a new session. Its ephemeral nodes are
+// the server's to delete, at its own expiry; our guards turned lost at their deadline, before.
+void session_impl::arm_local_expiry() {
+  auto gen = ++suspension_;
+  expiry_timer_.expires_at(suspended_at_ + negotiated_timeout());
+  expiry_timer_.async_wait([weak = weak_from_this(), gen](error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || gen != self->suspension_ || !self->zh_ || self->state_ != session_state::suspended) return;
+    self->expire_locally();
+  });
+}
+
+void session_impl::expire_locally() {
+  log(log_level::warn, "zklock: no ZooKeeper server answered within the session timeout (" +
+                           std::to_string(negotiated_timeout().count()) +
+                           " ms) after the connection was lost: the session has expired (a new async_connect "
+                           "starts a new session)");
+  expiring_locally_ = true;
+  close_handle(errc::session_expired);
+  expiring_locally_ = false;
+  set_state(session_state::expired);
 }
 
 // The first connection of a handle: is the answer to the connect request a ZooKeeper

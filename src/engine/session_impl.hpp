@@ -105,6 +105,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void log_client(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
+  /// True while a local expiry closes the handle (the requests it fails fail as expired).
+  bool expiring_locally() const noexcept { return expiring_locally_; }
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
   /// socket is corked meanwhile; see engine/loop.cpp). Batches do not nest: an inner one is
   /// a no-op.
@@ -137,6 +139,10 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   error_code connect_timeout_error() const;
   bool reject_handshake();
   void close_handle(error_code reason) noexcept;
+  /// Suspended: the session expires here when no server answered within the negotiated
+  /// timeout (lifecycle.cpp, "local expiry").
+  void arm_local_expiry();
+  void expire_locally();
   void set_state(session_state s);
   void pump();
   void schedule_pump();
@@ -174,6 +180,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   bool dropped_in_send_ = false;
 
   asio::steady_timer connect_timer_;
+  asio::steady_timer expiry_timer_;       // the local expiry of a suspended session
+  std::uint64_t suspension_ = 0;          // one per suspension: a stale timer finds another
+  bool expiring_locally_ = false;
   pending<void(error_code)>::ptr connect_op_;
   std::vector<pending<void(error_code, session_state)>::ptr> state_waiters_;
   std::map<std::uint64_t, std::function<void(session_state)>> listeners_;
