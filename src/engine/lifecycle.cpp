@@ -10,7 +10,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -136,35 +138,65 @@ void session_impl::wait_state(session_state known, state_handler h) {
 
 namespace {
 
+// The servers of a connect string already validated (connect() checks it first).
+std::vector<connect_endpoint> endpoints_of(std::string_view connect) {
+  error_code ignored;
+  return parse_connect_string(connect, ignored).endpoints;
+}
+
+// Resolves a server as the C client does (getaddrinfo with AI_ADDRCONFIG, again without it
+// where the flag is refused). Returns getaddrinfo's code; `res` to be freed by the caller.
+int resolve(const connect_endpoint& e, addrinfo*& res) {
+  addrinfo hints{};
+  hints.ai_flags = AI_ADDRCONFIG;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_protocol = IPPROTO_TCP;
+  res = nullptr;
+  auto port = std::to_string(e.port);
+  int rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
+  if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {
+    hints.ai_flags = 0;
+    rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
+  }
+  return rc;
+}
+
 // The hosts of `connect` that do not resolve, each with why ("'zk1.invalid': Name or service
 // not known"); empty when all resolve. Only after zookeeper_init failed, which resolved them
 // the same way (and says ENOENT, or EINVAL, without a name).
 std::string unresolvable_hosts(std::string_view connect) {
-  std::string_view hosts = connect.substr(0, connect.find('/'));
   std::string r;
-  while (!hosts.empty()) {
-    auto comma = hosts.find(',');
-    std::string_view entry = hosts.substr(0, comma);
-    hosts = comma == std::string_view::npos ? std::string_view{} : hosts.substr(comma + 1);
-    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-    auto colon = entry.rfind(':');
-    std::string host(entry.substr(0, colon));
-    std::string port(colon == std::string_view::npos ? std::string_view{} : entry.substr(colon + 1));
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    addrinfo hints{};
-    hints.ai_flags = AI_ADDRCONFIG;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_protocol = IPPROTO_TCP;
+  for (const auto& e : endpoints_of(connect)) {
     addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-    if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {  // as the C client: again without AI_ADDRCONFIG
-      hints.ai_flags = 0;
-      rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-    }
+    int rc = resolve(e, res);
     if (res) ::freeaddrinfo(res);
     if (rc != 0)
-      r += (r.empty() ? "'" : "; '") + host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+      r += (r.empty() ? "'" : "; '") + e.host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+  }
+  return r;
+}
+
+// Every address the hosts of `connect` resolve to, named as the C client names its current
+// server ("127.0.0.1:2181", "[::1]:2181"), resolved as it resolves them.
+std::set<std::string> resolved_endpoints(std::string_view connect) {
+  std::set<std::string> r;
+  for (const auto& e : endpoints_of(connect)) {
+    addrinfo* res = nullptr;
+    resolve(e, res);
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      char text[INET6_ADDRSTRLEN] = {};
+      if (a->ai_family == AF_INET6) {
+        auto* in6 = reinterpret_cast<sockaddr_in6*>(a->ai_addr);
+        ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+        r.insert("[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port)));
+      } else if (a->ai_family == AF_INET) {
+        auto* in = reinterpret_cast<sockaddr_in*>(a->ai_addr);
+        ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+        r.insert(std::string(text) + ":" + std::to_string(ntohs(in->sin_port)));
+      }
+    }
+    if (res) ::freeaddrinfo(res);
   }
   return r;
 }
@@ -252,6 +284,8 @@ void session_impl::open_handle() {
   ++handle_generation_;
   ever_connected_ = false;
   dropped_in_send_ = false;
+  not_zookeeper_.clear();
+  endpoints_ = resolved_endpoints(opts_->connect);
   errno = 0;
   clientid_t resume{};
   if (opts_->resume) {
@@ -427,6 +461,29 @@ bool session_impl::reject_handshake() {
   finish_connect(ec);
   set_state(session_state::disconnected);
   return true;
+}
+
+// An endpoint answered the connect request with something that is not ZooKeeper's
+// (check_handshake_answer dropped the connection): one unreachable server, reported once per
+// outage as the others are. A connect fails at once only when every endpoint answered so; a
+// reconnect never fails for it (the session stays suspended, see the local expiry).
+void session_impl::on_not_zookeeper(const std::string& server, const std::string& why) {
+  not_zookeeper_[server] = why;
+  if (auto line = log_summary_.note_failure(server, "not a ZooKeeper server (" + why + ")")) log(line->level, line->text);
+  if (ever_connected_ || !connect_op_ || endpoints_.empty()) return;
+  std::string answers;
+  for (const auto& endpoint : endpoints_) {
+    auto it = not_zookeeper_.find(endpoint);
+    if (it == not_zookeeper_.end()) return;  // one is left to try
+    answers += (answers.empty() ? "" : "; ") + endpoint + ": " + it->second;
+  }
+  auto ec = with_message(errc::not_zookeeper,
+                         "no endpoint answered the connect request with a ZooKeeper handshake (" + answers +
+                             "): is it a ZooKeeper server's client port?");
+  log(log_level::error, "zklock: " + ec.message());
+  close_handle(errc::not_zookeeper);
+  finish_connect(ec);
+  set_state(session_state::disconnected);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,6 +22,11 @@ log_level log_summary::classify(log_level level, std::string_view m, std::option
     auto it = failures_.find(server);
     if (it == failures_.end()) it = failures_.emplace(std::string(server), server_failures{}).first;
     auto& f = it->second;
+    if (f.noted) {  // the attempt note_failure counted, with its own reason
+      f.noted = false;
+      f.last_line = std::string(m);
+      return log_level::debug;
+    }
     if (f.last_line != m) {
       f.last_line = std::string(m);
       f.reason = std::string(between(m, "(", ")"));
@@ -35,6 +40,17 @@ log_level log_summary::classify(log_level level, std::string_view m, std::option
       m.find("Exceeded deadline by") != std::string_view::npos)
     return log_level::debug;
   return level;
+}
+
+std::optional<log_summary::line> log_summary::note_failure(std::string_view server, std::string reason) {
+  auto it = failures_.find(server);
+  if (it == failures_.end()) it = failures_.emplace(std::string(server), server_failures{}).first;
+  auto& f = it->second;
+  f.noted = true;
+  f.reason = std::move(reason);
+  if (++f.attempts != 1) return std::nullopt;
+  return line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
+                                   " (retrying; the C client's lines at debug level)"};
 }
 
 std::string log_summary::failures() const {

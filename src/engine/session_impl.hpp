@@ -26,6 +26,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -138,6 +139,10 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void finish_connect(error_code ec);
   error_code connect_timeout_error() const;
   bool reject_handshake();
+  /// Before the C client reads the answer to its connect request: drops a connection whose
+  /// answer cannot be ZooKeeper's, as an unreachable server (engine/loop.cpp).
+  void check_handshake_answer();
+  void on_not_zookeeper(const std::string& server, const std::string& why);
   void close_handle(error_code reason) noexcept;
   /// Suspended: the session expires here when no server answered within the negotiated
   /// timeout (lifecycle.cpp, "local expiry").
@@ -178,6 +183,12 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   // The C client closed its socket inside a request call and kept that connection's requests
   // (see note_request_sent): its next socket is shut down before it reads the handshake reply.
   bool dropped_in_send_ = false;
+  // The socket (fd_generation_) whose handshake answer was found plausible, and the endpoints
+  // of this handle that answered something else; every endpoint the connect string resolves
+  // to ("HOST:PORT", as the C client names them), to know when none is left.
+  std::uint64_t handshake_checked_ = 0;
+  std::map<std::string, std::string> not_zookeeper_;  // endpoint -> what it answered
+  std::set<std::string> endpoints_;
 
   asio::steady_timer connect_timer_;
   asio::steady_timer expiry_timer_;       // the local expiry of a suspended session
