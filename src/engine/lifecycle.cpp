@@ -251,10 +251,8 @@ void session_impl::connect(void_handler h) {
     auto self = weak.lock();
     if (ec || !self || !self->connect_op_) return;
     auto c = std::move(self->connect_op_);
-    // The count the summary kept of the attempts (the error's message has the last causes);
-    // a program that summarises the C client's log itself (summarize_client_log off) says it.
-    if (auto why = self->opts_->summarize_client_log ? self->log_summary_.failures() : std::string(); !why.empty())
-      self->log(log_level::error, "zklock: no ZooKeeper server accepted the session within the connect timeout (" + why + ")");
+    // Nothing logged here: the error names each server and its cause, and the summary's line
+    // named them when they first failed; a third telling is noise.
     auto timeout_ec = self->connect_timeout_error();
     self->close_handle(errc::connect_timeout);
     self->set_state(session_state::disconnected);

@@ -125,6 +125,34 @@ TEST_CASE("a port that refuses: the connect timeout's error says refused and whe
   }());
 }
 
+TEST_CASE("a port that refuses: the endpoint and its cause are told twice, a log line and the error",
+          "[integration][session][connect]") {
+  asio::io_context ioc;
+  auto endpoint = "127.0.0.1:" + std::to_string(zklock::test::free_port());
+  auto opts = options_for(endpoint);
+  opts.connect_timeout = 1500ms;
+  opts.log_threshold = log_level::warn;  // the default
+  auto lines = std::make_shared<std::vector<std::string>>();
+  opts.log = [lines](log_level, std::string_view m) { lines->emplace_back(m); };
+  session s(ioc.get_executor(), opts);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await s.async_connect(tuple_awaitable);
+    REQUIRE(ec == errc::connect_timeout);
+    std::string told;
+    for (auto& l : *lines) told += l + "\n";
+    told += ec.message() + "\n";
+    INFO(told);
+    auto count = [&](const std::string& part) {
+      int n = 0;
+      for (auto at = told.find(part); at != std::string::npos; at = told.find(part, at + 1)) ++n;
+      return n;
+    };
+    CHECK(count(endpoint) == 2);  // the summary's line when it first failed, and the error
+    CHECK(count("Connection refused") == 2);
+    CHECK(count("Host is down") == 0);
+  }());
+}
+
 // One endpoint that is not ZooKeeper among others that are: it is one unreachable server.
 // The C client tries the endpoints in a random order, so each case connects many times.
 TEST_CASE("a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
