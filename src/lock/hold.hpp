@@ -91,6 +91,8 @@ struct hold : std::enable_shared_from_this<hold> {
   void wait_revoked(pending<void(error_code)>::ptr op);
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
+  /// A local hold that ended: removes its revocation watch from the node it leaves behind.
+  void drop_revoke_watch();
 
  private:
   void on_session_state(session_state st);
