@@ -2,6 +2,7 @@
 
 #include "error_message.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -27,6 +28,14 @@ error_code validate_path(std::string_view path) noexcept {
   return {};
 }
 
+error_code validate_lock_path(std::string_view path) {
+  // Still path_not_absolute (the code a caller compares), with a message that says what is wrong.
+  if (path == "/")
+    return detail::with_message(errc::path_not_absolute,
+                                "the root '/' cannot be a lock path: name a node under it, e.g. '/locks/a'");
+  return validate_path(path);
+}
+
 namespace {
 bool valid_host(std::string_view h) {
   if (h.empty()) return false;
@@ -40,42 +49,77 @@ bool valid_host(std::string_view h) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) return false;
   return true;
 }
+
+error_code malformed(std::string_view connect, const std::string& why) {
+  return detail::with_message(errc::malformed_connect_string,
+                              "malformed connect string '" + std::string(connect) + "': " + why +
+                                  " (expected host:port[,host:port...][/chroot])");
+}
 }  // namespace
 
-error_code validate_lock_path(std::string_view path) {
-  // Still path_not_absolute (the code a caller compares), with a message that says what is wrong.
-  if (path == "/")
-    return detail::with_message(errc::path_not_absolute,
-                                "the root '/' cannot be a lock path: name a node under it, e.g. '/locks/a'");
-  return validate_path(path);
-}
-
-error_code validate_connect_string(std::string_view connect) noexcept {
-  if (connect.empty()) return errc::empty_connect_string;
+connect_string_parts parse_connect_string(std::string_view connect, error_code& ec) {
+  ec = {};
+  connect_string_parts parts;
+  if (connect.empty()) {
+    ec = errc::empty_connect_string;
+    return parts;
+  }
   std::string_view hosts = connect;
-  auto slash = connect.find('/');
-  if (slash != std::string_view::npos) {
+  if (auto slash = connect.find('/'); slash != std::string_view::npos) {
     hosts = connect.substr(0, slash);
     std::string_view chroot = connect.substr(slash);
-    if (auto ec = validate_path(chroot)) return ec;
+    if (auto pec = validate_path(chroot)) {
+      ec = detail::with_message(static_cast<errc>(pec.value()),
+                                "the chroot '" + std::string(chroot) + "' of connect string '" + std::string(connect) +
+                                    "': " + pec.message());
+      return {};
+    }
+    if (chroot != "/") parts.chroot = std::string(chroot);
   }
-  if (hosts.empty()) return errc::malformed_connect_string;
-  std::size_t start = 0;
-  while (start <= hosts.size()) {
-    std::size_t end = hosts.find(',', start);
-    if (end == std::string_view::npos) end = hosts.size();
-    std::string_view hp = hosts.substr(start, end - start);
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos) return errc::malformed_connect_string;
-    std::string_view host = hp.substr(0, colon), port = hp.substr(colon + 1);
-    if (!valid_host(host) || port.empty()) return errc::malformed_connect_string;
-    unsigned value = 0;
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535)
-      return errc::malformed_connect_string;
+  if (hosts.empty()) {
+    ec = malformed(connect, "no host:port before the chroot");
+    return {};
+  }
+  for (std::size_t start = 0, n = 1; start <= hosts.size(); ++n) {
+    std::size_t end = std::min(hosts.find(',', start), hosts.size());
+    std::string_view entry = hosts.substr(start, end - start);
     start = end + 1;
+    if (entry.empty()) {
+      ec = malformed(connect, "entry " + std::to_string(n) + " is empty (a stray ',')");
+      return {};
+    }
+    auto colon = entry.rfind(':');
+    if (colon == std::string_view::npos || entry.back() == ']') {
+      ec = malformed(connect, "'" + std::string(entry) + "' has no port");
+      return {};
+    }
+    std::string_view host = entry.substr(0, colon), port = entry.substr(colon + 1);
+    if (host.empty()) {
+      ec = malformed(connect, "'" + std::string(entry) + "' has no host");
+      return {};
+    }
+    if (!valid_host(host)) {
+      ec = malformed(connect, "the host '" + std::string(host) + "' of '" + std::string(entry) +
+                                  "' is not a host name, an IPv4 address or a bracketed IPv6 address");
+      return {};
+    }
+    unsigned value = 0;
+    auto [p, pec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || pec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      ec = malformed(connect, "the port '" + std::string(port) + "' of '" + std::string(entry) +
+                                  "' is not a number in 1..65535");
+      return {};
+    }
+    if (host.front() == '[') host = host.substr(1, host.size() - 2);
+    parts.endpoints.push_back({std::string(entry), std::string(host), static_cast<std::uint16_t>(value)});
   }
-  return {};
+  return parts;
+}
+
+error_code validate_connect_string(std::string_view connect) {
+  error_code ec;
+  parse_connect_string(connect, ec);
+  return ec;
 }
 
 std::string parent_path(std::string_view path) {

@@ -4,8 +4,10 @@
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zklock {
 
@@ -28,11 +30,29 @@ ZKLOCK_API error_code validate_path(std::string_view path) noexcept;
 /// its path with this before sending anything; a program may check user input with it first.
 ZKLOCK_API error_code validate_lock_path(std::string_view path);
 
-/// Checks "host:port[,host:port...][/chroot]". Hosts are names, IPv4 addresses or bracketed
-/// IPv6 addresses; ports 1..65535; the optional chroot must be a valid path.
-/// Returns errc::empty_connect_string, errc::malformed_connect_string or a path error for the
-/// chroot.
-ZKLOCK_API error_code validate_connect_string(std::string_view connect) noexcept;
+/// One server of a connect string.
+struct connect_endpoint {
+  std::string entry;       ///< as written: "zk1:2181", "[::1]:2181"
+  std::string host;        ///< the host, without the brackets of an IPv6 address
+  std::uint16_t port = 0;  ///< 1..65535
+};
+
+/// A connect string taken apart.
+struct connect_string_parts {
+  std::vector<connect_endpoint> endpoints;  ///< in the order written, at least one
+  std::string chroot;                       ///< "" when none (or "/")
+};
+
+/// Parses "host:port[,host:port...][/chroot]", the one grammar of connect strings (the
+/// session's, the zklock command's). Hosts are names, IPv4 addresses or bracketed IPv6
+/// addresses; ports 1..65535; the optional chroot must be a valid path. On error, `ec` is
+/// errc::empty_connect_string, errc::malformed_connect_string or the chroot's path error,
+/// with a message that quotes the connect string and names the bad entry ("the port 'x' of
+/// 'zk1:x' is not a number in 1..65535"), and the result is empty.
+ZKLOCK_API connect_string_parts parse_connect_string(std::string_view connect, error_code& ec);
+
+/// parse_connect_string's error, or none.
+ZKLOCK_API error_code validate_connect_string(std::string_view connect);
 
 /// "/a/b/c" -> "/a/b"; "/a" -> "/"; "/" -> "".
 ZKLOCK_API std::string parent_path(std::string_view path);

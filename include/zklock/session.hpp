@@ -244,7 +244,10 @@ class basic_session {
   /// Also restarts a session after it expired or was closed: the old handle is discarded and a
   /// new session (new id, no ephemerals) is created. A suspended session (connection lost, the
   /// session may still live on the server with its locks) is not replaced:
-  /// errc::session_suspended; wait for reconnected or expired, or async_close it first.
+  /// errc::session_suspended; wait for reconnected or expired, or async_close it first. A
+  /// suspension ends within the negotiated session timeout: when no server answered by then,
+  /// the session expires here (every server that had it has expired it): state `expired`,
+  /// pending operations fail with errc::session_expired (requests: zk_errc::session_expired).
   /// Cancellation: terminal/partial/total: the connect attempt is abandoned, the handle closed,
   /// state returns to disconnected; completes with operation_aborted.
   template <class Token = detail::default_token_t<Executor>>

@@ -19,7 +19,8 @@ enum class session_state {
   connected,     ///< the session is established (first connection of this session)
   suspended,     ///< the connection was lost; the session may still live on the server
   reconnected,   ///< connected again after `suspended`: same session, ephemerals and watches kept
-  expired,       ///< the server expired the session: its ephemeral nodes and watches are gone
+  expired,       ///< the server expired the session (or no server answered for the session timeout
+                 ///< after the connection was lost): its ephemeral nodes and watches are gone
   closed,        ///< closed by its owner, or by zklock when the server rejected its authentication
                  ///< (zk_errc::auth_failed; the session then lives on the server until it expires)
 };

@@ -137,11 +137,18 @@ inline void node_watcher(zhandle_t*, int type, int state, const char* path, void
   if (auto owner = w->owner.lock()) owner->on_watch_fired(w, type, state, path);
 }
 
+// A reply's code as the operation's error. The requests a local expiry ends (the C client
+// fails them with ZCLOSING as its handle closes) fail as a server's expiry fails them.
+inline error_code reply_error(int rc) noexcept {
+  if (rc == ZCLOSING && current_session && current_session->expiring_locally()) return zk_errc::session_expired;
+  return zk_error(rc);
+}
+
 // Replies that carry only a code (data: a request<void(error_code)>).
 inline void void_completion(int rc, const void* data) {
   auto r = adopt<request<void(error_code)>>(data);
   r->replied(rc);
-  r->op->complete(zk_error(rc));
+  r->op->complete(reply_error(rc));
 }
 
 }  // namespace zklock::detail

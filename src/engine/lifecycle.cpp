@@ -10,7 +10,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,7 +36,7 @@ std::string default_identity() {
 }  // namespace
 
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)
-    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex) {
+    : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex), expiry_timer_(ex) {
   identity_ = opts_->identity ? *opts_->identity : default_identity();
 }
 
@@ -136,35 +138,65 @@ void session_impl::wait_state(session_state known, state_handler h) {
 
 namespace {
 
+// The servers of a connect string already validated (connect() checks it first).
+std::vector<connect_endpoint> endpoints_of(std::string_view connect) {
+  error_code ignored;
+  return parse_connect_string(connect, ignored).endpoints;
+}
+
+// Resolves a server as the C client does (getaddrinfo with AI_ADDRCONFIG, again without it
+// where the flag is refused). Returns getaddrinfo's code; `res` to be freed by the caller.
+int resolve(const connect_endpoint& e, addrinfo*& res) {
+  addrinfo hints{};
+  hints.ai_flags = AI_ADDRCONFIG;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_protocol = IPPROTO_TCP;
+  res = nullptr;
+  auto port = std::to_string(e.port);
+  int rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
+  if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {
+    hints.ai_flags = 0;
+    rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
+  }
+  return rc;
+}
+
 // The hosts of `connect` that do not resolve, each with why ("'zk1.invalid': Name or service
 // not known"); empty when all resolve. Only after zookeeper_init failed, which resolved them
 // the same way (and says ENOENT, or EINVAL, without a name).
 std::string unresolvable_hosts(std::string_view connect) {
-  std::string_view hosts = connect.substr(0, connect.find('/'));
   std::string r;
-  while (!hosts.empty()) {
-    auto comma = hosts.find(',');
-    std::string_view entry = hosts.substr(0, comma);
-    hosts = comma == std::string_view::npos ? std::string_view{} : hosts.substr(comma + 1);
-    while (!entry.empty() && entry.front() == ' ') entry.remove_prefix(1);
-    auto colon = entry.rfind(':');
-    std::string host(entry.substr(0, colon));
-    std::string port(colon == std::string_view::npos ? std::string_view{} : entry.substr(colon + 1));
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    addrinfo hints{};
-    hints.ai_flags = AI_ADDRCONFIG;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_protocol = IPPROTO_TCP;
+  for (const auto& e : endpoints_of(connect)) {
     addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-    if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {  // as the C client: again without AI_ADDRCONFIG
-      hints.ai_flags = 0;
-      rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-    }
+    int rc = resolve(e, res);
     if (res) ::freeaddrinfo(res);
     if (rc != 0)
-      r += (r.empty() ? "'" : "; '") + host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+      r += (r.empty() ? "'" : "; '") + e.host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+  }
+  return r;
+}
+
+// Every address the hosts of `connect` resolve to, named as the C client names its current
+// server ("127.0.0.1:2181", "[::1]:2181"), resolved as it resolves them.
+std::set<std::string> resolved_endpoints(std::string_view connect) {
+  std::set<std::string> r;
+  for (const auto& e : endpoints_of(connect)) {
+    addrinfo* res = nullptr;
+    resolve(e, res);
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      char text[INET6_ADDRSTRLEN] = {};
+      if (a->ai_family == AF_INET6) {
+        auto* in6 = reinterpret_cast<sockaddr_in6*>(a->ai_addr);
+        ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+        r.insert("[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port)));
+      } else if (a->ai_family == AF_INET) {
+        auto* in = reinterpret_cast<sockaddr_in*>(a->ai_addr);
+        ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+        r.insert(std::string(text) + ":" + std::to_string(ntohs(in->sin_port)));
+      }
+    }
+    if (res) ::freeaddrinfo(res);
   }
   return r;
 }
@@ -219,10 +251,8 @@ void session_impl::connect(void_handler h) {
     auto self = weak.lock();
     if (ec || !self || !self->connect_op_) return;
     auto c = std::move(self->connect_op_);
-    // The count the summary kept of the attempts (the error's message has the last causes);
-    // a program that summarises the C client's log itself (summarize_client_log off) says it.
-    if (auto why = self->opts_->summarize_client_log ? self->log_summary_.failures() : std::string(); !why.empty())
-      self->log(log_level::error, "zklock: no ZooKeeper server accepted the session within the connect timeout (" + why + ")");
+    // Nothing logged here: the error names each server and its cause, and the summary's line
+    // named them when they first failed; a third telling is noise.
     auto timeout_ec = self->connect_timeout_error();
     self->close_handle(errc::connect_timeout);
     self->set_state(session_state::disconnected);
@@ -252,6 +282,8 @@ void session_impl::open_handle() {
   ++handle_generation_;
   ever_connected_ = false;
   dropped_in_send_ = false;
+  not_zookeeper_.clear();
+  endpoints_ = resolved_endpoints(opts_->connect);
   errno = 0;
   clientid_t resume{};
   if (opts_->resume) {
@@ -275,6 +307,8 @@ void session_impl::open_handle() {
 
 void session_impl::close_handle(error_code reason) noexcept {
   if (!zh_) return;
+  ++suspension_;  // a pending local expiry is this handle's
+  expiry_timer_.cancel();
   // Stop watching the socket before the C client closes it (our dup closes here).
   forget_descriptor();
   ++timer_generation_;
@@ -317,6 +351,7 @@ void session_impl::close(void_handler h) {
 void session_impl::shutdown() noexcept {
   finish_connect(errc::session_closed);
   connect_timer_.cancel();
+  expiry_timer_.cancel();
   // Guards and acquires learn that the session is over (their listeners only post), as from
   // async_close; state waiters complete with session_closed.
   auto waiters = std::move(state_waiters_);
@@ -340,11 +375,16 @@ void session_impl::on_session_event(int zstate) {
     ever_connected_ = true;
     log_summary_.on_connected();  // the next outage is reported afresh
     if (!first) last_ack_ = std::max(last_ack_, suspended_at_);
+    ++suspension_;  // over: no local expiry
+    expiry_timer_.cancel();
     finish_connect(error_code{});
     set_state(first ? session_state::connected : session_state::reconnected);
   } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
     // Any reconnect request is sent after this: a reconnect touches the session no earlier.
-    if (ever_connected_ && state_ != session_state::suspended) suspended_at_ = std::chrono::steady_clock::now();
+    if (ever_connected_ && state_ != session_state::suspended) {
+      suspended_at_ = std::chrono::steady_clock::now();
+      arm_local_expiry();
+    }
     if (ever_connected_) set_state(session_state::suspended);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
     error_code ec = zstate == ZOO_AUTH_FAILED_STATE ? error_code(zk_errc::auth_failed) : error_code(errc::session_expired);
@@ -364,6 +404,36 @@ void session_impl::on_session_event(int zstate) {
       log(log_level::error, "zklock: the server rejected the session's authentication; the session is closed");
     set_state(zstate == ZOO_AUTH_FAILED_STATE ? session_state::closed : session_state::expired);
   }
+}
+
+// Local expiry. A server expires a session it heard nothing from for the negotiated timeout;
+// the C client only learns it from a server that answers its reconnect, and retries for ever
+// while none does: a session whose ensemble is gone would stay suspended, its operations
+// waiting, until destroyed. So once the negotiated timeout has passed since the connection was
+// lost (no server answered meanwhile: that would have ended the suspension) any server that
+// still has the session has expired it, and the session expires here as well: the handle is
+// closed (nothing is sent: it is not connected), pending operations fail with
+// session_expired, and the next async_connect starts a new session. Its ephemeral nodes are
+// the server's to delete, at its own expiry; our guards turned lost at their deadline, before.
+void session_impl::arm_local_expiry() {
+  auto gen = ++suspension_;
+  expiry_timer_.expires_at(suspended_at_ + negotiated_timeout());
+  expiry_timer_.async_wait([weak = weak_from_this(), gen](error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || gen != self->suspension_ || !self->zh_ || self->state_ != session_state::suspended) return;
+    self->expire_locally();
+  });
+}
+
+void session_impl::expire_locally() {
+  log(log_level::warn, "zklock: no ZooKeeper server answered within the session timeout (" +
+                           std::to_string(negotiated_timeout().count()) +
+                           " ms) after the connection was lost: the session has expired (a new async_connect "
+                           "starts a new session)");
+  expiring_locally_ = true;
+  close_handle(errc::session_expired);
+  expiring_locally_ = false;
+  set_state(session_state::expired);
 }
 
 // The first connection of a handle: is the answer to the connect request a ZooKeeper
@@ -389,6 +459,29 @@ bool session_impl::reject_handshake() {
   finish_connect(ec);
   set_state(session_state::disconnected);
   return true;
+}
+
+// An endpoint answered the connect request with something that is not ZooKeeper's
+// (check_handshake_answer dropped the connection): one unreachable server, reported once per
+// outage as the others are. A connect fails at once only when every endpoint answered so; a
+// reconnect never fails for it (the session stays suspended, see the local expiry).
+void session_impl::on_not_zookeeper(const std::string& server, const std::string& why) {
+  not_zookeeper_[server] = why;
+  if (auto line = log_summary_.note_failure(server, "not a ZooKeeper server (" + why + ")")) log(line->level, line->text);
+  if (ever_connected_ || !connect_op_ || endpoints_.empty()) return;
+  std::string answers;
+  for (const auto& endpoint : endpoints_) {
+    auto it = not_zookeeper_.find(endpoint);
+    if (it == not_zookeeper_.end()) return;  // one is left to try
+    answers += (answers.empty() ? "" : "; ") + endpoint + ": " + it->second;
+  }
+  auto ec = with_message(errc::not_zookeeper,
+                         "no endpoint answered the connect request with a ZooKeeper handshake (" + answers +
+                             "): is it a ZooKeeper server's client port?");
+  log(log_level::error, "zklock: " + ec.message());
+  close_handle(errc::not_zookeeper);
+  finish_connect(ec);
+  set_state(session_state::disconnected);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,19 +22,42 @@ log_level log_summary::classify(log_level level, std::string_view m, std::option
     auto it = failures_.find(server);
     if (it == failures_.end()) it = failures_.emplace(std::string(server), server_failures{}).first;
     auto& f = it->second;
+    if (f.noted) {  // the attempt note_failure counted, with its own reason
+      f.noted = false;
+      f.last_line = std::string(m);
+      return log_level::debug;
+    }
     if (f.last_line != m) {
       f.last_line = std::string(m);
-      f.reason = std::string(between(m, "(", ")"));
+      // recv() found the end of the stream: the C client says EHOSTDOWN ("Host is down") for
+      // what is a server closing the connection (one that stops, or refuses to serve us).
+      f.reason = m.find("errno=112(") != std::string_view::npos ? std::string("the server closed the connection")
+                                                                : std::string(between(m, "(", ")"));
       if (++f.attempts == 1)
         summary = line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
                                             " (retrying; the C client's lines at debug level)"};
     }
     return log_level::debug;
   }
+  // Closing a session whose server does not answer (stopped, or gone unnoticed): the C client
+  // waits 1.5 s for the reply to its close request and says so; the session ends on the
+  // server at its timeout all the same, and nothing the program can act on.
   if (m.find("Delaying connection after exhaustively trying") != std::string_view::npos ||
-      m.find("Exceeded deadline by") != std::string_view::npos)
+      m.find("Exceeded deadline by") != std::string_view::npos ||
+      m.find("wait_for_session_to_be_closed") != std::string_view::npos)
     return log_level::debug;
   return level;
+}
+
+std::optional<log_summary::line> log_summary::note_failure(std::string_view server, std::string reason) {
+  auto it = failures_.find(server);
+  if (it == failures_.end()) it = failures_.emplace(std::string(server), server_failures{}).first;
+  auto& f = it->second;
+  f.noted = true;
+  f.reason = std::move(reason);
+  if (++f.attempts != 1) return std::nullopt;
+  return line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
+                                   " (retrying; the C client's lines at debug level)"};
 }
 
 std::string log_summary::failures() const {

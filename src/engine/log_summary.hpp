@@ -25,6 +25,10 @@ class log_summary {
   /// summary line to emit before it, if any (the first failure of a server since the last
   /// connection).
   log_level classify(log_level level, std::string_view message, std::optional<line>& summary);
+  /// A failure of `server` the engine found itself (an answer that is not ZooKeeper's): counted,
+  /// its reason kept; the C client's line about the same attempt is then not counted again.
+  /// Returns the summary line when it is the server's first failure since the last connection.
+  std::optional<line> note_failure(std::string_view server, std::string reason);
   /// A connection was established: report the next outage afresh.
   void on_connected() noexcept { failures_.clear(); }
   /// "HOST:PORT: reason, N attempts; ..." for the servers that failed since the last
@@ -39,6 +43,7 @@ class log_summary {
     int attempts = 0;
     std::string reason;
     std::string last_line;  // the C client logs some failures twice
+    bool noted = false;     // note_failure counted the attempt the C client's next line is about
   };
   std::map<std::string, server_failures, std::less<>> failures_;
 };

@@ -14,6 +14,7 @@
 // number would silence the other socket. Our dup is ours until we close it; it keeps the
 // C client's closed socket open only until the next turn of the loop (forget_descriptor).
 #include "engine/glue.hpp"
+#include "engine/handshake.hpp"
 #include "engine/session_impl.hpp"
 
 #include <boost/asio/post.hpp>
@@ -120,6 +121,39 @@ void session_impl::recover_dropped_in_send(int fd) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// an endpoint that is not ZooKeeper
+
+// The C client takes any 41 bytes for the answer to its connect request (engine/handshake.hpp):
+// on a first connect a text answer reads as a session, on a reconnect as another session's
+// id, and the C client then ends the session as expired, although it lives on the servers of
+// the same connect string. So the answer is peeked at before the C client reads it: one that
+// cannot be ZooKeeper's is thrown away and the connection shut down, which the C client takes
+// for a connection loss (it moves on to the next server), and the endpoint counts as one
+// unreachable server (on_not_zookeeper).
+void session_impl::check_handshake_answer() {
+  if (!zh_ || zoo_state(zh_) != ZOO_ASSOCIATING_STATE || !sd_.is_open() || handshake_checked_ == fd_generation_)
+    return;
+  int fd = sd_.native_handle();  // our dup of the C client's socket
+  char answer[handshake_reply_size];
+  ssize_t n = ::recv(fd, answer, sizeof answer, MSG_PEEK | MSG_DONTWAIT);
+  if (n <= 0) return;  // nothing yet, or the end: the C client's to see
+  auto why = implausible_handshake_bytes(opts_->session_timeout, {answer, static_cast<std::size_t>(n)},
+                                         session_id() != 0);
+  if (!why) {
+    // Judged once per connection: the C client may now read part of it, and a later peek
+    // would start in the middle.
+    handshake_checked_ = fd_generation_;
+    return;
+  }
+  const char* server = zoo_get_current_server(zh_);
+  char rest[4096];
+  for (int i = 0; i < 16 && ::recv(fd, rest, sizeof rest, MSG_DONTWAIT) > 0; ++i) {
+  }
+  ::shutdown(fd, SHUT_RDWR);
+  on_not_zookeeper(server ? server : "?", *why);
+}
+
+// ---------------------------------------------------------------------------------------------
 // the loop
 
 void session_impl::schedule_pump() {
@@ -133,6 +167,10 @@ void session_impl::schedule_pump() {
 
 void session_impl::process(int events) {
   if (!zh_) return;
+  if (events & ZOOKEEPER_READ) {
+    check_handshake_answer();
+    if (!zh_) return;  // no endpoint of the connect string is ZooKeeper: the connect failed
+  }
   {
     in_session guard(this);
     zookeeper_process(zh_, events);

@@ -65,7 +65,7 @@ void session_impl::create(std::string path, std::string data, create_mode mode, 
               res.path = value ? value : "";
               res.stat = to_stat(stat);
             }
-            r->op->complete(zk_error(rc), std::move(res));
+            r->op->complete(reply_error(rc), std::move(res));
           } else if (rc == ZOK && value && owner) {
             owner->on_abandoned_create(value);
           }
@@ -98,7 +98,7 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
     auto r = adopt<request<sig>>(d);
     r->replied(rc, rc == ZOK || rc == ZNONODE);  // an exists watch is set on a missing node too
     if (rc == ZNONODE) return r->op->complete({}, std::nullopt);
-    if (rc != ZOK) return r->op->complete(zk_error(rc), std::nullopt);
+    if (rc != ZOK) return r->op->complete(reply_error(rc), std::nullopt);
     r->op->complete({}, to_stat(stat));
   };
   read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
@@ -119,7 +119,7 @@ void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_sta
       }
       res.stat = to_stat(stat);
     }
-    r->op->complete(zk_error(rc), std::move(res));
+    r->op->complete(reply_error(rc), std::move(res));
   };
   read(std::move(h), path, watch, true, [&](watch_state* w, void* d) {
     return w ? zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d)
@@ -137,7 +137,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
       if (value && len > 0) res.data.assign(value, static_cast<std::size_t>(len));
       res.stat = to_stat(stat);
     }
-    r->op->complete(zk_error(rc), std::move(res));
+    r->op->complete(reply_error(rc), std::move(res));
   };
   read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
     return w ? zoo_awget(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aget(zh_, path.c_str(), 0, done, d);
@@ -155,7 +155,7 @@ void session_impl::set_data(std::string path, std::string data, int version, sta
         [](int rc, const Stat* stat, const void* d) {
           auto r = adopt<request<sig>>(d);
           r->replied(rc);
-          r->op->complete(zk_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
+          r->op->complete(reply_error(rc), rc == ZOK ? to_stat(stat) : node_stat{});
         },
         d);
   });
@@ -213,7 +213,7 @@ void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
             if (m.ops[i].type == multi_op::kind::set_data && m.zresults[i].err == ZOK)
               results[i].stat = to_stat(&m.stats[i]);
           }
-          r->op->complete(rc == ZOK ? error_code{} : (first ? first : zk_error(rc)), std::move(results));
+          r->op->complete(rc == ZOK ? error_code{} : (first ? first : reply_error(rc)), std::move(results));
         },
         d);
   });
@@ -229,7 +229,7 @@ void session_impl::sync(std::string path, void_handler h) {
         [](int rc, const char*, const void* d) {
           auto r = adopt<request<void(error_code)>>(d);
           r->replied(rc);
-          r->op->complete(zk_error(rc));
+          r->op->complete(reply_error(rc));
         },
         d);
   });
@@ -261,7 +261,7 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
     // On connection loss the C client keeps the watcher (and sets it again on reconnect): the
     // caller must retry.
     if (auto owner = r->replied(rc); owner && rc == ZOK) owner->on_watch_removed(r->extra.get());
-    r->op->complete(zk_error(rc));
+    r->op->complete(reply_error(rc));
   };
   auto done = reinterpret_cast<void_completion_t*>(done_fn);
   submit(r, [&](void* d) {

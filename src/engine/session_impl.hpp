@@ -26,6 +26,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -105,6 +106,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void log_client(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
+  /// True while a local expiry closes the handle (the requests it fails fail as expired).
+  bool expiring_locally() const noexcept { return expiring_locally_; }
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
   /// socket is corked meanwhile; see engine/loop.cpp). Batches do not nest: an inner one is
   /// a no-op.
@@ -136,7 +139,15 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void finish_connect(error_code ec);
   error_code connect_timeout_error() const;
   bool reject_handshake();
+  /// Before the C client reads the answer to its connect request: drops a connection whose
+  /// answer cannot be ZooKeeper's, as an unreachable server (engine/loop.cpp).
+  void check_handshake_answer();
+  void on_not_zookeeper(const std::string& server, const std::string& why);
   void close_handle(error_code reason) noexcept;
+  /// Suspended: the session expires here when no server answered within the negotiated
+  /// timeout (lifecycle.cpp, "local expiry").
+  void arm_local_expiry();
+  void expire_locally();
   void set_state(session_state s);
   void pump();
   void schedule_pump();
@@ -172,8 +183,17 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   // The C client closed its socket inside a request call and kept that connection's requests
   // (see note_request_sent): its next socket is shut down before it reads the handshake reply.
   bool dropped_in_send_ = false;
+  // The socket (fd_generation_) whose handshake answer was found plausible, and the endpoints
+  // of this handle that answered something else; every endpoint the connect string resolves
+  // to ("HOST:PORT", as the C client names them), to know when none is left.
+  std::uint64_t handshake_checked_ = 0;
+  std::map<std::string, std::string> not_zookeeper_;  // endpoint -> what it answered
+  std::set<std::string> endpoints_;
 
   asio::steady_timer connect_timer_;
+  asio::steady_timer expiry_timer_;       // the local expiry of a suspended session
+  std::uint64_t suspension_ = 0;          // one per suspension: a stale timer finds another
+  bool expiring_locally_ = false;
   pending<void(error_code)>::ptr connect_op_;
   std::vector<pending<void(error_code, session_state)>::ptr> state_waiters_;
   std::map<std::uint64_t, std::function<void(session_state)>> listeners_;

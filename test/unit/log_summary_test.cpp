@@ -50,3 +50,46 @@ TEST_CASE("log summary: one warn line per unreachable server and outage, the raw
   CHECK(sum.classify(log_level::info, "2026-11-24 ZOO_INFO@log_env@1: Client environment:zookeeper.version=3.8.0", extra) ==
         log_level::info);
 }
+
+TEST_CASE("log summary: a failure the engine found (an answer that is not ZooKeeper's) is one attempt, with its reason",
+          "[unit][log]") {
+  log_summary sum;
+  auto first = sum.note_failure("127.0.0.1:56115", "not a ZooKeeper server (answered \"HTTP/1.1 400\")");
+  REQUIRE(first);
+  CHECK(first->level == log_level::warn);
+  CHECK(first->text.find("127.0.0.1:56115 unreachable: not a ZooKeeper server") != std::string::npos);
+  // The C client's line about the same attempt (the connection it saw end) adds nothing.
+  const char* ended =
+      "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
+      "errno=112(Host is down): failed while receiving a server response";
+  std::optional<log_summary::line> extra;
+  CHECK(sum.classify(log_level::error, ended, extra) == log_level::debug);
+  CHECK_FALSE(extra);
+  CHECK(sum.failures() == "127.0.0.1:56115: not a ZooKeeper server (answered \"HTTP/1.1 400\"), 1 attempt");
+  CHECK_FALSE(sum.note_failure("127.0.0.1:56115", "not a ZooKeeper server (again)"));  // once per outage
+  CHECK(sum.failures().find("2 attempts") != std::string::npos);
+}
+
+TEST_CASE("log summary: a server that closed the connection says so, not 'Host is down'", "[unit][log]") {
+  // recv() at the end of the stream: the C client reports errno EHOSTDOWN.
+  const char* closed =
+      "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
+      "errno=112(Host is down): failed while receiving a server response";
+  log_summary sum;
+  std::optional<log_summary::line> extra;
+  CHECK(sum.classify(log_level::error, closed, extra) == log_level::debug);
+  REQUIRE(extra);
+  CHECK(extra->text.find("Host is down") == std::string::npos);
+  CHECK(extra->text.find("127.0.0.1:56115 unreachable: the server closed the connection") != std::string::npos);
+  CHECK(sum.causes() == "127.0.0.1:56115: the server closed the connection");
+}
+
+TEST_CASE("log summary: closing a session whose server does not answer is not a warning", "[unit][log]") {
+  const char* close_wait =
+      "2026-11-24 21:16:20,635:15946:ZOO_WARN@wait_for_session_to_be_closed@3811: Timed out (1500ms) during waiting "
+      "for server's reply after sending a close request, sessionId=0x100001e74a60000";
+  log_summary sum;
+  std::optional<log_summary::line> extra;
+  CHECK(sum.classify(log_level::warn, close_wait, extra) == log_level::debug);
+  CHECK_FALSE(extra);
+}
