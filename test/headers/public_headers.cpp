@@ -7,6 +7,7 @@
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
 #include <zklock/lock_guard.hpp>
+#include <zklock/lock_view.hpp>
 #include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
