@@ -17,17 +17,16 @@
 // acquisition; a session of its own polls the lock dir for the most nodes at once.
 #include "traffic_common.hpp"
 
+#include <four_letter.hpp>  // test/support: the four-letter-word client
+
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,32 +46,13 @@ bool exists_file(const std::string& f) {
 }
 void touch(const std::string& f) { std::ofstream(f) << "\n"; }
 
-// One four-letter word to a 127.0.0.1 server (the benchmark's own throwaway server).
-std::string four_letter(const std::string& connect, const std::string& word) {
-  auto hp = connect.substr(0, connect.find(','));
-  auto colon = hp.rfind(':');
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(hp.substr(colon + 1))));
-  if (::inet_pton(AF_INET, hp.substr(0, colon).c_str(), &a.sin_addr) != 1) return {};
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {};
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, word.data(), word.size()) > 0) {
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 // srvr's Zxid (one per write transaction) and mntr's zk_packets_received
 std::pair<long long, long long> server_counters(const std::string& connect) {
   long long zxid = -1, packets = -1;
-  std::istringstream s(four_letter(connect, "srvr"));
+  std::istringstream s(zklock::test::four_letter(connect, "srvr", std::chrono::seconds(10)));
   for (std::string l; std::getline(s, l);)
     if (l.rfind("Zxid: ", 0) == 0) zxid = std::stoll(l.substr(6), nullptr, 16) & 0xffffffffLL;
-  std::istringstream m(four_letter(connect, "mntr"));
+  std::istringstream m(zklock::test::four_letter(connect, "mntr", std::chrono::seconds(10)));
   for (std::string l; std::getline(m, l);)
     if (l.rfind("zk_packets_received", 0) == 0) packets = std::stoll(l.substr(l.find('\t') + 1));
   return {zxid, packets};
@@ -251,51 +231,67 @@ struct parent_args {
   std::vector<std::string> variants;
 };
 
-variant_result run_variant(const parent_args& p, const std::string& v, const std::string& dir) {
-  variant_result r;
-  r.name = v;
-  const std::string path = p.path + "-" + v;
-  const std::string go = dir + "/go", stop = dir + "/stop";
+// One variant's processes: the other processes, then the busy one (zklock or Curator); its log
+// first in `logs`.
+struct variant_processes {
+  pid_t busy = -1;
   std::vector<pid_t> others;
   std::vector<std::string> logs;
+};
+
+variant_processes start_processes(const parent_args& p, const std::string& v, const std::string& path,
+                                  const std::string& dir, variant_result& r) {
+  variant_processes ps;
+  const std::string go = dir + "/go", stop = dir + "/stop";
   auto base = [&](const std::string& role, int i) {
-    logs.push_back(dir + "/" + role + std::to_string(i) + ".log");
+    ps.logs.push_back(dir + "/" + role + std::to_string(i) + ".log");
     return std::vector<std::string>{p.self, "--kind", role == "busy" ? "busy-process" : "busy-other", "--role", role,
-                                    "--connect", p.connect, "--path", path, "--log", logs.back(),
+                                    "--connect", p.connect, "--path", path, "--log", ps.logs.back(),
                                     "--ready", dir + "/ready-" + role + std::to_string(i), "--go", go, "--stop", stop,
                                     "--hold-us", std::to_string(p.hold_us)};
   };
   for (int i = 1; i <= p.others; ++i) {
     auto args = base("other", i);
     args.insert(args.end(), {"--other-think-us", std::to_string(p.think_us)});
-    others.push_back(spawn(args));
+    ps.others.push_back(spawn(args));
   }
-  pid_t busy;
   if (v == "curator") {
-    logs.insert(logs.begin(), dir + "/busy0.log");
+    ps.logs.insert(ps.logs.begin(), dir + "/busy0.log");
     auto args = split_words(p.curator_cmd);
     args.insert(args.end(), {"--kind", "busy-process", "--connect", p.connect, "--path", path, "--contenders",
                              std::to_string(p.coroutines), "--cycles", std::to_string(p.cycles), "--log",
                              dir + "/busy0.log", "--ready", dir + "/ready-busy0", "--go", go});
-    busy = spawn(args);
+    ps.busy = spawn(args);
   } else {
     auto args = base("busy", 0);
-    std::rotate(logs.rbegin(), logs.rbegin() + 1, logs.rend());  // the busy log first
+    std::rotate(ps.logs.rbegin(), ps.logs.rbegin() + 1, ps.logs.rend());  // the busy log first
     args.insert(args.end(), {"--coroutines", std::to_string(p.coroutines), "--cycles", std::to_string(p.cycles)});
     if (v != "plain") {
       r.max_local_handoffs = v == "fair" ? 1 : p.max_local_handoffs;
       args.insert(args.end(), {"--local-queue", "--max-local-handoffs", std::to_string(r.max_local_handoffs)});
     }
-    busy = spawn(args);
+    ps.busy = spawn(args);
   }
-  // the poller: the most nodes in the lock dir at once
-  asio::io_context ioc(1);
-  auto s = connected_session(ioc, p.connect);
+  return ps;
+}
+
+// What the poller saw while the processes ran.
+struct poll_result {
   long long poller_requests = 0;
   std::map<std::string, std::int64_t> first_seen;  // node name -> the poller's first listing showing it
-  std::pair<long long, long long> before{}, after{};
-  int busy_status = -1;
+  std::pair<long long, long long> before{}, after{};  // server_counters around the run
   std::string failure;
+};
+
+// The poller, a session of its own: waits for every process to be ready, says go, lists the lock
+// dir every 5 ms (the most nodes at once, when each node was first seen) until the busy process
+// exits, says stop and waits for the others; the server's counters before and after.
+poll_result poll_the_run(const parent_args& p, const std::string& path, const std::string& dir,
+                         const variant_processes& ps, variant_result& r) {
+  poll_result pr;
+  asio::io_context ioc(1);
+  auto s = connected_session(ioc, p.connect);
+  int busy_status = -1;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     co_await s->async_connect(asio::use_awaitable);
     asio::steady_timer t(ioc);
@@ -307,12 +303,12 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
         co_await t.async_wait(asio::use_awaitable);
       }
     }
-    before = server_counters(p.connect);
+    pr.before = server_counters(p.connect);
     const auto req0 = s->stats().requests_sent;
-    touch(go);
+    touch(dir + "/go");
     for (;;) {
       int st = 0;
-      if (::waitpid(busy, &st, WNOHANG) == busy) {
+      if (::waitpid(ps.busy, &st, WNOHANG) == ps.busy) {
         busy_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         break;
       }
@@ -320,50 +316,60 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
       if (!ec) {
         r.most_nodes = std::max<long long>(r.most_nodes, static_cast<long long>(c.children.size()));
         const auto now = mono_ns();
-        for (auto& n : c.children) first_seen.emplace(n, now);
+        for (auto& n : c.children) pr.first_seen.emplace(n, now);
       }
       t.expires_after(std::chrono::milliseconds(5));
       co_await t.async_wait(asio::use_awaitable);
     }
-    touch(stop);
-    poller_requests = static_cast<long long>(s->stats().requests_sent - req0);
-    for (auto pid : others) {
+    touch(dir + "/stop");
+    pr.poller_requests = static_cast<long long>(s->stats().requests_sent - req0);
+    for (auto pid : ps.others) {
       int st = 0;
       while (::waitpid(pid, &st, WNOHANG) != pid) {
         t.expires_after(std::chrono::milliseconds(5));
         co_await t.async_wait(asio::use_awaitable);
       }
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failure = "another process failed";
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) pr.failure = "another process failed";
     }
-    after = server_counters(p.connect);
+    pr.after = server_counters(p.connect);
     co_await s->async_close(asio::use_awaitable);
   }, [&](std::exception_ptr e) {
-    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { failure = x.what(); ioc.stop(); }
+    if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { pr.failure = x.what(); ioc.stop(); }
   });
   ioc.run();
-  if (busy_status != 0 && failure.empty()) failure = "the busy process exited " + std::to_string(busy_status);
-  if (!failure.empty()) {
-    for (auto pid : others) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
-    throw std::runtime_error(v + ": " + failure);
-  }
-  // the logs
+  if (busy_status != 0 && pr.failure.empty()) pr.failure = "the busy process exited " + std::to_string(busy_status);
+  return pr;
+}
+
+// Every process's log: the acquisitions of all (sorted by grant), the counts into `r`.
+struct run_logs {
   std::vector<acq> all;
   long long other_requests = 0, sessions = 0, busy_requests = -1;
+};
+
+run_logs read_logs(const std::vector<std::string>& logs, variant_result& r) {
+  run_logs rl;
   for (std::size_t i = 0; i < logs.size(); ++i) {
     auto l = read_log(logs[i], static_cast<int>(i));
     if (i == 0) {
       r.busy_acq = static_cast<long long>(l.acqs.size());
-      busy_requests = l.requests;
+      rl.busy_requests = l.requests;
       r.busy_cpu_us_per_acq = l.cpu_s * 1e6 / std::max<long long>(1, r.busy_acq);
     } else {
       r.other_acq += static_cast<long long>(l.acqs.size());
-      other_requests += l.requests;
+      rl.other_requests += l.requests;
     }
-    sessions += l.sessions;
+    rl.sessions += l.sessions;
     r.violations += l.violations;
-    all.insert(all.end(), l.acqs.begin(), l.acqs.end());
+    rl.all.insert(rl.all.end(), l.acqs.begin(), l.acqs.end());
   }
-  std::sort(all.begin(), all.end(), [](const acq& a, const acq& b) { return a.grant < b.grant; });
+  std::sort(rl.all.begin(), rl.all.end(), [](const acq& a, const acq& b) { return a.grant < b.grant; });
+  return rl;
+}
+
+// Overlaps, and the handoffs (release -> the next grant, the grantee already waiting): local
+// within the busy process, cross between processes.
+void measure_handoffs(const std::vector<acq>& all, variant_result& r) {
   std::vector<double> local, cross;
   for (std::size_t i = 1; i < all.size(); ++i) {
     const auto &a = all[i - 1], &b = all[i];
@@ -377,6 +383,12 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
   r.local_p99 = percentile(local, 99);
   r.cross_p50 = percentile(cross, 50);
   r.cross_p99 = percentile(cross, 99);
+}
+
+// The busy process's throughput, everyone's while it ran, and the fairness bound: the other
+// processes' waits and the busy process's grants during each.
+void measure_fairness(const std::vector<acq>& all, const std::map<std::string, std::int64_t>& first_seen,
+                      variant_result& r) {
   std::int64_t b0 = INT64_MAX, b1 = 0, a0 = INT64_MAX, a1 = 0;
   std::vector<std::int64_t> busy_grants;
   for (auto& x : all) {
@@ -404,20 +416,45 @@ variant_result run_variant(const parent_args& p, const std::string& v, const std
   }
   r.other_wait_max_ms = percentile(waits, 100);
   r.other_wait_p99_ms = percentile(waits, 99);
+}
+
+// Writes and requests per acquisition, from the server's counters (less what is not the lock's).
+void measure_server_traffic(const poll_result& pr, const run_logs& rl, variant_result& r) {
+  const auto& before = pr.before;
+  const auto& after = pr.after;
   const long long total = r.busy_acq + r.other_acq;
   if (before.first >= 0 && after.first >= 0) {
     // every session's create and close is a transaction; the lock dir's creation one more
-    const long long writes = after.first - before.first - 2 * sessions;
+    const long long writes = after.first - before.first - 2 * rl.sessions;
     r.writes_per_acq = static_cast<double>(writes) / std::max<long long>(1, total);
     r.busy_writes_per_acq = static_cast<double>(writes - 2 * r.other_acq) / std::max<long long>(1, r.busy_acq);
   }
   if (before.second >= 0 && after.second >= 0) {
     // the poller's listings and the session handshakes are not the lock's
-    const long long packets = after.second - before.second - poller_requests - 2 * sessions;
+    const long long packets = after.second - before.second - pr.poller_requests - 2 * rl.sessions;
     r.requests_per_acq = static_cast<double>(packets) / std::max<long long>(1, total);
-    r.busy_requests_per_acq = busy_requests >= 0 ? static_cast<double>(busy_requests) / std::max<long long>(1, r.busy_acq)
-                                                 : static_cast<double>(packets - other_requests) / std::max<long long>(1, r.busy_acq);
+    r.busy_requests_per_acq = rl.busy_requests >= 0
+                                  ? static_cast<double>(rl.busy_requests) / std::max<long long>(1, r.busy_acq)
+                                  : static_cast<double>(packets - rl.other_requests) / std::max<long long>(1, r.busy_acq);
   }
+}
+
+// One variant: its processes on PATH-<variant>, the poller until they are done, then what their
+// logs and the server's counters say.
+variant_result run_variant(const parent_args& p, const std::string& v, const std::string& dir) {
+  variant_result r;
+  r.name = v;
+  const std::string path = p.path + "-" + v;
+  const auto ps = start_processes(p, v, path, dir, r);
+  const auto pr = poll_the_run(p, path, dir, ps, r);
+  if (!pr.failure.empty()) {
+    for (auto pid : ps.others) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error(v + ": " + pr.failure);
+  }
+  const auto rl = read_logs(ps.logs, r);
+  measure_handoffs(rl.all, r);
+  measure_fairness(rl.all, pr.first_seen, r);
+  measure_server_traffic(pr, rl, r);
   return r;
 }
 

@@ -6,6 +6,8 @@
 // that predates the list-first try-lock (commit 6be6f9c), so the same file builds against the
 // library before it (d1fa2a7) for a before/after comparison.
 //   try_lock_cost HOST:PORT [N] [PATH]       (a throwaway server: the tries are writes before)
+// The srvr word goes to 127.0.0.1 or localhost only (four_letter.hpp): HOST is one of them.
+#include <four_letter.hpp>  // test/support: the four-letter-word client
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
@@ -25,14 +27,7 @@ namespace {
 
 // The server's last committed zxid, from the `srvr` four-letter word ("Zxid: 0x...").
 long long server_zxid(const std::string& host_port) {
-  auto colon = host_port.rfind(':');
-  asio::io_context ioc;
-  asio::ip::tcp::socket s(ioc);
-  asio::connect(s, asio::ip::tcp::resolver(ioc).resolve(host_port.substr(0, colon), host_port.substr(colon + 1)));
-  asio::write(s, asio::buffer(std::string("srvr")));
-  std::string reply;
-  boost::system::error_code ec;
-  asio::read(s, asio::dynamic_buffer(reply), ec);  // until the server closes
+  const auto reply = zklock::test::four_letter(host_port, "srvr", std::chrono::seconds(10));
   auto at = reply.find("Zxid: ");
   if (at == std::string::npos) throw std::runtime_error("no Zxid in srvr reply: " + reply);
   return std::stoll(reply.substr(at + 6), nullptr, 16);

@@ -7,6 +7,7 @@
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
 #include <zklock/lock_guard.hpp>
+#include <zklock/lock_view.hpp>
 #include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
@@ -16,6 +17,7 @@
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 #include <zklock/types.hpp>
+#include <zklock/zklock.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -208,3 +208,31 @@ inline int server_watches(const zklock::test::zk_server& srv) {
   if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
   return -1;
 }
+
+/// `n` sessions on `ioc` to `connect`, not yet connected (connect() connects them in turn).
+struct session_group {
+  std::vector<std::unique_ptr<zklock::session>> s;
+  session_group(asio::io_context& ioc, const std::string& connect, int n) {
+    for (int i = 0; i < n; ++i) s.push_back(std::make_unique<zklock::session>(ioc.get_executor(), options_for(connect)));
+  }
+  asio::awaitable<void> connect() {
+    for (auto& x : s) co_await x->async_connect(asio::use_awaitable);
+  }
+  zklock::session& operator[](std::size_t i) { return *s[i]; }
+};
+
+/// Waits (bounded: 2 s) until `flag` is set.
+inline asio::awaitable<void> until(const bool& flag) {
+  for (int i = 0; i < 200 && !flag; ++i) co_await sleep_for(10ms);
+}
+
+/// Polls until `path` has `n` children (fails the test after `limit`).
+inline asio::awaitable<void> until_children(zklock::session& s, const std::string& path, std::size_t n,
+                                            std::chrono::steady_clock::duration limit = 15s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::size_t seen = 0;
+  while ((seen = co_await children_of(s, path)) != n) {
+    if (std::chrono::steady_clock::now() > deadline) FAIL(path << " has " << seen << " children, waited for " << n);
+    co_await sleep_for(50ms);
+  }
+}

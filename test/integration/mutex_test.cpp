@@ -518,3 +518,38 @@ TEST_CASE_METHOD(server_fixture,
     CHECK(left.children.empty());
   }());
 }
+
+TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await a.async_connect(asio::use_awaitable);
+    co_await b.async_connect(asio::use_awaitable);
+    mutex ma(a, "/locks/queue"), mb(b, "/locks/queue");
+    auto empty = co_await ma.async_contenders(asio::use_awaitable);
+    CHECK(empty.empty());  // no lock dir yet
+    auto g = co_await ma.async_acquire(asio::use_awaitable);
+    co_await b.async_create("/locks/queue/not-a-contender", "", create_mode::ephemeral, asio::use_awaitable);
+    bool b_done = false;
+    lock_guard gb;
+    mb.async_acquire([&](error_code ec, lock_guard lg) {
+      CHECK_FALSE(ec);
+      gb = std::move(lg);
+      b_done = true;
+    });
+    co_await sleep_for(300ms);
+    auto q = co_await mb.async_contenders(asio::use_awaitable);
+    REQUIRE(q.size() == 2);
+    CHECK("/locks/queue/" + q[0].node == g.node_path());
+    CHECK(q[0].stat.ephemeral_owner == a.session_id());
+    CHECK(q[1].stat.ephemeral_owner == b.session_id());
+    CHECK(q[0].sequence < q[1].sequence);
+    CHECK(q[0].data.starts_with("zklock/3 "));  // the marker, then who holds (issue 21 §4)
+    CHECK(q[0].identity == q[1].identity);    // both sessions of this process: hostname:pid
+    co_await g.async_release(asio::use_awaitable);
+    while (!b_done) co_await sleep_for(5ms);
+    co_await gb.async_release(asio::use_awaitable);
+  }());
+}

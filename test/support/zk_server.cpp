@@ -344,65 +344,6 @@ std::vector<std::uint16_t> free_ports(int n) {
 
 std::uint16_t free_port() { return free_ports(1).front(); }
 
-std::string four_letter(std::uint16_t port, const std::string& cmd, std::chrono::milliseconds timeout) {
-  sockaddr_in a{};
-  int fd = loopback_socket(port, a);
-  if (fd < 0) return {};
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto left = [&] {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return static_cast<int>(std::max<long long>(0, ms.count()));
-  };
-  auto wait_for = [&](short events) {
-    for (;;) {
-      pollfd p{fd, events, 0};
-      int r = ::poll(&p, 1, left());
-      if (r < 0 && errno == EINTR) continue;
-      return r == 1 ? p.revents : short(0);
-    }
-  };
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    if (errno != EINPROGRESS) {
-      ::close(fd);
-      return {};
-    }
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (!(wait_for(POLLOUT) & POLLOUT) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-      ::close(fd);
-      return {};
-    }
-  }
-  std::size_t sent = 0;
-  while (sent < cmd.size()) {
-    ssize_t n = ::send(fd, cmd.data() + sent, cmd.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (!(wait_for(POLLOUT) & POLLOUT)) break;
-    } else {
-      break;
-    }
-  }
-  if (sent == cmd.size()) {
-    char buf[8192];
-    for (;;) {  // the server closes the connection after its reply
-      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-      if (n > 0) {
-        out.append(buf, static_cast<std::size_t>(n));
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!(wait_for(POLLIN) & (POLLIN | POLLHUP | POLLERR))) break;  // timed out
-      } else {
-        break;
-      }
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
 // One server process (standalone, or a quorum member when myid > 0) with its dir and config.
 class server_process {
  public:

@@ -13,6 +13,8 @@
 // Environment overrides: ZKLOCK_TEST_JAVA (java binary), ZKLOCK_TEST_ZK_CLASSPATH.
 #pragma once
 
+#include "four_letter.hpp"  // four_letter(port, word)
+
 #include <sys/types.h>
 
 #include <chrono>
@@ -51,11 +53,6 @@ struct port_in_use : std::runtime_error {
 
 /// `n` distinct free ports (all held open while choosing, so they differ from each other).
 std::vector<std::uint16_t> free_ports(int n);
-
-/// Sends a four-letter word ("ruok", "srvr", "stat", "cons", "wchc", "mntr", ...) to
-/// 127.0.0.1:port and returns the whole reply, or "" on failure or after `timeout`.
-std::string four_letter(std::uint16_t port, const std::string& cmd,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
 
 class server_process;
 

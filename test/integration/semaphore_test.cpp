@@ -1,0 +1,135 @@
+// semaphore against a real server: never more than max_leases holders, leases of a dead session
+// come back, no orphaned lease after a connection loss, cancellation and timeouts leave nothing.
+#include "common.hpp"
+#include "tcp_proxy.hpp"
+#include "zk_server.hpp"
+
+#include <zklock/semaphore.hpp>
+
+#include <random>
+
+using namespace zklock;
+using zklock::test::zk_server;
+
+TEST_CASE("semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, and 2 at once",
+          "[integration][semaphore]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 5);
+  int inside = 0, max_inside = 0, finished = 0, granted = 0;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    for (int i = 0; i < 5; ++i) {
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        semaphore sem(f[i], "/sem/a", 2);
+        for (int k = 0; k < 20; ++k) {
+          auto g = co_await sem.async_acquire(asio::use_awaitable);
+          CHECK(g.kind() == lock_kind::lease);
+          ++inside, ++granted;
+          max_inside = std::max(max_inside, inside);
+          co_await sleep_for(std::chrono::milliseconds(3 + (k * 7 + i) % 5));
+          --inside;
+          co_await g.async_release(asio::use_awaitable);
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    while (finished < 5) co_await sleep_for(20ms);
+    auto leases = co_await f[0].async_get_children("/sem/a/leases", asio::use_awaitable);
+    CHECK(leases.children.empty());
+    auto locks = co_await f[0].async_get_children("/sem/a/locks", asio::use_awaitable);
+    CHECK(locks.children.empty());
+  }(), 240s);
+  CHECK(granted == 100);
+  CHECK(max_inside == 2);
+}
+
+TEST_CASE("semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
+          "a dead session's lease comes back",
+          "[integration][semaphore][cancel][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session_group f(ioc, srv.connect_string(), 2);
+  session behind(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    co_await behind.async_connect(asio::use_awaitable);
+    semaphore a(f[0], "/sem/b", 1), b(f[1], "/sem/b", 1), c(behind, "/sem/b", 1);
+    semaphore none(f[0], "/sem/none", 0);
+    auto [e0, g0] = co_await none.async_acquire(tuple_awaitable);
+    CHECK(e0 == errc::invalid_max_leases);
+    auto held = co_await c.async_acquire(asio::use_awaitable);
+    auto sent = f[1].stats().requests_sent;
+    auto [e1, g1] = co_await b.async_try_acquire(tuple_awaitable);
+    CHECK(e1 == errc::lock_busy);
+    CHECK(f[1].stats().requests_sent - sent == 1);  // one read, no write
+    auto [e2, g2] = co_await b.async_acquire_for(100ms, tuple_awaitable);
+    CHECK(e2 == errc::lock_timeout);
+    asio::cancellation_signal sig;
+    bool done = false;
+    error_code e3;
+    b.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) { e3 = ec, done = true; }));
+    co_await sleep_for(100ms);
+    sig.emit(asio::cancellation_type::terminal);
+    co_await until(done);
+    CHECK(e3 == asio::error::operation_aborted);
+    auto leases = co_await f[0].async_get_children("/sem/b/leases", asio::use_awaitable);
+    CHECK(leases.children.size() == 1);  // the holder's only
+    auto locks = co_await f[0].async_get_children("/sem/b/locks", asio::use_awaitable);
+    CHECK(locks.children.empty());
+    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
+    CHECK(server_watches(srv) == 0);
+    // the holder's session dies (expired behind its proxy): its lease comes back to a waiter
+    auto t0 = std::chrono::steady_clock::now();
+    proxy.blackhole(true);
+    auto g = co_await a.async_acquire_for(30s, asio::use_awaitable);
+    CHECK(g.owns_lock());
+    WARN("lease back after " << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
+                             << " ms (session timeout 4 s)");
+    co_await g.async_release(asio::use_awaitable);
+    proxy.blackhole(false);
+  }(), 120s);
+}
+
+TEST_CASE("semaphore: connections cut during acquires leave no orphaned lease",
+          "[integration][semaphore][fault]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  int done = 0, ok = 0;
+  std::vector<lock_guard> guards;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await watcher.async_connect(asio::use_awaitable);
+    semaphore sem(s, "/sem/c", 3);
+    for (int round = 0; round < 20; ++round) {
+      sem.async_acquire_for(5s, [&](error_code ec, lock_guard g) {
+        ++done;
+        if (!ec) ++ok, guards.push_back(std::move(g));
+      });
+      if (round % 4 == 1) proxy.drop_all();  // requests in flight are cut
+      co_await sleep_for(std::chrono::milliseconds(round % 3));
+      if (guards.size() == 3) {
+        for (auto& g : guards) g = lock_guard{};  // released in the background
+        guards.clear();
+      }
+    }
+    for (int i = 0; i < 600 && done < 20; ++i) co_await sleep_for(20ms);
+    CHECK(done == 20);
+    guards.clear();
+    for (int i = 0; i < 300 && !is_connected(s.state()); ++i) co_await sleep_for(20ms);
+    // every lease node belongs to a guard we hold: none now
+    std::size_t left = 99;
+    for (int i = 0; i < 300 && left != 0; ++i) {
+      left = (co_await watcher.async_get_children("/sem/c/leases", asio::use_awaitable)).children.size();
+      if (left) co_await sleep_for(20ms);
+    }
+    CHECK(left == 0);
+    auto locks = co_await watcher.async_get_children("/sem/c/locks", asio::use_awaitable);
+    CHECK(locks.children.empty());
+  }(), 120s);
+  CHECK(ok > 0);
+}

@@ -1,0 +1,204 @@
+// shared_mutex against a real server: readers share, writers exclude, FIFO (no writer
+// starvation), downgrade without a writer in between, upgrade refused, try-locks that write
+// nothing, cancellation that leaves nothing.
+#include "common.hpp"
+#include "zk_server.hpp"
+
+#include <zklock/shared_mutex.hpp>
+
+#include <random>
+
+using namespace zklock;
+using zklock::test::zk_server;
+
+namespace {
+// Waits (bounded) until the queue has `n` contenders; returns it.
+asio::awaitable<std::vector<contender>> queue_of(shared_mutex& m, std::size_t n) {
+  auto q = co_await m.async_contenders(asio::use_awaitable);
+  for (int i = 0; i < 100 && q.size() != n; ++i) {
+    co_await sleep_for(20ms);
+    q = co_await m.async_contenders(asio::use_awaitable);
+  }
+  co_return q;
+}
+// Acquires in the background: `g` gets the guard, `in` is set when granted.
+template <class Acquire>
+void acquire_in_background(asio::io_context& ioc, Acquire acquire, lock_guard& g, bool& in) {
+  asio::co_spawn(ioc, [acquire, &g, &in]() mutable -> asio::awaitable<void> {
+    g = co_await acquire(asio::use_awaitable);
+    in = true;
+  }, asio::detached);
+}
+}  // namespace
+
+TEST_CASE("shared_mutex: 6 sessions x 40 random reads and writes, readers overlap, writers alone",
+          "[integration][shared]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 6);
+  int readers_in = 0, writers_in = 0, violations = 0, max_readers = 0, finished = 0, reads = 0, writes = 0;
+  const std::uint32_t seed = std::random_device{}();
+  CAPTURE(seed);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    for (int i = 0; i < 6; ++i) {
+      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
+        std::mt19937 rng(seed + i);
+        shared_mutex m(f[i], "/locks/rw");
+        for (int k = 0; k < 40; ++k) {
+          if (rng() % 4 == 0) {
+            auto g = co_await m.async_acquire(asio::use_awaitable);
+            CHECK(g.kind() == lock_kind::write);
+            if (readers_in || writers_in) ++violations;
+            ++writers_in, ++writes;
+            co_await sleep_for(std::chrono::milliseconds(rng() % 3));
+            --writers_in;
+            co_await g.async_release(asio::use_awaitable);
+          } else {
+            auto g = co_await m.async_acquire_shared(asio::use_awaitable);
+            CHECK(g.kind() == lock_kind::read);
+            if (writers_in) ++violations;
+            ++readers_in, ++reads;
+            max_readers = std::max(max_readers, readers_in);
+            co_await sleep_for(std::chrono::milliseconds(2 + rng() % 5));
+            --readers_in;
+            co_await g.async_release(asio::use_awaitable);
+          }
+        }
+        ++finished;
+      }, asio::detached);
+    }
+    while (finished < 6) co_await sleep_for(20ms);
+    auto children = co_await f[0].async_get_children("/locks/rw", asio::use_awaitable);
+    CHECK(children.children.empty());
+  }(), 240s);
+  CHECK(violations == 0);
+  CHECK(reads + writes == 240);
+  CHECK(max_readers > 1);  // readers really held together
+}
+
+TEST_CASE("shared_mutex: a writer waits for the readers ahead, and readers behind it wait for it (FIFO)",
+          "[integration][shared]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 3);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    shared_mutex a(f[0], "/locks/fifo"), b(f[1], "/locks/fifo"), c(f[2], "/locks/fifo");
+    auto r1 = co_await a.async_acquire_shared(asio::use_awaitable);
+    auto r1b = co_await c.async_try_acquire_shared(asio::use_awaitable);  // readers share
+    CHECK(r1b.owns_lock());
+    co_await r1b.async_release(asio::use_awaitable);
+    bool writer_in = false;
+    lock_guard w;
+    acquire_in_background(ioc, [&](auto t) { return b.async_acquire(t); }, w, writer_in);
+    co_await queue_of(a, 2);
+    CHECK_FALSE(writer_in);
+    // a reader behind the waiting writer is refused by a try (on one read: no write) and waits
+    auto sent = f[2].stats().requests_sent;
+    auto [ec, r2] = co_await c.async_try_acquire_shared(tuple_awaitable);
+    CHECK(ec == errc::lock_busy);
+    CHECK(f[2].stats().requests_sent - sent == 1);
+    bool reader2_in = false;
+    lock_guard r3;
+    acquire_in_background(ioc, [&](auto t) { return c.async_acquire_shared(t); }, r3, reader2_in);
+    auto q = co_await queue_of(a, 3);
+    REQUIRE(q.size() == 3);
+    CHECK(q[0].kind == lock_kind::read);
+    CHECK(q[1].kind == lock_kind::write);
+    CHECK(q[2].kind == lock_kind::read);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(writer_in);
+    CHECK_FALSE(reader2_in);
+    co_await r1.async_release(asio::use_awaitable);
+    co_await until(writer_in);
+    CHECK(writer_in);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(reader2_in);  // still behind the writer
+    co_await w.async_release(asio::use_awaitable);
+    co_await until(reader2_in);
+    CHECK(reader2_in);
+    co_await r3.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer behind it, upgrade refused",
+          "[integration][shared]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 3);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    shared_mutex a(f[0], "/locks/down"), b(f[1], "/locks/down"), c(f[2], "/locks/down");
+    auto w = co_await a.async_acquire(asio::use_awaitable);
+    bool reader_in = false, writer_in = false;
+    lock_guard r, w2;
+    acquire_in_background(ioc, [&](auto t) { return b.async_acquire_shared(t); }, r, reader_in);
+    co_await sleep_for(100ms);  // the reader queues first
+    acquire_in_background(ioc, [&](auto t) { return c.async_acquire(t); }, w2, writer_in);
+    auto q = co_await queue_of(a, 3);
+    CHECK_FALSE(reader_in);
+    co_await w.async_downgrade(asio::use_awaitable);
+    CHECK(w.kind() == lock_kind::read);
+    CHECK(w.owns_lock());
+    co_await until(reader_in);
+    CHECK(reader_in);  // granted beside the downgraded holder
+    co_await sleep_for(300ms);
+    CHECK_FALSE(writer_in);  // the writer queued behind never got in between
+    q = co_await a.async_contenders(asio::use_awaitable);
+    REQUIRE(q.size() == 3);
+    CHECK(q[0].kind == lock_kind::read);  // the downgraded writer, as its data says
+    // a second downgrade, and a mutex guard's, are refused
+    auto [ec1] = co_await w.async_downgrade(asio::as_tuple(asio::use_awaitable));
+    CHECK(ec1 == errc::not_downgradable);
+    co_await w.async_release(asio::use_awaitable);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(writer_in);
+    co_await r.async_release(asio::use_awaitable);
+    co_await until(writer_in);
+    CHECK(writer_in);
+    co_await w2.async_release(asio::use_awaitable);
+
+    mutex plain(f[0], "/locks/plain");
+    auto pg = co_await plain.async_acquire(asio::use_awaitable);
+    auto [ec2] = co_await pg.async_downgrade(asio::as_tuple(asio::use_awaitable));
+    CHECK(ec2 == errc::not_downgradable);
+    co_await pg.async_release(asio::use_awaitable);
+
+    // reentrancy: a read hold refuses the write side; a write hold covers reads
+    owner_id me{7};
+    auto rd = co_await a.async_acquire_shared(me, asio::use_awaitable);
+    auto [ec3, up] = co_await a.async_acquire(me, tuple_awaitable);
+    CHECK(ec3 == errc::upgrade_refused);
+    co_await rd.async_release(asio::use_awaitable);
+    auto wr = co_await a.async_acquire(me, asio::use_awaitable);
+    auto rd2 = co_await a.async_acquire_shared(me, asio::use_awaitable);
+    CHECK(wr.hold_count() == 2);
+    co_await rd2.async_release(asio::use_awaitable);
+    co_await wr.async_release(asio::use_awaitable);
+  }());
+}
+
+TEST_CASE("shared_mutex: cancelled and timed-out reads and writes leave no node and no watch",
+          "[integration][shared][cancel]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 2);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    shared_mutex a(f[0], "/locks/rwc"), b(f[1], "/locks/rwc");
+    auto w = co_await a.async_acquire(asio::use_awaitable);
+    auto [e1, g1] = co_await b.async_acquire_shared_for(50ms, tuple_awaitable);
+    CHECK(e1 == errc::lock_timeout);
+    auto [e2, g2] = co_await b.async_acquire_for(50ms, tuple_awaitable);
+    CHECK(e2 == errc::lock_timeout);
+    co_await w.async_downgrade(asio::use_awaitable);
+    auto [e3, g3] = co_await b.async_acquire_for(50ms, tuple_awaitable);  // behind a reader now
+    CHECK(e3 == errc::lock_timeout);
+    auto ch = co_await f[0].async_get_children("/locks/rwc", asio::use_awaitable);
+    CHECK(ch.children.size() == 1);
+    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
+    CHECK(server_watches(srv) == 0);
+    co_await w.async_release(asio::use_awaitable);
+  }());
+}
