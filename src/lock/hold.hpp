@@ -99,6 +99,8 @@ struct hold : std::enable_shared_from_this<hold> {
   void adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending);
   /// Reply to the getData that set our node's watch: no node means deleted by someone else.
   void on_node_watch_reply(error_code ec, const node_stat& st);
+  /// A local hold that ended: removes its revocation watch from the node it leaves behind.
+  void drop_revoke_watch();
 
  private:
   void on_session_state(session_state st);

@@ -9,6 +9,7 @@
 #include <zklock/revoke.hpp>
 
 #include <algorithm>
+#include <utility>
 
 namespace zklock::detail {
 
@@ -44,6 +45,11 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
           auto self = weak.lock();
           if (!self) return;
           self->run_revocation(self->revocation.on_data(g, ec, r.data, r.stat.version, is_connected(self->s->state())));
+          if (!ec && *registered && self->revocation.ended()) {
+            // The hold ended while this read was in flight: its watch was set after the end.
+            self->revoke_watch = *registered;
+            return self->drop_revoke_watch();
+          }
           // Hear when it fires (or is removed, or the session takes it): only after a
           // successful read, since a failed one registers nothing.
           if (!ec && *registered)
@@ -89,6 +95,15 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
       }
     }
   }
+}
+
+// A local hold's node stays when the hold ends (the queue hands it to the next local holder):
+// its data watch goes with the hold, or it would stay registered and fire for a request meant
+// for a later holder. (A hold's own node is deleted at its end, which takes the watch.)
+void hold::drop_revoke_watch() {
+  if (!local_release || !revoke_watch || !revoke_watch->registered) return;
+  // (a removal lost with the connection leaves one watch, whose event finds the hold ended)
+  s->remove_watch(std::exchange(revoke_watch, nullptr), void_handler([](error_code) {}));
 }
 
 void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h) {

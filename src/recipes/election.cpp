@@ -44,7 +44,7 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
       : e_(std::move(e)), op_(std::move(op)) {}
   ~campaign_op() { op_->on_cancel = nullptr; }
 
-  void start(std::chrono::steady_clock::duration timeout) {
+  void start(std::chrono::steady_clock::duration timeout, lock_mode mode = lock_mode::wait) {
     // Cancellation goes to the acquire, which cleans up (node, watch) before it completes.
     op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
       if (auto self = weak.lock()) self->inner_.emit(t);
@@ -55,7 +55,7 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
                                                  if (ec) return self->op_->complete(ec, leadership{});
                                                  self->op_->complete({}, election_access::make(std::move(g), self->e_->identity));
                                                }),
-                  {.kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
+                  {.mode = mode, .kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
   }
 
  private:
@@ -263,24 +263,36 @@ error_code session_unusable(const session_impl& s) {
 
 void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout) {
+  on_executor(e->dir->s->executor(), std::move(h), [e, timeout](auto h) mutable {
+    auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
+    std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
+  });
+}
+
+void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h) {
   auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
   if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
-  std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
+  std::make_shared<campaign_op>(e, std::move(op))->start(std::chrono::steady_clock::duration::max(), lock_mode::try_once);
 }
 
 void query_leader(const std::shared_ptr<election_state>& e, leader_handler h) {
-  auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->fail(e->dir->path_error);
-  std::make_shared<leader_read>(e->dir, [op](error_code ec, std::optional<leader_info> r) {
-    op->complete(ec, std::move(r));
-  })->start();
+  on_executor(e->dir->s->executor(), std::move(h), [e](auto h) mutable {
+    auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->fail(e->dir->path_error);
+    std::make_shared<leader_read>(e->dir, [op](error_code ec, std::optional<leader_info> r) {
+      op->complete(ec, std::move(r));
+    })->start();
+  });
 }
 
 void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h) {
-  auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->fail(e->dir->path_error);
-  if (auto ec = session_unusable(*e->dir->s)) return op->fail(ec);
-  std::make_shared<observe_op>(e->dir, std::move(known), std::move(op))->start();
+  on_executor(e->dir->s->executor(), std::move(h), [e, known = std::move(known)](auto h) mutable {
+    auto op = pending<void(error_code, std::optional<leader_info>)>::make(std::move(h), e->dir->s->executor());
+    if (e->dir->path_error) return op->fail(e->dir->path_error);
+    if (auto ec = session_unusable(*e->dir->s)) return op->fail(ec);
+    std::make_shared<observe_op>(e->dir, std::move(known), std::move(op))->start();
+  });
 }
 
 }  // namespace zklock::detail

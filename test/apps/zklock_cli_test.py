@@ -23,7 +23,7 @@ SCRIPTS = None
 EXAMPLES = None  # build dir of the example programs (--examples), for case_examples
 DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stopped by us
 
-EXIT_USAGE, EXIT_BUSY, EXIT_LOST = 2, 75, 76
+EXIT_USAGE, EXIT_NOBODY, EXIT_BUSY, EXIT_LOST, EXIT_MAX_HOLD = 2, 3, 75, 76, 77
 
 
 class Case(zk_fixture.Case):
@@ -52,6 +52,11 @@ class Case(zk_fixture.Case):
         err = err or ""
         log(f"pid {p.pid} exited {p.returncode}" + (f"; stderr: {err.strip()}" if err.strip() else ""))
         return p.returncode, out, err
+
+
+def says_lock(err):
+    """Whether zklock's messages speak of a lock (its own name aside)."""
+    return "lock" in err.replace("zklock", "")
 
 
 def holders(c, lock):
@@ -759,7 +764,7 @@ def case_elect(c):
     """zklock elect: one leader at a time in FIFO order, its environment, status passthrough,
     resignation when the command exits; zklock leader and holders on the election path."""
     rc, out, *_ = c.run("leader", "/apps/elect")
-    check(rc == 1 and out == "", f"leader with no candidate -> {rc} {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"leader with no candidate -> {rc} {out!r}")
     # the command sees its leadership
     rc, out, *_ = c.run("elect", "--id", "solo", "/apps/elect", "--",
                         "sh", "-c", 'echo "$ZKLOCK_LEADER_ID $ZKLOCK_FENCING_TOKEN $ZKLOCK_NODE"; exit 9')
@@ -806,7 +811,7 @@ def case_elect(c):
     check(tokens == sorted(tokens) and len(set(tokens)) == 3, f"fencing tokens {tokens}")
     check(holders(c, "/apps/elect") == [], "nodes left behind")
     rc, out, *_ = c.run("leader", "/apps/elect")
-    check(rc == 1 and out == "", f"leader after all resigned -> {rc} {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"leader after all resigned -> {rc} {out!r}")
 
 
 def case_leader_watch(c):
@@ -851,6 +856,8 @@ def case_elect_lost(c):
     wait_for(lambda: len(holders(c, "/apps/elect-lost")) == 2, 20, "the next candidate to queue")
     rc, out, err = wait_with_server_stopped(c, p)
     check(rc == EXIT_LOST, f"leadership lost -> {rc}")
+    # an election's messages speak of leadership, not of a lock
+    check("leadership may be lost" in err and not says_lock(err), f"messages: {err!r}")
     check(not pid_alive(child), f"child {child} still running")
     rc, *_ = c.wait(nxt, timeout=30)
     check(rc == 0, f"next leader exited {rc}")
@@ -868,7 +875,7 @@ def case_revoke(c):
     # Curator's revocation request ("__REVOKE__") to each current holder: printed one per line,
     # status 0; nobody holds: nothing printed, status 1. Revocation never releases a lock.
     rc, out, err, _ = c.run("revoke", "/apps/rev/missing")
-    check(rc == 1 and out == "", f"missing dir -> {rc}, {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"missing dir -> {rc}, {out!r}")
     for bad in ("0", "x"):
         rc, _, err, _ = c.run("revoke", "--semaphore", bad, "/apps/rev")
         check(rc == 2 and "--semaphore: expected a whole number of leases >= 1" in err, f"--semaphore {bad} -> {rc}: {err}")
@@ -921,7 +928,241 @@ def case_revoke(c):
         c.wait(p)
     check(c.wait(w)[0] == 0, "writer failed")
     rc, out, _, _ = c.run("revoke", "/apps/rev-rw")
-    check(rc == 1 and out == "", f"nobody holds -> {rc}, {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"nobody holds -> {rc}, {out!r}")
+
+
+def case_nobody(c):
+    """`leader` when nobody leads and `revoke` when nobody holds: a status of their own
+    (EXIT_NOBODY, not the ZooKeeper-error 1) and a line on stderr."""
+    rc, out, err, _ = c.run("leader", "/apps/nobody/election")
+    check(rc == EXIT_NOBODY and out == "" and err == "zklock: /apps/nobody/election: nobody leads\n",
+          f"leader, nobody leads -> {rc}: {out!r} {err!r}")
+    rc, out, err, _ = c.run("revoke", "/apps/nobody/lock")
+    check(rc == EXIT_NOBODY and out == "" and err == "zklock: /apps/nobody/lock: nobody holds the lock\n",
+          f"revoke, nobody holds -> {rc}: {out!r} {err!r}")
+    rc, out, err, _ = c.run("revoke", "--semaphore", "2", "/apps/nobody/sem")
+    check(rc == EXIT_NOBODY and err == "zklock: /apps/nobody/sem/leases: nobody holds the lock\n",
+          f"revoke --semaphore, nobody holds -> {rc}: {err!r}")
+    # -q keeps the status and drops the line
+    rc, out, err, _ = c.run("leader", "-q", "/apps/nobody/election")
+    check(rc == EXIT_NOBODY and err == "", f"leader -q -> {rc}: {err!r}")
+    # a ZooKeeper error is still 1
+    rc, *_ = c.run("leader", "--connect", "127.0.0.1:1", "--connect-timeout", "1", "/apps/nobody/election")
+    check(rc == 1, f"leader, cannot connect -> {rc}")
+    rc, *_ = c.run("revoke", "--connect", "127.0.0.1:1", "--connect-timeout", "1", "/apps/nobody/lock")
+    check(rc == 1, f"revoke, cannot connect -> {rc}")
+    # the statuses are in the exit-status tables (the command's help and its README)
+    rc, out, *_ = c.run("--help")
+    check(rc == 0 and f"{EXIT_NOBODY} nobody" in out, f"zklock --help does not list {EXIT_NOBODY}: {out!r}")
+    for sub in ("leader", "revoke"):
+        rc, out, *_ = c.run(sub, "--help")
+        check(rc == 0 and f"{EXIT_NOBODY} nobody" in out, f"{sub} --help does not list {EXIT_NOBODY}: {out!r}")
+    readme = open(os.path.join(SCRIPTS, "..", "apps", "zklock", "README.md")).read()
+    check(re.search(rf"^\| {EXIT_NOBODY} \| .*nobody leads.*nobody holds", readme, re.M),
+          f"apps/zklock/README.md's exit-status table has no row for {EXIT_NOBODY}")
+
+
+COMMANDS = ["exec", "elect", "leader", "holders", "revoke"]
+
+
+def case_unknown_command(c):
+    """An unknown subcommand is named, with the list of commands; so is a missing one."""
+    for args in (("frobnicate",), ("frobnicate", "/apps/x"), ("-c", c.server.connect, "frobnicate"),
+                 ("--session-timeout", "4", "-q", "frobnicate", "--", "true")):
+        rc, out, err, _ = c.run(*args)
+        check(rc == EXIT_USAGE and "unknown command 'frobnicate'" in err and all(x in err for x in COMMANDS),
+              f"zklock {' '.join(args)} -> {rc}: {err!r}")
+        check(err.count("\n") == 1, f"one line: {err!r}")
+    rc, out, err, _ = c.run()
+    check(rc == EXIT_USAGE and "a command is required" in err and all(x in err for x in COMMANDS),
+          f"no command -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("-q")
+    check(rc == EXIT_USAGE and "a command is required" in err, f"only -q -> {rc}: {err!r}")
+    # --help and --version still answer
+    rc, out, *_ = c.run("--help")
+    check(rc == 0 and all(x in out for x in COMMANDS), f"--help -> {rc}")
+    rc, out, *_ = c.run("--version")
+    check(rc == 0 and out.startswith("zklock "), f"--version -> {rc}: {out!r}")
+
+
+def case_global_options(c):
+    """-c/--connect, --session-timeout and -q (and the other session options) before the
+    subcommand, as etcdctl and consul take them, and after it as before."""
+    good = c.server.connect
+    env = c.env()
+    env["ZKLOCK_CONNECT"] = "127.0.0.1:1"  # the default would not answer: -c must be used
+
+    def run(*args):
+        p = zk_fixture.run([ZKLOCK, *args], 30, env=env)
+        log(f"zklock {' '.join(args)} -> {p.returncode}; stderr: {p.stderr.strip()}")
+        return p.returncode, p.stdout, p.stderr
+    rc, out, err = run("-c", good, "exec", "/apps/global", "--", "sh", "-c", "echo ran")
+    check(rc == 0 and out == "ran\n", f"-c before exec -> {rc}: {err!r}")
+    rc, out, err = run("--connect", good, "holders", "/apps/global")
+    check(rc == 0 and out == "", f"--connect before holders -> {rc}: {err!r}")
+    rc, out, err = run(f"--connect={good}", "holders", "/apps/global")
+    check(rc == 0, f"--connect=HOSTS before holders -> {rc}: {err!r}")
+    # the server clamps 30 s to 10 s: the note shows the option was taken; -q before drops it
+    rc, out, err = run("-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
+    check(rc == 0 and "asked for 30 s" in err, f"--session-timeout before exec -> {rc}: {err!r}")
+    rc, out, err = run("-q", "-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
+    check(rc == 0 and err == "", f"-q before exec -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "exec", "-q", "--session-timeout", "30", "/apps/global", "--", "true")
+    check(rc == 0 and err == "", f"-q after exec -> {rc}: {err!r}")
+    # on both sides: the subcommand's own wins
+    rc, out, err = run("-c", "127.0.0.1:1", "holders", "-c", good, "/apps/global")
+    check(rc == 0, f"-c on both sides -> {rc}: {err!r}")
+    rc, out, err = run("--session-timeout", "abc", "-c", good, "holders", "/apps/global")
+    check(rc == EXIT_USAGE and "--session-timeout: expected a number of seconds > 0, got 'abc'" in err,
+          f"bad --session-timeout before the subcommand -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "leader", "/apps/global/election")
+    check(rc == EXIT_NOBODY, f"-c before leader -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "revoke", "/apps/global")
+    check(rc == EXIT_NOBODY, f"-c before revoke -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "elect", "--id", "g", "/apps/global/election", "--", "true")
+    check(rc == 0, f"-c before elect -> {rc}: {err!r}")
+    rc, out, err = run("-c", "", "holders", "/apps/global")
+    check(rc == EXIT_USAGE and "--connect" in err, f"-c '' before holders -> {rc}: {err!r}")
+    rc, out, *_ = run("--help")
+    check(rc == 0 and "--connect" in out and "--session-timeout" in out and "--quiet" in out,
+          f"--help does not show the global options: {out!r}")
+    check(holders(c, "/apps/global") == [], "nodes left behind")
+
+
+def case_elect_try(c):
+    """elect --try and elect --timeout as exec has them: 75 when another candidate leads; the
+    messages speak of leadership."""
+    leader = c.start("elect", "--id", "first", "/apps/elect-try", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the first candidate to lead")
+    rc, out, err, dt = c.run("elect", "--try", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and "leads" in err and not says_lock(err), f"elect --try while another leads -> {rc}: {err!r}")
+    check(dt < 3, f"elect --try took {dt:.2f}s")
+    rc, out, err, dt = c.run("elect", "--timeout", "1", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and "leadership not won within 1 s" in err and not says_lock(err),
+          f"elect --timeout 1 while another leads -> {rc}: {err!r}")
+    check(0.9 <= dt < 3.0, f"elect --timeout 1 returned after {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without leading")
+    check(len(holders(c, "/apps/elect-try")) == 1, "--try/--timeout left a candidate behind")
+    rc, out, err, _ = c.run("elect", "--try", "--timeout", "1", "--id", "x", "/apps/elect-try", "--", "true")
+    check(rc == EXIT_USAGE, f"elect --try with --timeout -> {rc}")
+    rc, out, *_ = c.run("elect", "--help")
+    check("--try" in out and "75" in out, "elect --help does not show --try")
+    os.kill(leader.pid, signal.SIGTERM)
+    c.wait(leader)
+    rc, *_ = c.run("elect", "--try", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == 0 and os.path.exists(c.path("ran")), f"elect --try when nobody leads -> {rc}")
+    check(holders(c, "/apps/elect-try") == [], "nodes left behind")
+
+
+def case_holders_help(c):
+    """holders --help names every column it prints, in order."""
+    rc, out, *_ = c.run("holders", "--help")
+    cols = ["POSITION", "NODE", "OWNER", "AGE", "KIND", "IDENTITY"]
+    check(rc == 0 and re.search(r"\s+".join(cols), " ".join(out.split())), f"holders --help: {out!r}")
+
+
+def case_readme(c):
+    """apps/zklock/README.md has a section, an example and the exit statuses for every command."""
+    readme = open(os.path.join(SCRIPTS, "..", "apps", "zklock", "README.md")).read()
+    sections = re.split(r"^## ", readme, flags=re.M)
+    for name in COMMANDS:
+        sec = [s for s in sections if s.startswith(f"`zklock {name}")]
+        check(len(sec) == 1, f"no section for zklock {name}")
+        check(f"zklock {name} " in sec[0].split("\n", 1)[1], f"zklock {name}: no example")
+        check(re.search(r"[Ee]xit status", sec[0]), f"zklock {name}: no exit statuses")
+    check("zklock locks" in readme, "no line for zklock locks")
+
+
+CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
+                "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
+                "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
+                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
+
+
+def case_digest_acl(c):
+    """With credentials, the nodes zklock creates (the lock dir it makes, its lock node) are
+    for those credentials only (creator_all): a client without them is refused (NoAuth); kazoo
+    and Curator with the same digest still share the lock. --acl open keeps the open ACL."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_digest_acl_credential
+    cred = c.path("cred")
+    with open(cred, "w") as f:
+        f.write("alice:secret\n")
+    lock = "/apps/acl/lock"
+    holder = c.start("exec", "--digest-file", cred, lock, "--", *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    alice_id = make_digest_acl_credential("alice", "secret")
+    with kazoo_client(c.server.connect, auth_data=[("digest", "alice:secret")]) as alice:
+        node = lock + "/" + alice.get_children(lock)[0]
+        for p in (lock, node):
+            acls, _ = alice.get_acls(p)
+            check([(a.id.scheme, a.id.id, a.perms) for a in acls] == [("digest", alice_id, 31)],
+                  f"ACL of {p}: {acls}")
+    with kazoo_client(c.server.connect) as anon:
+        for what, op in (("setData", lambda: anon.set(node, b"x")), ("delete", lambda: anon.delete(node)),
+                         ("create", lambda: anon.create(lock + "/intruder", b"")),
+                         ("getChildren", lambda: anon.get_children(lock))):
+            try:
+                op()
+                raise Failure(f"an unauthenticated {what} on {node} succeeded")
+            except NoAuthError:
+                log(f"unauthenticated {what}: NoAuth")
+    rc, out, err, _ = c.run("exec", "--try", lock, "--", "true")
+    check(rc == 1 and "not authorized" in err, f"zklock without credentials -> {rc}: {err!r}")
+
+    # kazoo with the same digest: queues behind the zklock holder, then holds in its turn
+    zk = KazooClient(hosts=c.server.connect, auth_data=[("digest", "alice:secret")])
+    zk.start(timeout=10)
+    try:
+        klock = zk.Lock(lock, "kazoo-alice", extra_lock_patterns=["-lock-"])  # as kazoo users share with Curator
+        check(not klock.acquire(blocking=False), "kazoo took the lock zklock holds")
+        os.kill(holder.pid, signal.SIGTERM)
+        c.wait(holder)
+        check(klock.acquire(timeout=20), "kazoo did not get the lock after the zklock holder left")
+        rc, out, err, _ = c.run("exec", "--try", "--digest-file", cred, lock, "--", "true")
+        check(rc == EXIT_BUSY, f"zklock --try while kazoo holds -> {rc}: {err!r}")
+        klock.release()
+    finally:
+        zk.stop()
+        zk.close()
+
+    # Curator with the same digest
+    cp = ":".join(f"/usr/share/java/{j}.jar" for j in CURATOR_JARS if os.path.exists(f"/usr/share/java/{j}.jar"))
+    classes = c.path("classes")
+    os.makedirs(classes, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.check_call(["javac", "-cp", cp, "-d", classes, os.path.join(here, "CuratorDigestPeer.java")])
+    cur = c.popen(["java", "-cp", cp + ":" + classes, "CuratorDigestPeer", c.server.connect, "alice:secret", lock],
+                  stdin=subprocess.PIPE)
+    line = cur.stdout.readline()
+    check(line.startswith("holding "), f"Curator with alice's digest: {line!r} {cur.poll()}")
+    rc, out, err, _ = c.run("exec", "--try", "--digest-file", cred, lock, "--", "true")
+    check(rc == EXIT_BUSY, f"zklock --try while Curator holds -> {rc}: {err!r}")
+    waiter = c.start("exec", "--digest-file", cred, lock, "--", "touch", c.path("after-curator"))
+    wait_for(lambda: len(c.run("holders", "--digest-file", cred, lock)[1].splitlines()) == 2, 20,
+             "zklock to queue behind Curator")
+    cur.stdin.write("\n")
+    cur.stdin.flush()
+    check(cur.stdout.readline().strip() == "released", "Curator did not release")
+    check(c.wait(waiter)[0] == 0 and os.path.exists(c.path("after-curator")), "zklock after Curator")
+    cur.wait(timeout=20)
+
+    # --acl open: the nodes keep the open ACL (for fleets where others queue without credentials)
+    p = c.start("exec", "--digest-file", cred, "--acl", "open", "/apps/acl-open/lock", "--",
+                *holder_command(c, "open-ready", 30))
+    wait_for(lambda: os.path.exists(c.path("open-ready")), 20, "the --acl open holder to run")
+    with kazoo_client(c.server.connect) as anon:  # the open ACL: no credentials needed to read
+        node = "/apps/acl-open/lock/" + anon.get_children("/apps/acl-open/lock")[0]
+        acls, _ = anon.get_acls(node)
+        check([(a.id.scheme, a.id.id) for a in acls] == [("world", "anyone")], f"--acl open: {acls}")
+    os.kill(p.pid, signal.SIGTERM)
+    c.wait(p)
+    # --acl creator without credentials is a usage error
+    rc, out, err, _ = c.run("exec", "--acl", "creator", "/apps/acl-x", "--", "true")
+    check(rc == EXIT_USAGE and "--acl creator" in err and "credentials" in err, f"--acl creator, no credentials -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("exec", "--acl", "bogus", "/apps/acl-x", "--", "true")
+    check(rc == EXIT_USAGE, f"--acl bogus -> {rc}: {err!r}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -221,6 +221,36 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
+TEST_CASE_METHOD(server_fixture,
+                 "election: async_leader and async_observe started on another thread enter the session on its executor",
+                 "[integration][election][observe][threads]") {
+  // The C client is single-threaded: an operation started off the session's executor must not
+  // send from the calling thread. The session's io_context is not running while another thread
+  // starts both reads, so a request sent now was sent from that thread.
+  auto& s = connect();
+  election e(s, "/election/threads", "me");
+  const leader_info gone{"someone", "/election/threads/_c_x-latch-0000000000", 1};
+  const auto sent_before = s.stats().requests_sent;
+  std::optional<error_code> leader_ec, observe_ec;
+  std::optional<leader_info> leader_now, observe_now{gone};
+  std::thread([&] {
+    e.async_leader([&](error_code ec, std::optional<leader_info> r) {
+      leader_ec = ec;
+      leader_now = std::move(r);
+    });
+    e.async_observe(gone, [&](error_code ec, std::optional<leader_info> r) {
+      observe_ec = ec;
+      observe_now = std::move(r);
+    });
+  }).join();
+  CHECK(s.stats().requests_sent == sent_before);
+  REQUIRE(run_until(ioc, [&] { return leader_ec && observe_ec; }, 10s));
+  CHECK_FALSE(*leader_ec);
+  CHECK_FALSE(leader_now);  // no path: nobody leads
+  CHECK_FALSE(*observe_ec);
+  CHECK_FALSE(observe_now);  // differs from `gone` at once
+}
+
 TEST_CASE_METHOD(proxied_fixture,
                  "election: a leader suspended and reconnected within the session timeout stays leader, nobody else leads",
                  "[integration][election][fault]") {
