@@ -43,6 +43,17 @@ struct mutex_options {
   /// Who holds or waits, in our nodes' data (contender::identity, `zklock holders`): this
   /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none.
   std::optional<std::string> identity = std::nullopt;
+  /// K: how many of the contenders ahead that block an acquire it watches at once (values
+  /// below 1 count as 1). Each waiter also watches its own node, from its create on, for as
+  /// long as it waits and holds. When every contender ahead is watched, the deletion of the
+  /// last one is the grant with no request (one event per handoff); a queue deeper than K lists
+  /// again as each watched one goes, while K-1 others still stand ahead (off the handoff path
+  /// when the queue is served in order). Costs: K watches per waiter on the server, at most K
+  /// events per release (each node is watched by the K waiters behind it), K getData requests
+  /// when a waiter queues. The default 8 covers queues of 9 contenders (a host's worth of
+  /// workers, the benchmark's 8 contenders) with one event per handoff, and keeps a release's
+  /// events to 8 however deep the queue is.
+  int watched_blockers = 8;
 };
 
 template <class Executor>

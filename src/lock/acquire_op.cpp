@@ -13,6 +13,9 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/smart_ptr/intrusive_ref_counter.hpp>
 
+#include <map>
+#include <utility>
+
 namespace zklock::detail {
 
 namespace {
@@ -24,7 +27,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   acquire_op(std::shared_ptr<lock_dir> m, const acquire_params& p)
       : m_(std::move(m)),
         s_(m_->s),
-        fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases),
+        fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases, m_->max_watched),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
@@ -78,6 +81,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
 
   void run(lock_fsm::actions actions) {
     ptr self(this);
+    session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
     auto list = [&] {
       s_->get_children(m_->path, nullptr, children_handler([self](error_code ec, children_result r) {
                          self->run(self->fsm_.on_children(ec, r.children));
@@ -106,19 +110,41 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case lock_action::ensure_parents:
           ensure_parents();
           break;
-        case lock_action::watch_predecessor: {
+        case lock_action::watch_blocker: {
           metrics_.waited();
-          // One watch request at a time: the reply belongs to watch_ as set below.
-          s_->get_data(a.path, &watch_, data_handler([self](error_code ec, data_result d) {
-                         auto w = self->watch_;
+          // (several go in one segment: run's batch); each reply belongs to the watch set here
+          auto& w = blocker_watches_[a.path];
+          s_->get_data(a.path, &w, data_handler([self, path = a.path](error_code ec, data_result d) {
+                         auto it = self->blocker_watches_.find(path);
+                         auto w = it == self->blocker_watches_.end() ? nullptr : it->second;
+                         if (ec && it != self->blocker_watches_.end()) self->blocker_watches_.erase(it);
                          // An election candidate's data is its identity, never a marker.
                          auto what = self->fsm_.kind() == lock_kind::candidate ? predecessor_data::other
                                                                                : classify_predecessor(d.data);
-                         self->run(self->fsm_.on_watch_set(ec, what));
+                         self->run(self->fsm_.on_watch_set(path, ec, what));
                          if (!ec && w) self->wait(std::move(w));
                        }));
           break;
         }
+        case lock_action::watch_own:
+          own_reply_pending_ = true;
+          s_->get_data(a.path, &own_watch_, data_handler([self](error_code ec, data_result d) {
+                         self->own_reply_pending_ = false;
+                         auto w = self->own_watch_;
+                         if (ec) self->own_watch_ = nullptr;
+                         if (self->fsm_.done()) {
+                           // granted before this reply came: the hold took the watch over
+                           if (auto h = self->granted_.lock()) h->on_node_watch_reply(ec, d.stat);
+                           return;
+                         }
+                         self->run(self->fsm_.on_own_watch_set(ec));
+                         if (!ec && w && !self->fsm_.done()) self->wait(std::move(w));
+                       }));
+          break;
+        case lock_action::requeued:
+          s_->log(log_level::warn, "zklock: lock node " + a.path +
+                                       " was deleted by someone else while it waited; queueing again");
+          break;
         case lock_action::watch_dir: {
           metrics_.waited();
           s_->get_children(a.path, &watch_, children_handler([self](error_code ec, children_result r) {
@@ -128,9 +154,15 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                            }));
           break;
         }
-        case lock_action::remove_watch:
-          s_->remove_watch(watch_, void_handler([self](error_code ec) { self->run(self->fsm_.on_watch_removed(ec)); }));
+        case lock_action::remove_watch: {
+          boost::intrusive_ptr<watch_state> w = watch_;
+          if (auto it = blocker_watches_.find(a.path); it != blocker_watches_.end()) w = it->second;
+          s_->remove_watch(w, void_handler([self, path = a.path](error_code ec) {
+                             if (!ec || ec == zk_errc::no_watcher) self->blocker_watches_.erase(path);
+                             self->run(self->fsm_.on_watch_removed(path, ec));
+                           }));
           break;
+        }
         case lock_action::delete_node:
           s_->remove(a.path, -1, void_handler([self](error_code ec) { self->run(self->fsm_.on_deleted(ec)); }));
           break;
@@ -157,8 +189,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                                    .connected = is_connected(s_->state())}));
           break;
         case lock_action::refresh_contact:
-          s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat>) {
-                       self->run(self->fsm_.on_refreshed(ec));
+          s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat> st) {
+                       self->run(self->fsm_.on_refreshed(ec, st.has_value()));
                      }));
           break;
         case lock_action::answer_early:
@@ -183,16 +215,21 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     }
   }
 
+  // Follows one of our watches (a blocker's, our node's, the lease dir's) until it fires.
   void wait(boost::intrusive_ptr<watch_state> w) {
     ptr self(this);
     s_->wait_watch(w, watch_handler([self, w](error_code ec, watch_event ev) {
-      if (w != self->watch_) return;  // an older watch
+      auto it = self->blocker_watches_.find(w->path);
+      bool current = w == self->watch_ || w == self->own_watch_ || (it != self->blocker_watches_.end() && it->second == w);
+      if (!current) return;  // an older watch (or one the hold took over)
+      if (it != self->blocker_watches_.end() && it->second == w && !ec) self->blocker_watches_.erase(it);
       if (ec == errc::session_expired) return self->run(self->fsm_.on_expired(errc::session_expired));
       if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
       if (ec || ev.type == watch_event_type::not_watching) return;
-      self->run(self->fsm_.on_watch_event(ev.type == watch_event_type::deleted ? watch_change::deleted
-                                          : ev.type == watch_event_type::child ? watch_change::children_changed
-                                                                                : watch_change::data_changed));
+      if (w == self->own_watch_) self->own_watch_ = nullptr;  // spent
+      self->run(self->fsm_.on_watch_event(w->path, ev.type == watch_event_type::deleted ? watch_change::deleted
+                                                   : ev.type == watch_event_type::child ? watch_change::children_changed
+                                                                                         : watch_change::data_changed));
     }));
   }
 
@@ -238,6 +275,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->kind = fsm_.kind();
     h->metrics = metrics_.granted();
     h->start();
+    // Our node's watch, set from its create on, is the hold's now (its reply may still come:
+    // forwarded from the watch_own handler through granted_).
+    granted_ = h;
+    h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_);
     if (owner_) m_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }
@@ -262,7 +303,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   asio::steady_timer timer_;
   asio::steady_timer retry_timer_;  // lock_action::retry_delete
   pending<void(error_code, lock_guard)>::ptr op_;
-  boost::intrusive_ptr<watch_state> watch_;
+  boost::intrusive_ptr<watch_state> watch_;  // the lease dir's
+  std::map<std::string, boost::intrusive_ptr<watch_state>> blocker_watches_;  // by the blocker's path
+  boost::intrusive_ptr<watch_state> own_watch_;  // on our node (lock_action::watch_own)
+  bool own_reply_pending_ = false;
+  std::weak_ptr<hold> granted_;                  // the hold our grant made
   std::uint64_t listener_ = 0;
   acquire_probe metrics_;   // the session's lock metrics
 };

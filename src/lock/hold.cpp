@@ -52,7 +52,11 @@ void hold::on_session_state(session_state st) {
     run(fsm.on_suspended());
   } else if (is_connected(st)) {
     run(fsm.on_connected(s->session_id() == session_id));
-    if (st == session_state::reconnected) check_node();
+    if (st == session_state::reconnected) {
+      // our node's watch lost with the connection: setting it again checks the node too
+      if (node_watch) check_node();
+      else watch_node();
+    }
   } else if (st == session_state::expired || st == session_state::closed) {
     run(fsm.on_session_ended(
         make_lock_lost(st == session_state::expired ? lost_cause::session_expired : lost_cause::session_closed)));
@@ -102,6 +106,38 @@ void hold::check_node() {
   if (!owns()) return;
   s->exists(node, nullptr, exists_handler([self = shared_from_this()](error_code ec, std::optional<node_stat> st) {
     self->run(self->fsm.on_node_checked(ec, self->node_ours(st)));
+  }));
+}
+
+void hold::adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending) {
+  node_watch = std::move(w);
+  if (!node_watch) return watch_node();
+  if (!reply_pending) follow_node_watch();
+}
+
+void hold::watch_node() {
+  if (!owns() || local_release) return;
+  s->get_data(node, &node_watch, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
+    if (auto self = weak.lock()) self->on_node_watch_reply(ec, d.stat);
+  }));
+}
+
+void hold::on_node_watch_reply(error_code ec, const node_stat& st) {
+  if (ec) node_watch = nullptr;  // getData sets no watch when it fails
+  if (ec == zk_errc::no_node) return run(fsm.on_node_deleted());
+  if (ec) return;  // lost with the connection: set again after the reconnect
+  if (st.ephemeral_owner != session_id) return run(fsm.on_node_checked({}, false));  // another session's
+  follow_node_watch();
+}
+
+void hold::follow_node_watch() {
+  s->wait_watch(node_watch, watch_handler([weak = weak_from_this(), w = node_watch](error_code ec, watch_event ev) {
+    auto self = weak.lock();
+    if (!self || self->node_watch != w || ec) return;  // the session's end reaches us by its listener
+    self->node_watch = nullptr;  // spent
+    if (ev.type == watch_event_type::deleted) return self->run(self->fsm.on_node_deleted());
+    // written to (a Revoker's "__REVOKE__", an operator's set): still ours, watch it again
+    if (ev.type == watch_event_type::changed) self->watch_node();
   }));
 }
 

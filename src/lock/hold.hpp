@@ -69,6 +69,9 @@ struct hold : std::enable_shared_from_this<hold> {
   revocation_fsm revocation;
   std::vector<pending<void(error_code)>::ptr> revoke_waiters;
   boost::intrusive_ptr<watch_state> revoke_watch;
+  // A data watch on our node for the hold's whole life (from the acquire's create on): its
+  // deletion by anyone but us is heard at once, whatever else the session does.
+  boost::intrusive_ptr<watch_state> node_watch;
 
   /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
@@ -95,6 +98,11 @@ struct hold : std::enable_shared_from_this<hold> {
   void wait_revoked(pending<void(error_code)>::ptr op);
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
+  /// Takes over the acquire's watch on our node (set from its create on; null: none, then the
+  /// hold sets one). `reply_pending`: its getData's reply is still to come (on_node_watch_reply).
+  void adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending);
+  /// Reply to the getData that set our node's watch: no node means deleted by someone else.
+  void on_node_watch_reply(error_code ec, const node_stat& st);
   /// A local hold that ended: removes its revocation watch from the node it leaves behind.
   void drop_revoke_watch();
   /// The end of a hold its owner gave back (its last count), whoever releases the node:
@@ -109,6 +117,9 @@ struct hold : std::enable_shared_from_this<hold> {
   hold_clock clock() const;
   bool node_ours(const std::optional<node_stat>& st) const { return st && st->ephemeral_owner == session_id; }
   void check_node();
+  /// Watches our node (getData with a watch): its deletion by anyone else is this hold's loss.
+  void watch_node();
+  void follow_node_watch();
   void send_keepalive();
   void run(const hold_fsm::actions& actions);
   void send_release();

@@ -5,6 +5,7 @@
 #include "lock/acquire_op.hpp"
 #include "lock/hold.hpp"
 #include "lock/local_queue.hpp"
+#include "sansio/lock_fsm.hpp"
 #include "sansio/queue.hpp"
 #include "sansio/session_end.hpp"
 
@@ -12,6 +13,8 @@
 #include <zklock/path.hpp>
 
 namespace zklock::detail {
+
+static_assert(mutex_options{}.watched_blockers == default_watched_blockers, "one default for K");
 
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases) {
   auto m = std::make_shared<lock_dir>();
@@ -26,6 +29,7 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o) {
   auto m = make_lock_dir(s, path);
   if (o.identity) m->identity = *o.identity;
+  m->max_watched = o.watched_blockers;
   if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs, m->identity);
   return m;
 }

@@ -37,6 +37,7 @@ struct lock_dir {
   error_code path_error;  // reported by every operation; nothing is sent
   reentrant_hold owned;  // the hold currently owned through this object by a named owner
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
+  int max_watched = mutex_options{}.watched_blockers;  // mutex_options::watched_blockers (K): blockers a waiter watches at once
   std::string identity;  // after the marker in our nodes' data (session_options::identity by default)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;

@@ -71,6 +71,16 @@ hold_fsm::actions hold_fsm::on_session_ended(error_code why) {
   return out;
 }
 
+hold_fsm::actions hold_fsm::on_node_deleted() {
+  if (status_ == lock_status::released || link_ == link::ended) return {};
+  actions out = lose(make_lock_lost(lost_cause::node_deleted));
+  // A delete owed by a hold lost earlier (its deadline) has nothing left to do; one in flight
+  // is settled by its reply.
+  if (delete_ == delete_state::none || delete_ == delete_state::wanted || delete_ == delete_state::backoff)
+    delete_ = delete_state::done;
+  return out;
+}
+
 hold_fsm::actions hold_fsm::on_deadline() {
   actions out = lose(make_lock_lost(lost_cause::deadline_passed));
   if (out.empty()) return out;

@@ -26,6 +26,9 @@
 //    passed without a reply; when it passes the hold is lost. The timer is always armed at or
 //    before the deadline. A local hold (mutex_options::local_queue) neither sends nor loses on
 //    its own: its node's hold does; it only serves its async_wait_deadline waiters.
+//  - A holder learns its node's deletion from the first event or reply after it: the runner
+//    watches the node for the hold's whole life (on_node_deleted), whatever else the session
+//    does; the keepalive's and the reconnect's checks stay as a second way.
 #pragma once
 
 #include <zklock/error.hpp>
@@ -111,6 +114,10 @@ class hold_fsm {
   actions on_session_ended(error_code why = make_lock_lost(lost_cause::session_expired));
   /// Our node is gone although the session lives (deleted by someone else).
   actions on_node_gone() { return on_session_ended(make_lock_lost(lost_cause::node_deleted)); }
+  /// Our node's watch says it was deleted (or the getData that set it found no node). After
+  /// our own release's delete: nothing (its reply settles the release). Otherwise someone else
+  /// deleted it: lost (node_deleted) at once, and nothing is left to delete.
+  actions on_node_deleted();
   /// The validity deadline passed without a reply from the server: it may have expired the
   /// session and granted the lock to someone else.
   actions on_deadline();

@@ -3,6 +3,7 @@
 #include <zklock/path.hpp>
 
 #include <algorithm>
+#include <utility>
 
 
 namespace zklock::detail {
@@ -33,13 +34,32 @@ const char* marker_of(lock_kind k) {
 }
 }  // namespace
 
-lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind, int max_leases)
+lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind, int max_leases,
+                   int max_watched)
     : dir_(std::move(dir)),
       prefix_("_c_" + client_id + marker_of(kind)),
       create_path_(join_path(dir_, prefix_)),
       mode_(mode),
       kind_(kind),
-      max_leases_(max_leases) {}
+      max_leases_(max_leases),
+      max_watched_(std::max(1, max_watched)) {}
+
+std::string lock_fsm::predecessor() const {
+  if (!predecessor_.empty()) return predecessor_;
+  auto w = watched_blockers();
+  return w.empty() ? std::string() : w.back();
+}
+
+std::vector<std::string> lock_fsm::watched_blockers() const {
+  std::vector<std::string> r;
+  for (const auto& [path, st] : blockers_)
+    if (st == blocker_watch::setting || st == blocker_watch::set) r.push_back(path);
+  std::sort(r.begin(), r.end(), [](const std::string& a, const std::string& b) {
+    auto sa = lock_sequence(node_name(a)), sb = lock_sequence(node_name(b));
+    return sa != sb ? sa < sb : a < b;
+  });
+  return r;
+}
 
 std::string_view lock_fsm::node_data() const noexcept {
   return kind_ == lock_kind::exclusive ? contender_marker : shared_marker;
@@ -62,8 +82,66 @@ lock_fsm::actions lock_fsm::create_and_list() {
   create_outcome_unknown_ = false;
   node_.clear();
   czxid_ = 0;
+  own_ = own_watch::none;  // (a reply or an event of an older node of ours is ignored)
+  own_gone_ = false;
+  all_watched_ = false;  // blockers still watched are ahead of the new node too: they stay
   return {{lock_action::create_and_list, create_path_}};
 }
+
+lock_fsm::actions lock_fsm::watch_own() {
+  own_ = own_watch::setting;
+  return {{lock_action::watch_own, node_}};
+}
+
+lock_fsm::actions lock_fsm::list_again() {
+  // one listing at a time: a second would be taken for the first's reply
+  if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) return {};
+  in_flight_.insert(request::list);
+  return {{lock_action::list, dir_}};
+}
+
+bool lock_fsm::blocker_requests_pending() const {
+  for (const auto& [path, st] : blockers_)
+    if (st != blocker_watch::set) return true;
+  return false;
+}
+
+lock_fsm::actions lock_fsm::remove_blocker_watches() {
+  actions out;
+  for (auto& [path, st] : blockers_)
+    if (st == blocker_watch::set) {
+      st = blocker_watch::removing;
+      out.push_back({lock_action::remove_watch, path});
+    }
+  return out;
+}
+
+lock_fsm::actions lock_fsm::own_node_gone() {
+  if (phase_ == phase::cleaning) {
+    node_gone_ = true;  // nothing left to delete
+    return finish_cleaning_if_idle();
+  }
+  if (phase_ != phase::acquiring && phase_ != phase::granting) return {};
+  // Deleted by someone else (an operator, a cleanup script, a reaper): no grant on this node.
+  actions out{{lock_action::requeued, node_}};
+  phase_ = phase::acquiring;
+  // replies about the old node are of no use now
+  in_flight_.erase(request::stat);
+  in_flight_.erase(request::refresh);
+  grant_after_remove_ = false;
+  if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) {
+    // A listing on its way may predate the deletion: it decides (as not showing our node), and
+    // no second listing may be sent meanwhile.
+    own_gone_ = true;
+    all_watched_ = false;
+    return out;
+  }
+  auto next = requeue();
+  out.insert(out.end(), next.begin(), next.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::requeue() { return create_and_list(); }
 
 lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
   retry_ = what;
@@ -79,7 +157,9 @@ lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_
       in_flight_.erase(request::list);  // its reply is of no use now
       return finish_cleaning_if_idle();
     }
-    return {};  // the pipelined listing follows
+    // The pipelined listing follows; our node is watched from now on (behind the listing,
+    // ahead of any blocker's watch: its deletion is heard before theirs).
+    return watch_own();
   }
   in_flight_.erase(request::list);  // the pipelined listing fails the same way; ignore its reply
   if (is_connection_loss(ec)) {
@@ -176,6 +256,8 @@ lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   unconfirmed_ = false;  // this listing says whether our node is there
+  // Our node's deletion was heard while this listing was on its way: it may predate it.
+  const bool own_gone = std::exchange(own_gone_, false);
   auto q = queue_order(children);
   if (node_.empty() && create_outcome_unknown_) {
     // Protected creation: our create may have succeeded before the connection dropped.
@@ -190,13 +272,13 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   std::string_view mine = node_.empty() ? std::string_view{} : node_name(node_);
   std::ptrdiff_t idx = -1;
   for (std::size_t i = 0; i < q.size(); ++i)
-    if (!mine.empty() && q[i].name == mine) idx = static_cast<std::ptrdiff_t>(i);
+    if (!mine.empty() && q[i].name == mine && !own_gone) idx = static_cast<std::ptrdiff_t>(i);
 
   if (phase_ == phase::cleaning) {
     if (idx < 0) node_gone_ = true;
     return finish_cleaning_if_idle();
   }
-  if (idx < 0) return create_and_list();  // never created, or our node vanished: queue again
+  if (idx < 0) return requeue();  // never created, or our node vanished: queue again
   // Writers seen downgraded count as readers (they stay in place, so writers still wait).
   for (auto& c : q)
     if (c.kind != lock_kind::read && std::find(downgraded_.begin(), downgraded_.end(), c.name) != downgraded_.end())
@@ -209,6 +291,13 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
       in_flight_.insert(request::remove_watch);
       return {{lock_action::remove_watch, dir_}};
     }
+    if (!blockers_.empty()) {
+      // watches left on nodes that no longer block us (a downgraded writer): removed first
+      grant_after_remove_ = true;
+      auto out = remove_blocker_watches();
+      if (!out.empty() || blocker_requests_pending()) return out;
+      grant_after_remove_ = false;
+    }
     return acquired();
   }
   if (mode_ != lock_mode::wait) return fail(errc::lock_busy);
@@ -220,10 +309,39 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
     in_flight_.insert(request::watch);
     return {{lock_action::watch_dir, dir_}};
   }
-  predecessor_ = join_path(dir_, q[b->nearest].name);
-  last_blocker_ = b->count == 1;
-  in_flight_.insert(request::watch);
-  return {{lock_action::watch_predecessor, predecessor_}};
+  // Watch the nearest K blockers (those not watched yet); our own node too when its watch was
+  // lost (with the connection) or never set (a node found by its id).
+  actions out;
+  if (own_ == own_watch::none) out = watch_own();
+  auto all = all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
+  std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
+  for (std::size_t i = first; i < all.size(); ++i) {
+    auto path = join_path(dir_, q[all[i]].name);
+    if (blockers_.emplace(path, blocker_watch::setting).second) out.push_back({lock_action::watch_blocker, path});
+  }
+  all_watched_ = true;
+  for (auto i : all)
+    if (!blockers_.count(join_path(dir_, q[i].name))) all_watched_ = false;
+  return out;
+}
+
+lock_fsm::actions lock_fsm::after_blocker_gone() {
+  if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
+  bool watching = false;
+  for (const auto& [path, st] : blockers_)
+    if (st == blocker_watch::setting || st == blocker_watch::set) watching = true;
+  if (watching) {
+    // Blockers of the latest listing not watched (a queue deeper than K): the window moves up
+    // now, while the watched ones still stand between us and the lock.
+    if (!all_watched_) return list_again();
+    return {};
+  }
+  if (blocker_requests_pending()) return {};  // a removal on its way decides (after_watch_removed)
+  // The last blocker of the latest listing went: nobody blocks us (none can get ahead of us).
+  // Not while a listing is on its way (it decides), nor after a reconnect (unconfirmed_).
+  if (all_watched_ && !unconfirmed_ && !in_flight_.contains(request::list) && !in_flight_.contains(request::watch))
+    return acquired();
+  return list_again();
 }
 
 lock_fsm::actions lock_fsm::acquired() {
@@ -255,11 +373,13 @@ lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
   return {{lock_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_refreshed(error_code ec) {
+lock_fsm::actions lock_fsm::on_refreshed(error_code ec, bool node_exists) {
   if (phase_ != phase::granting || !in_flight_.take(request::refresh)) return {};
-  // The session ended meanwhile: no grant. Otherwise (the node gone, the connection lost) the
-  // hold's own checks take over (its deadline, its node check).
+  // The session ended meanwhile: no grant. Our node gone: no grant on it, queue again.
+  // Otherwise (the connection lost) the hold's own checks take over (its deadline, its node
+  // check).
   if (ec == condition::session_lost) refresh_ = refresh::found_session_over;
+  else if (!ec && !node_exists) return own_node_gone();
   return {{lock_action::check_grant, node_}};
 }
 
@@ -285,7 +405,7 @@ lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours
     czxid_ = czxid;
     return acquired();
   }
-  if (ec == zk_errc::no_node) return create_and_list();
+  if (ec == zk_errc::no_node) return requeue();
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
   return fail(failure(ec));
 }
@@ -306,78 +426,112 @@ lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<st
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_set(error_code ec, predecessor_data data) {
-  if (phase_ == phase::done || !in_flight_.take(request::watch)) return {};
-  if (phase_ == phase::cleaning) {
-    if (!ec) {
-      watch_active_ = true;
-      in_flight_.insert(request::remove_watch);
-      return {{lock_action::remove_watch, predecessor_}};
-    }
-    return finish_cleaning_if_idle();
+lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, predecessor_data data) {
+  auto it = blockers_.find(path);
+  if (phase_ == phase::done || it == blockers_.end() || it->second != blocker_watch::setting) return {};
+  if (!ec && (phase_ != phase::acquiring || grant_after_remove_)) {
+    // stopping, or granted meanwhile: the watch just set goes again
+    it->second = blocker_watch::removing;
+    return {{lock_action::remove_watch, path}};
   }
   if (!ec) {
-    watch_active_ = true;
+    it->second = blocker_watch::set;
     if (data == predecessor_data::downgraded && kind_ == lock_kind::read) {
       // A writer that now holds the read side: not our blocker any more. Remove the watch
       // (nothing left behind), then look again.
-      downgraded_.push_back(std::string(node_name(predecessor_)));
-      in_flight_.insert(request::remove_watch);
-      return {{lock_action::remove_watch, predecessor_}};
+      downgraded_.push_back(std::string(node_name(path)));
+      it->second = blocker_watch::removing;
+      return {{lock_action::remove_watch, path}};
     }
     return {};
   }
-  if (ec == zk_errc::no_node) {
-    // gone before we could watch it (getData sets no watch on a missing node)
-    if (last_blocker_ && !unconfirmed_) return acquired();
-    in_flight_.insert(request::list);
-    return {{lock_action::list, dir_}};
-  }
+  blockers_.erase(it);  // (getData sets no watch on a missing node, nor when it fails)
+  if (ec != zk_errc::no_node) all_watched_ = false;  // still there, unwatched
+  if (phase_ != phase::acquiring) return after_watch_removed();
+  if (ec == zk_errc::no_node) return after_blocker_gone();  // gone before we could watch it
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_event(watch_change what) {
-  if (!watch_active_ || phase_ == phase::done) return {};
-  watch_active_ = false;
-  if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-  // a downgraded writer's watch, being removed: not a blocker
-  if (in_flight_.contains(request::remove_watch)) return {};
-  if (what == watch_change::children_changed || kind_ == lock_kind::lease) {
-    in_flight_.insert(request::watch);  // a lease came or went: look again (and watch again)
-    return {{lock_action::watch_dir, dir_}};
+lock_fsm::actions lock_fsm::on_own_watch_set(error_code ec) {
+  if (phase_ == phase::done || own_ != own_watch::setting) return {};
+  own_ = own_watch::none;
+  if (!ec) {
+    own_ = own_watch::set;
+    return {};
   }
-  if (what == watch_change::data_changed) {
-    // Never a grant: the event does not say who wrote (a release of a zklock 2 holder, a
-    // Revoker's "__REVOKE__", an operator's set, a writer's downgrade). List again: one round
-    // trip that decides everything (evaluate watches the predecessor again while it is there).
-    in_flight_.insert(request::list);
-    return {{lock_action::list, dir_}};
-  }
-  if (last_blocker_ && !unconfirmed_) return acquired();  // our last blocker went: nobody blocks us
-  in_flight_.insert(request::list);
-  return {{lock_action::list, dir_}};
+  if (ec == zk_errc::no_node) return own_node_gone();
+  // Lost with the connection: set again after the reconnect (on_reconnected), and meanwhile no
+  // grant without a listing (unconfirmed_).
+  if (is_connection_loss(ec) || phase_ != phase::acquiring) return {};
+  return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_removed(error_code ec) {
-  if (!in_flight_.take(request::remove_watch)) return {};
-  // Lost with the connection: the C client keeps the watcher and sets it again on the
-  // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
-  // session gone) it is gone.
-  if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
-  watch_active_ = false;
+lock_fsm::actions lock_fsm::on_watch_event(const std::string& path, watch_change what) {
+  if (phase_ == phase::done) return {};
+  if (!node_.empty() && path == node_) {
+    if (own_ == own_watch::none) return {};
+    own_ = own_watch::none;  // the watch fired: it is spent
+    if (what == watch_change::deleted) return own_node_gone();
+    // written to (a Revoker's "__REVOKE__", an operator's set): still ours, watch it again
+    if (phase_ == phase::acquiring || phase_ == phase::granting) return watch_own();
+    return {};
+  }
+  if (watch_active_ && path == predecessor_) {
+    watch_active_ = false;
+    if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
+    // being removed: its reply follows
+    if (in_flight_.contains(request::remove_watch)) return {};
+    // a listing on its way decides (and watches again while blocked)
+    if (in_flight_.contains(request::list)) return {};
+    // a lease came or went: look again (and watch again)
+    in_flight_.insert(request::watch);
+    return {{lock_action::watch_dir, dir_}};
+  }
+  auto it = blockers_.find(path);
+  if (it == blockers_.end()) return {};
+  if (it->second == blocker_watch::removing) return {};  // the removal's reply follows
+  blockers_.erase(it);
+  if (phase_ != phase::acquiring) return after_watch_removed();
+  // Never a grant: the event does not say who wrote (a release of a zklock 2 holder, a
+  // Revoker's "__REVOKE__", an operator's set, a writer's downgrade). List again: one round
+  // trip that decides everything (evaluate watches the blocker again while it is there).
+  if (what == watch_change::data_changed) {
+    all_watched_ = false;  // still there, its watch spent
+    return list_again();
+  }
+  return after_blocker_gone();
+}
+
+lock_fsm::actions lock_fsm::on_watch_removed(const std::string& path, error_code ec) {
+  if (path == predecessor_ && in_flight_.contains(request::remove_watch)) {
+    in_flight_.erase(request::remove_watch);
+    // Lost with the connection: the C client keeps the watcher and sets it again on the
+    // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
+    // session gone) it is gone.
+    if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
+    watch_active_ = false;
+    return after_watch_removed();
+  }
+  auto it = blockers_.find(path);
+  if (it == blockers_.end() || it->second != blocker_watch::removing) return {};
+  if (is_connection_loss(ec)) {
+    it->second = blocker_watch::remove_lost;  // sent again after the reconnect
+    return {{lock_action::wait_reconnect, {}}};
+  }
+  blockers_.erase(it);
   return after_watch_removed();
 }
 
 lock_fsm::actions lock_fsm::after_watch_removed() {
   if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
+  if (blocker_requests_pending() || in_flight_.contains(request::remove_watch)) return {};
   if (grant_after_remove_) {
     grant_after_remove_ = false;
-    return acquired();
+    if (blockers_.empty() && !watch_active_) return acquired();
   }
   // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
-  in_flight_.insert(request::list);
-  return {{lock_action::list, dir_}};
+  return list_again();
 }
 
 lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
@@ -414,27 +568,48 @@ lock_fsm::actions lock_fsm::on_retry_due() {
 
 lock_fsm::actions lock_fsm::on_reconnected() {
   if (phase_ == phase::done) return {};
+  actions out;
+  // blocker watch removals lost with the connection: the C client set the watches again
+  for (auto& [path, st] : blockers_)
+    if (st == blocker_watch::remove_lost) {
+      st = blocker_watch::removing;
+      out.push_back({lock_action::remove_watch, path});
+    }
+  // our node's watch lost with the connection (its request failed): set it again
+  if ((phase_ == phase::acquiring || phase_ == phase::granting) && !node_.empty() && own_ == own_watch::none &&
+      !own_gone_ && retry_ != retry::create) {
+    auto w = watch_own();
+    out.insert(out.end(), w.begin(), w.end());
+  }
   retry r = retry_;
   retry_ = retry::none;
+  auto add = [&out](actions more) {
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+  };
   switch (r) {
     case retry::none:
-      if (phase_ == phase::acquiring && watch_active_) unconfirmed_ = true;  // see unconfirmed_
-      return {};
+      if (phase_ == phase::acquiring && (watch_active_ || !blockers_.empty())) unconfirmed_ = true;  // see unconfirmed_
+      return out;
     case retry::create:
-      if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-      return create_and_list();
+      if (phase_ == phase::cleaning) return add(finish_cleaning_if_idle());
+      return add(create_and_list());
     case retry::list:
-      if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return finish_cleaning_if_idle();
-      return list_dir();
+      if (phase_ == phase::acquiring && !blockers_.empty()) unconfirmed_ = true;
+      if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return add(finish_cleaning_if_idle());
+      if (in_flight_.contains(request::list)) return out;
+      return add(list_dir());
     case retry::remove_watch:
-      if (!watch_active_) return after_watch_removed();
+      if (!watch_active_) return add(after_watch_removed());
       in_flight_.insert(request::remove_watch);
-      return {{lock_action::remove_watch, predecessor_}};
+      out.push_back({lock_action::remove_watch, predecessor_});
+      return out;
     case retry::delete_node:
       in_flight_.insert(request::delete_node);
-      return {{lock_action::delete_node, node_}};
+      out.push_back({lock_action::delete_node, node_});
+      return out;
   }
-  return {};
+  return out;
 }
 
 lock_fsm::actions lock_fsm::on_expired(error_code why) {
@@ -444,6 +619,8 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   phase_ = phase::done;
   in_flight_.clear();
   watch_active_ = false;
+  blockers_.clear();
+  own_ = own_watch::none;
   retry_ = retry::none;
   result_ = {ec, {}, 0};
   return {{lock_action::complete, {}}};
@@ -463,6 +640,9 @@ lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool conne
       in_flight_.insert(request::remove_watch);
       out.push_back({lock_action::remove_watch, predecessor_});
     }
+    auto removals = remove_blocker_watches();
+    out.insert(out.end(), removals.begin(), removals.end());
+    // (our node's watch goes with our node: the cleanup's delete fires it)
     out = finish_cleaning(std::move(out));
   }
   // While disconnected the cleanup waits for the reconnect (or the expiry, which removes our
@@ -489,6 +669,10 @@ lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
   // Wait for what is in flight (cleanup_waits_for says what and why), or a reconnect.
   if (in_flight_.contains_any(cleanup_waits_for) || retry_ != retry::none) return {};
+  if (!blockers_.empty()) {
+    // blocker watches: wait for their requests; one still set (none should be) goes now
+    return remove_blocker_watches();
+  }
   if (create_outcome_unknown_ && node_.empty()) {
     if (in_flight_.contains(request::list)) return {};
     return list_dir();

@@ -5,15 +5,24 @@
 // Recipe (ZooKeeper "Locks" and "Shared Locks" recipes, Curator-compatible node names):
 //  1. create "<lock>/_c_<id>-<marker>" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list
 //     <lock>; the marker says the kind: "lock-" (mutex), "__READ__" / "__WRIT__" (shared lock);
-//  2. the grant rule (grant_rule below) says which contenders ahead of us block us: all of them
+//  2. from the create's reply on, watch our own node (getData with a watch, sent as soon as its
+//     name is known, behind the listing): its deletion by anyone but us is news, waiting or
+//     holding. A waiter whose node goes queues again (a new node; a timed acquire keeps its
+//     deadline); the holder's hold takes the watch over at the grant (hold_fsm: node_deleted).
+//     A session's events and replies come in zxid order, so the deletion of our node is heard
+//     before any later deletion that would grant us: no request is added to the handoff;
+//  3. the grant rule (grant_rule below) says which contenders ahead of us block us: all of them
 //     for a mutex or a writer, the writers for a reader. None: we hold the lock;
-//  3. else set a data watch (getData) on the nearest blocker only, and wait for it to go; if it
-//     was our last blocker (per our latest listing), its deletion is our grant, with no request;
-//     after any other deletion list again (it may have given up rather than released, or others
-//     may still block us). A data change never grants: the event carries only its type, so a
-//     release cannot be told from a foreign write (Curator's Revoker writes "__REVOKE__" into
-//     the holder's node). It makes us list again, which re-watches the predecessor if it is
-//     still there (a reader then sees a writer's downgrade in the data the watch returns).
+//  4. else watch (getData) the blockers of the listing, the nearest `max_watched` of them (K).
+//     When every blocker of the listing is watched, the deletion of the last one is our grant,
+//     with no request (no node can get ahead of ours). When the queue ahead is deeper than K,
+//     the deletion of a watched blocker lists again: the window moves up while K-1 blockers still
+//     stand between us and the lock, so the listing is off the handoff path in a queue served in
+//     order. Each node is watched by at most the K waiters behind it: K events per release.
+//     A data change never grants: the event carries only its type, so a release cannot be told
+//     from a foreign write (Curator's Revoker writes "__REVOKE__" into the holder's node). It
+//     makes us list again, which watches that blocker again while it is there (a reader then
+//     sees a writer's downgrade in the data the watch returns).
 // A try-lock lists first and gives up on that read alone when a blocker is there (a busy lock
 // costs no write); a try-read whose one blocker is the head writer reads that writer's data
 // first (no watch): downgraded, it holds the read side, and the try goes on.
@@ -28,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,8 +45,12 @@
 
 namespace zklock::detail {
 
-/// What a predecessor's watch says happened to it.
+/// What a watch says happened to its node (a blocker, our own node, or the lease dir).
 enum class watch_change { deleted, data_changed, children_changed };
+
+/// How many blockers a waiter watches at most (K): see the recipe above and
+/// mutex_options::watched_blockers, whose default it is.
+inline constexpr int default_watched_blockers = 8;
 
 struct lock_action {
   enum kind {
@@ -44,15 +58,17 @@ struct lock_action {
     list,               ///< list `dir`
     sync_and_list,      ///< sync `dir`, then list it (pipelined): the listing sees every write of ours
     ensure_parents,     ///< create `dir` and its missing ancestors as containers
-    watch_predecessor,  ///< getData with watch on `path`
+    watch_blocker,      ///< getData with watch on `path` (a blocker; several may go in one batch)
+    watch_own,          ///< getData with watch on `path`, our own node: its reply to on_own_watch_set
     watch_dir,          ///< getChildren with watch on `dir` (a lease: any holder's release matters)
-    remove_watch,       ///< remove our data watch on `path`
+    remove_watch,       ///< remove our watch on `path` (a blocker's, or the lease dir's)
     delete_node,        ///< delete `path`
     stat_node,          ///< exists `path` (to learn its czxid after recovery)
     read_data,          ///< getData `path` without a watch: is the try-read's one blocker downgraded?
     wait_reconnect,     ///< nothing to send until the session is connected again
     check_grant,        ///< the lock is ours: call on_grant_check with what the session says now
     refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
+    requeued,           ///< our node `path` was deleted by someone else: we queue again (for the record)
     answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
     retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
     report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
@@ -97,9 +113,10 @@ class lock_fsm {
   /// semaphore looks at its leases with it before taking its internal mutex.)
   static probe_result probe(const std::vector<std::string>& children, lock_kind kind, int max_leases = 1);
 
-  /// `max_leases`: for lock_kind::lease, how many may hold at once.
+  /// `max_leases`: for lock_kind::lease, how many may hold at once. `max_watched`: K, how many
+  /// blockers a waiter watches at most (values below 1 count as 1).
   lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
-           int max_leases = 1);
+           int max_leases = 1, int max_watched = default_watched_blockers);
 
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
@@ -107,12 +124,16 @@ class lock_fsm {
   actions on_parents(error_code ec);
   /// Reply to watch_dir: the listing, with the watch set when ec is empty.
   actions on_dir_watch_set(error_code ec, const std::vector<std::string>& children);
-  /// Reply to watch_predecessor, with what the predecessor's data says.
-  actions on_watch_set(error_code ec, predecessor_data data = predecessor_data::other);
-  actions on_watch_event(watch_change what);    ///< the predecessor's watch fired
+  /// Reply to watch_blocker on `path`, with what the blocker's data says.
+  actions on_watch_set(const std::string& path, error_code ec, predecessor_data data = predecessor_data::other);
+  /// Reply to watch_own: ok (the watch is set), no_node (our node is gone: queue again), ...
+  actions on_own_watch_set(error_code ec);
+  /// A watch of ours on `path` fired: a blocker's, our own node's, or the lease dir's.
+  actions on_watch_event(const std::string& path, watch_change what);
   /// Reply to read_data: what the node's data says (no_node: it went meanwhile).
   actions on_data(error_code ec, predecessor_data data);
-  actions on_watch_removed(error_code ec);
+  /// Reply to remove_watch on `path`.
+  actions on_watch_removed(const std::string& path, error_code ec);
   actions on_deleted(error_code ec);
   /// The delay asked by retry_delete has passed.
   actions on_retry_due();
@@ -139,8 +160,9 @@ class lock_fsm {
   /// validity deadline is stale and the new hold would be lost on arrival, so one exists on our
   /// node refreshes it first (once).
   actions on_grant_check(const grant_view& v);
-  /// Reply to refresh_contact.
-  actions on_refreshed(error_code ec);
+  /// Reply to refresh_contact: `node_exists` false when the exists found no node (our node was
+  /// deleted by someone else: no grant, we queue again).
+  actions on_refreshed(error_code ec, bool node_exists = true);
   /// The caller was answered early (answer_early): the final complete is nobody's.
   bool answered_early() const noexcept { return answered_early_; }
 
@@ -150,21 +172,31 @@ class lock_fsm {
   /// What our node is created with (contender_marker, or shared_marker for a shared lock).
   std::string_view node_data() const noexcept;
   lock_kind kind() const noexcept { return kind_; }
-  const std::string& predecessor() const noexcept { return predecessor_; }
-  /// The watched node is the last one that blocks us: its deletion is our grant.
-  bool watching_last_blocker() const noexcept { return last_blocker_; }
+  /// The nearest blocker watched (or being watched); empty when none.
+  std::string predecessor() const;
+  /// The blockers watched (or being watched), full paths, in queue order.
+  std::vector<std::string> watched_blockers() const;
+  /// Every blocker of the latest listing is watched: the deletion of the last is our grant.
+  bool watching_last_blocker() const noexcept { return all_watched_ && !blockers_.empty(); }
+  /// The watch on our own node: set, its request in flight, or none (not yet, fired, lost).
+  enum class own_watch { none, setting, set };
+  own_watch own_node_watch() const noexcept { return own_; }
+  int max_watched() const noexcept { return max_watched_; }
 
  private:
   // granting: won, checked against the session (and its contact refreshed) before the grant
   enum class phase { idle, acquiring, granting, cleaning, done };
   enum class retry { none, create, list, delete_node, remove_watch };
+  // A watched blocker: its getData in flight (setting), its watch set, its removal in flight,
+  // or its removal lost with the connection (sent again after the reconnect).
+  enum class blocker_watch { setting, set, removing, remove_lost };
   // What we asked and wait to hear back on: each on_* reply handler takes its own out of the
   // set (a reply that finds its request gone is stale, and ignored). The session's expiry
   // forgets them all.
   enum class request {
     create,        // its pipelined listing is `list`
     list,          // list, sync_and_list, and the listing pipelined behind a create
-    watch,         // watch_predecessor or watch_dir
+    watch,         // watch_dir (the blockers' watches are in blockers_)
     remove_watch,
     delete_node,
     stat,
@@ -182,6 +214,13 @@ class lock_fsm {
   enum class refresh { not_sent, sent, found_session_over };
 
   actions evaluate(const std::vector<std::string>& children);
+  actions after_blocker_gone();       // a watched blocker went (or was never there): grant, list, or wait
+  actions own_node_gone();            // our node was deleted by someone else
+  actions requeue();                  // queue again with a new node (our node is gone)
+  actions list_again();               // list (unless a listing is in flight already)
+  actions watch_own();                // set the watch on our node
+  actions remove_blocker_watches();   // every blocker watch set: remove it
+  bool blocker_requests_pending() const;  // a blocker's getData or removal in flight
   actions acquired();
   actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec
@@ -203,10 +242,13 @@ class lock_fsm {
   //    outlives requests and phases (the listing that resolves it may be lost too);
   //  - node_gone_: the cleanup has nothing left to delete, while node_ still names the node
   //    (the report of a refused delete says which);
-  //  - watch_active_: a watch is set on the server (not a request: it may fire, or be removed,
-  //    while requests come and go);
-  //  - last_blocker_ / unconfirmed_: what the latest listing says of the watched node (our
-  //    last blocker), and whether a reconnect since has left our own node unconfirmed;
+  //  - watch_active_: the lease dir's watch is set on the server (not a request: it may fire,
+  //    or be removed, while requests come and go); the blockers' and our node's are in
+  //    blockers_ and own_, each with its request in flight or its watch set;
+  //  - all_watched_ / unconfirmed_: what the latest listing says of the watched blockers (every
+  //    blocker is among them), and whether a reconnect since has left our own node unconfirmed;
+  //  - own_gone_: our node's deletion was heard while a listing was in flight (the listing,
+  //    which may predate it, must not be taken as showing our node);
   //  - answered_early_: the caller was answered before the cleanup ended.
   std::string dir_, prefix_, create_path_;
   lock_mode mode_;
@@ -225,11 +267,16 @@ class lock_fsm {
   bool node_gone_ = false;      // deleted (or never created) during cleanup
   retry retry_ = retry::none;
   int parent_attempts_ = 0;
-  std::string predecessor_;
-  bool last_blocker_ = false;
-  // Reconnected while waiting on the predecessor's watch (the client set it again): our own node
-  // may have gone meanwhile (an operator's delete; then the dir may be reaped: CURATOR-724), so
-  // the predecessor's deletion is no grant until a listing shows our node again.
+  std::string predecessor_;  // the lease dir, while watched
+  int max_watched_;
+  std::map<std::string, blocker_watch> blockers_;  // full path -> its watch
+  bool all_watched_ = false;  // every blocker of the latest listing is in blockers_
+  own_watch own_ = own_watch::none;
+  bool own_gone_ = false;     // our node was deleted by someone else; a listing in flight decides
+  // Reconnected while waiting on the blockers' watches (the client set them again): our own node
+  // may have gone meanwhile (an operator's delete; then the dir may be reaped: CURATOR-724), and
+  // the events the client's re-registration brings come in no set order, so a blocker's deletion
+  // is no grant until a listing shows our node again.
   bool unconfirmed_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
   std::string read_node_;                // the try-read's blocker whose data we read

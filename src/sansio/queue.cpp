@@ -64,6 +64,15 @@ std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::si
   return b;
 }
 
+std::vector<std::size_t> all_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
+                                      int max_leases) {
+  std::vector<std::size_t> r;
+  if (!find_blockers(q, mine, kind, max_leases)) return r;
+  for (std::size_t i = 0; i < mine && i < q.size(); ++i)
+    if (kind != lock_kind::read || q[i].kind != lock_kind::read) r.push_back(i);
+  return r;
+}
+
 std::vector<std::size_t> current_holders(const std::vector<queued_node>& q, int max_leases) {
   std::vector<std::size_t> r;
   for (std::size_t i = 0; i < q.size(); ++i)

@@ -42,6 +42,11 @@ struct blockers {
 };
 std::optional<blockers> find_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
                                       int max_leases = 1) noexcept;
+/// Every contender ahead of q[mine] that blocks it by the grant rule (indexes into `q`, in queue
+/// order: the nearest is last); empty when none does. For a lease: every lease ahead once
+/// `max_leases` are ahead.
+std::vector<std::size_t> all_blockers(const std::vector<queued_node>& q, std::size_t mine, lock_kind kind,
+                                      int max_leases = 1);
 /// The contenders of `q` that hold now by the grant rule (each by its own kind), in queue
 /// order: the head for exclusive, write and candidate nodes, the reads ahead of the first
 /// exclusive or write node, the first `max_leases` leases. What a revocation asks.

@@ -21,6 +21,8 @@
 #include <memory>
 #include <optional>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -201,12 +203,32 @@ inline asio::awaitable<void> await_state(zklock::session& s, zklock::session_sta
 }
 
 /// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
+/// The watches the server holds, besides each contender's watch on its own node (kept from its
+/// create on, waiting and holding: a holder's is there as long as it holds).
 inline int server_watches(const zklock::test::zk_server& srv) {
   auto out = srv.four_letter("wchs");
-  UNSCOPED_INFO(srv.four_letter("wchc"));
+  auto by_session = srv.four_letter("wchc");
+  UNSCOPED_INFO(by_session);
   std::smatch m;
-  if (std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return std::stoi(m[1]);
-  return -1;
+  if (!std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return -1;
+  int total = std::stoi(m[1]);
+  // "0x<session>" lines, each followed by "\t<path>" lines: in wchc the paths it watches, in
+  // dump the ephemeral nodes it owns
+  auto parse = [](const std::string& text) {
+    std::set<std::pair<std::string, std::string>> pairs;
+    std::string session;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("0x", 0) == 0) session = line.substr(0, line.find_first_of(":\r "));
+      else if (!line.empty() && line[0] == '\t' && !session.empty()) pairs.emplace(session, line.substr(1));
+    }
+    return pairs;
+  };
+  auto watched = parse(by_session);
+  auto owned = parse(srv.four_letter("dump"));
+  for (const auto& w : watched)
+    if (owned.count(w)) --total;
+  return total;
 }
 
 /// `n` sessions on `ioc` to `connect`, not yet connected (connect() connects them in turn).

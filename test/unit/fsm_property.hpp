@@ -116,14 +116,26 @@ struct sim {
   // stale: no reply for a third of the session timeout)
   std::function<error_code()> session_over_at_grant;
   std::function<bool()> contact_stale;
-  int refreshes = 0, early_answers = 0;
+  int refreshes = 0, early_answers = 0, requeues = 0;
+  int operator_deletes = 0;  // our node deleted by someone else (delete_ours)
+  // Events and replies about our node (its watch's) on their way: a grant made while our node's
+  // deletion is among them reaches the hold, which hears of the deletion first thing after it.
+  int ours_news = 0;
+  // Our nodes whose deletion the machine has been told of (their watch's event, a no_node reply
+  // to their watch or to the refresh): never granted.
+  std::set<std::string> heard_gone;
+  // What the above were at the completion (the checks may run a few replies later).
+  bool granted_node_heard_gone = false;
+  int ours_news_at_completion = 0;
   int delete_retries = 0, cleanup_failures = 0;
   // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
   std::function<bool()> throttle_delete;
   bool retry_due = false;  // a retry_delete's delay is running
   std::string violation;       // the first request the fsm's state forbids (property tests)
 
-  explicit sim(lock_mode mode = lock_mode::wait) : fsm(dir, our_id, mode) {}
+  /// `max_watched`: K, the blockers the machine watches at once.
+  explicit sim(lock_mode mode = lock_mode::wait, int max_watched = detail::default_watched_blockers)
+      : fsm(dir, our_id, mode, lock_kind::exclusive, 1, max_watched) {}
 
   std::string add_foreign(const std::string& prefix = mutex_prefix, std::string_view node_data = {}) {
     std::string name = prefix + seq10(next_seq++);
@@ -135,9 +147,15 @@ struct sim {
     auto it = data.find(name);
     return it == data.end() ? std::string() : it->second;
   }
-  // a watch fires: delivered now, or after the reconnect (the C client sets watches again)
-  void fire(watch_change what) {
-    auto event = [this, what] { return fsm.on_watch_event(what); };
+  // a watch on `path` fires: delivered now, or after the reconnect (the C client sets watches again)
+  void fire(const std::string& path, watch_change what) {
+    bool about_ours = path.starts_with(join_path(dir, fsm.node_prefix()));
+    if (about_ours) ++ours_news;
+    auto event = [this, path, what, about_ours] {
+      if (about_ours) --ours_news;
+      if (about_ours && what == watch_change::deleted) heard_gone.insert(path);
+      return fsm.on_watch_event(path, what);
+    };
     if (connected)
       replies.push_back(event);
     else
@@ -149,13 +167,13 @@ struct sim {
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
-    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
-    if (watches.erase(dir)) fire(watch_change::children_changed);
+    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::data_changed);
+    if (watches.erase(dir)) fire(dir, watch_change::children_changed);
   }
   // someone writes to a node (a foreign client: Curator's Revoker, an operator's set)
   void change_data(const std::string& name, std::string_view new_data = "__REVOKE__") {
     data[name] = std::string(new_data);
-    if (watches.erase(join_path(dir, name))) fire(watch_change::data_changed);
+    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::data_changed);
   }
   // The head, a zklock writer holding the write side, downgrades: it holds the read side now.
   // Only the head can (a writer holds with nobody ahead). False when the head is no such node.
@@ -178,8 +196,31 @@ struct sim {
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
-    if (watches.erase(join_path(dir, name))) fire(watch_change::deleted);
-    if (watches.erase(dir)) fire(watch_change::children_changed);
+    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::deleted);
+    if (watches.erase(dir)) fire(dir, watch_change::children_changed);
+  }
+  // Someone else (an operator, a cleanup script, a reaper) deletes our node; false when we have none.
+  bool delete_ours() {
+    for (auto& [name, z] : children)
+      if (name.starts_with(fsm.node_prefix())) {
+        auto n = name;  // (erased below)
+        ++operator_deletes;
+        delete_foreign(n);
+        return true;
+      }
+    return false;
+  }
+  // The watches on other nodes than ours (the blockers', the lease dir's).
+  std::set<std::string> blocker_watches() const {
+    auto w = watches;
+    for (auto it = w.begin(); it != w.end();)
+      it = it->starts_with(join_path(dir, fsm.node_prefix())) ? w.erase(it) : std::next(it);
+    return w;
+  }
+  std::string our_path() const {
+    for (auto& [name, z] : children)
+      if (name.starts_with(fsm.node_prefix())) return join_path(dir, name);
+    return {};
   }
   std::vector<std::string> listing() const {
     std::vector<std::string> v;
@@ -255,19 +296,40 @@ struct sim {
           replies.push_back(reply([this] { return fsm.on_parents({}); },
                                   [this] { return fsm.on_parents(zk_errc::connection_loss); }));
           break;
-        case lock_action::watch_predecessor: {
+        case lock_action::watch_blocker: {
           std::string name(node_name(a.path));
+          if (a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("our own node watched as a blocker");
+          if (watches.count(a.path)) forbid("a second watch on " + a.path);
           bool exists = children.count(name) > 0;
           auto seen = exists ? detail::classify_predecessor(data_of(name)) : predecessor_data::other;
           if (exists) watches.insert(a.path);
           // lost: the C client registers a watcher only with a reply
           replies.push_back(reply(
-              [this, exists, seen] {
-                return fsm.on_watch_set(exists ? error_code{} : error_code(zk_errc::no_node), seen);
+              [this, exists, seen, path = a.path] {
+                return fsm.on_watch_set(path, exists ? error_code{} : error_code(zk_errc::no_node), seen);
               },
               [this, path = a.path] {
                 watches.erase(path);
-                return fsm.on_watch_set(zk_errc::connection_loss);
+                return fsm.on_watch_set(path, zk_errc::connection_loss);
+              }));
+          break;
+        }
+        case lock_action::watch_own: {
+          if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("watch_own on a node not ours: " + a.path);
+          if (watches.count(a.path)) forbid("a second watch on our node");
+          bool exists = children.count(std::string(node_name(a.path))) > 0;
+          if (exists) watches.insert(a.path);
+          ++ours_news;
+          replies.push_back(reply(
+              [this, exists, path = a.path] {
+                --ours_news;
+                if (!exists) heard_gone.insert(path);
+                return fsm.on_own_watch_set(exists ? error_code{} : error_code(zk_errc::no_node));
+              },
+              [this, path = a.path] {
+                --ours_news;
+                watches.erase(path);
+                return fsm.on_own_watch_set(zk_errc::connection_loss);
               }));
           break;
         }
@@ -283,17 +345,20 @@ struct sim {
           break;
         }
         case lock_action::remove_watch: {
+          if (a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("our own node's watch removed");
           if (lose_removals) {
-            replies.push_back([this] { return fsm.on_watch_removed(zk_errc::connection_loss); });
+            replies.push_back([this, path = a.path] { return fsm.on_watch_removed(path, zk_errc::connection_loss); });
             break;
           }
           bool had = watches.erase(a.path) > 0;
           // lost: the C client keeps the watcher and sets it again on the reconnect
           replies.push_back(reply(
-              [this, had] { return fsm.on_watch_removed(had ? error_code{} : error_code(zk_errc::no_watcher)); },
+              [this, had, path = a.path] {
+                return fsm.on_watch_removed(path, had ? error_code{} : error_code(zk_errc::no_watcher));
+              },
               [this, had, path = a.path] {
                 if (had) watches.insert(path);
-                return fsm.on_watch_removed(zk_errc::connection_loss);
+                return fsm.on_watch_removed(path, zk_errc::connection_loss);
               }));
           break;
         }
@@ -310,11 +375,17 @@ struct sim {
           auto z = had ? it->second : 0;
           auto d = data_of(name);
           if (had) children.erase(it), data.erase(name);
+          // our own watch on the node fires before the delete's reply (the server sends events first)
+          bool watched = had && watches.erase(a.path) > 0;
           replies.push_back(reply(
-              [this, had] { return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node)); },
+              [this, had, watched, path = a.path] {
+                if (watched) apply(fsm.on_watch_event(path, watch_change::deleted));
+                return fsm.on_deleted(had ? error_code{} : error_code(zk_errc::no_node));
+              },
               [this] { return fsm.on_deleted(zk_errc::connection_loss); },
-              [this, had, name, z, d] {
+              [this, had, name, z, d, watched, path = a.path] {
                 if (had) children[name] = z, data[name] = d;
+                if (watched) watches.insert(path);
               }));
           break;
         }
@@ -351,8 +422,18 @@ struct sim {
         case lock_action::refresh_contact:
           ++refreshes;
           if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a refresh on a node not ours: " + a.path);
-          replies.push_back(reply([this] { return fsm.on_refreshed({}); },
-                                  [this] { return fsm.on_refreshed(zk_errc::connection_loss); }));
+          replies.push_back(reply(
+              [this, path = a.path] {
+                bool exists = children.count(std::string(node_name(path))) > 0;
+                if (!exists) heard_gone.insert(path);
+                return fsm.on_refreshed({}, exists);
+              },
+              [this] { return fsm.on_refreshed(zk_errc::connection_loss); }));
+          break;
+        case lock_action::requeued:
+          --requests;
+          ++requeues;
+          if (children.count(std::string(node_name(a.path)))) forbid("queued again while our node exists: " + a.path);
           break;
         case lock_action::answer_early:
           --requests;
@@ -373,6 +454,8 @@ struct sim {
           ++cleanup_failures;
           break;
         case lock_action::complete:
+          granted_node_heard_gone = !fsm.result().ec && heard_gone.count(fsm.result().node) > 0;
+          ours_news_at_completion = ours_news;
           completed = true;
           ++completions;
           --requests;
@@ -398,9 +481,14 @@ struct sim {
         replies.push_back([this, loss] { return fsm.on_children(loss, {}); });
         break;
       case lock_action::ensure_parents: replies.push_back([this, loss] { return fsm.on_parents(loss); }); break;
-      case lock_action::watch_predecessor: replies.push_back([this, loss] { return fsm.on_watch_set(loss); }); break;
+      case lock_action::watch_blocker:
+        replies.push_back([this, loss, path = a.path] { return fsm.on_watch_set(path, loss); });
+        break;
+      case lock_action::watch_own: replies.push_back([this, loss] { return fsm.on_own_watch_set(loss); }); break;  // (no news)
       case lock_action::watch_dir: replies.push_back([this, loss] { return fsm.on_dir_watch_set(loss, {}); }); break;
-      case lock_action::remove_watch: replies.push_back([this, loss] { return fsm.on_watch_removed(loss); }); break;
+      case lock_action::remove_watch:
+        replies.push_back([this, loss, path = a.path] { return fsm.on_watch_removed(path, loss); });
+        break;
       case lock_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
       case lock_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
       case lock_action::read_data:
@@ -408,6 +496,7 @@ struct sim {
         break;
       case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case lock_action::wait_reconnect:
+      case lock_action::requeued:
       case lock_action::retry_delete:
       case lock_action::report_cleanup_failed:
       case lock_action::check_grant:
@@ -481,10 +570,20 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
     if (expired) return std::nullopt;  // the node and the watch went with the session
     if (s.ours() != 0 && s.cleanup_failures == 0)  // a node the server refused to delete is reported
       return "completed with " + r.ec.message() + " before deleting our node";
-    if (s.cleanup_failures > 0 && s.ours() != 1) return "a cleanup failure reported for a node not left";
-    if (!s.watches.empty()) return "completed with " + r.ec.message() + " before removing the watch on " + *s.watches.begin();
+    if (s.cleanup_failures > 0 && s.ours() != 1 && s.operator_deletes == 0)
+      return "a cleanup failure reported for a node not left";
+    for (const auto& w : s.watches)
+      // (a node the server refused to delete keeps its watch, as it keeps the node)
+      if (s.cleanup_failures == 0 || w != s.our_path())
+        return "completed with " + r.ec.message() + " before removing the watch on " + w;
     return std::nullopt;
   }
+  if (s.granted_node_heard_gone) return "granted on a node the machine was told is gone: " + r.node;
+  // Deleted after the grant was decided (the listing that granted predates it): the hold hears
+  // it first thing (its watch's event or reply on the way, or the watch it sets when it has none).
+  if (s.ours() == 0 && s.operator_deletes > 0 &&
+      (s.ours_news_at_completion > 0 || s.fsm.own_node_watch() == lock_fsm::own_watch::none))
+    return std::nullopt;
   if (s.ours() != 1) return "granted with " + std::to_string(s.ours()) + " nodes of ours";
   auto q = detail::queue_order(s.listing());
   std::size_t mine = 0;
@@ -494,17 +593,27 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
     return "granted against the grant rule (" + std::string(to_string(kind)) + ", position " + std::to_string(mine) + ")";
   if (r.node != join_path(s.dir, q[mine].name)) return "granted with the wrong node " + r.node;
   if (r.fencing_token != s.children.at(q[mine].name)) return "granted with a fencing token not the node's czxid";
-  if (!s.watches.empty()) return "granted with a watch left on " + *s.watches.begin();
+  // The one watch left is on our node: the hold takes it over (or its request is on its way;
+  // with none, the hold sets one), so a holder hears of our node's deletion from its first
+  // event or reply after it.
+  for (const auto& w : s.watches)
+    if (w != r.node) return "granted with a watch left on " + w;
+  bool own_set = s.watches.count(r.node) > 0;
+  if (own_set != (s.fsm.own_node_watch() != lock_fsm::own_watch::none))  // (set, or its reply on its way)
+    return "our node's watch: the machine and the server disagree";
   return std::nullopt;
 }
 
-/// One run of the lock property: random kind, mode, queue, releases, arrivals, data changes,
+/// One run of the lock property: random kind, mode, K (blockers watched), queue, releases,
+/// arrivals, data changes, deletions of any contender's node ours included (an operator's),
 /// cancellation, expiry (and with `faults`, connection drops and reconnects) in random order.
 /// Data changes: foreign writes to any contender, the holder included ("__REVOKE__", anything:
 /// never a grant), the head writer's downgrade (readers may join it), the release transaction
 /// of a zklock 2 holder (setData then delete).
 /// Invariants: one completion and nothing after it; never two nodes of ours; no request the
-/// state forbids (sim::violation); check_completion at the completion; at the end, with the
+/// state forbids (sim::violation: among them a second watch on a node, queueing again while our
+/// node exists); check_completion at the completion (no grant without our node, its watch
+/// handed over); at the end, with the
 /// connection back and every contender gone, a waiting acquire completes. Returns the first
 /// broken one.
 template <class Source>
@@ -515,8 +624,9 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   auto mode_draw = rng() % 8;
   lock_mode mode = mode_draw < 2 ? lock_mode::try_once : mode_draw == 2 ? lock_mode::try_after_probe : lock_mode::wait;
   int max_leases = 1 + static_cast<int>(rng() % 3);
+  int max_watched = 1 + static_cast<int>(rng() % 4);  // K: 1 (the nearest only) to 4
   sim s;
-  s.fsm = lock_fsm(s.dir, our_id, mode, kind, max_leases);
+  s.fsm = lock_fsm(s.dir, our_id, mode, kind, max_leases, max_watched);
   s.glue = true;
   auto foreign_prefix = [&] {
     // leases only meet leases (their own dir); the others meet every lock kind
@@ -564,7 +674,10 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   for (int steps = 0; steps < 200 && !s.completed && !rng.exhausted(); ++steps) {
     switch (rng() % (faults ? 11 : 9)) {
       case 0:
-        if (!foreign.empty()) {
+        if (rng() % 5 == 0) {
+          // someone else deletes our node (an operator, a reaper): we must queue again
+          s.delete_ours();
+        } else if (!foreign.empty()) {
           auto i = rng() % foreign.size();
           s.delete_foreign(foreign[i]);
           foreign.erase(foreign.begin() + static_cast<std::ptrdiff_t>(i));
@@ -618,6 +731,7 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
         if (!expired && rng() % 40 == 0) {
           expired = true;
           s.replies.clear();
+          s.ours_news = 0;
           s.held_events.clear();
           s.watches.clear();
           for (auto it = s.children.begin(); it != s.children.end();)
@@ -663,7 +777,8 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
     if (auto bad = check()) return bad;
     if (!s.completed) return "still waiting with the connection up and no contender left";
   }
-  if (s.completed && !expired && !s.fsm.result().ec && s.ours() != 1) return "our granted node vanished";
+  if (s.completed && !expired && !s.fsm.result().ec && s.ours() != 1 && s.operator_deletes == 0)
+    return "our granted node vanished";
   if (s.completed && !expired && s.fsm.result().ec && s.ours() != 0 && s.cleanup_failures == 0)
     return "a node of ours left after the failure, not reported";
   if (s.retry_due && s.completed) return "a delete retry due after the completion";
@@ -819,11 +934,12 @@ std::optional<std::string> run_hold_property(Source& rng) {
   using namespace std::chrono_literals;
   hold_driver d(rng() % 4 != 0);
   bool released = false;
+  bool node_gone = false;  // deleted by someone else (or by our release)
   int expected_completions = 0;  // every release that waits is answered exactly once
   d.tick();                      // hold::start
   for (int step = 0; step < 30 && !rng.exhausted(); ++step) {
     int sends_before = d.sends, keepalives_before = d.keepalives;
-    switch (rng() % 12) {
+    switch (rng() % 13) {
       case 0:
         d.drop_connection();
         d.tick();
@@ -863,7 +979,16 @@ std::optional<std::string> run_hold_property(Source& rng) {
       case 5: {
         // the server's answers: applied, gone, refused for now (throttled), refused for good
         static const error_code replies[] = {{}, {}, zk_errc::no_node, zk_errc::throttled_op, zk_errc::no_auth, {}};
-        if (d.in_flight) d.reply(replies[rng() % 6]);
+        if (!d.in_flight) break;
+        auto r = node_gone ? error_code(zk_errc::no_node) : replies[rng() % 6];
+        if (!r && !node_gone) {
+          // our delete: our node's watch fires before the reply; it is no loss
+          int losts = d.losts;
+          node_gone = true;
+          d.apply(d.fsm.on_node_deleted());
+          if (d.losts != losts) return "our own delete reported as a loss";
+        }
+        d.reply(r);
         break;
       }
       case 6:
@@ -888,6 +1013,19 @@ std::optional<std::string> run_hold_property(Source& rng) {
         if (st == lock_status::held || st == lock_status::maybe_lost) d.add_waiter(leads[rng() % 4]);
         break;
       }
+      case 12: {
+        // someone else deletes our node; the watch on it (or the getData setting it) tells at once
+        if (node_gone || d.ended || !d.connected) break;  // (events come while connected)
+        node_gone = true;
+        auto st = d.fsm.status();
+        int losts = d.losts;
+        d.apply(d.fsm.on_node_deleted());
+        if ((st == lock_status::held || st == lock_status::maybe_lost) &&
+            (d.losts != losts + 1 || lock_lost_cause(d.lost_error) != lost_cause::node_deleted))
+          return "a holder not lost (node_deleted) at its node's deletion";
+        if (st == lock_status::released && d.losts != losts) return "a released hold reported lost";
+        break;
+      }
     }
     if (!d.violation.empty()) return d.violation;
     if (d.sends > sends_before && !(d.connected && !d.ended)) return "a release sent while the connection is down";
@@ -909,7 +1047,7 @@ std::optional<std::string> run_hold_property(Source& rng) {
     d.connected = true;
     d.apply(d.fsm.on_connected(true));
     while (d.in_flight || d.retry_pending) {
-      if (d.in_flight) d.reply({});
+      if (d.in_flight) d.reply(node_gone ? error_code(zk_errc::no_node) : error_code{});
       d.retry_due();
     }
     // a node left behind is either deleted or reported (the server refused it for good)

@@ -436,3 +436,70 @@ TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold]
   CHECK(make_lock_lost(lost_cause::deadline_passed) != errc::lock_busy);
   CHECK(make_lock_lost(lost_cause::deadline_passed).category().name() == std::string("zklock"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Our node's watch (the runner's, from the acquire's create on): its deletion by anyone else is
+// the hold's loss at once, however busy the session; our own release's delete is none.
+
+TEST_CASE("a holder whose node is deleted by someone else is lost (node_deleted) at once, with nothing left to delete",
+          "[unit][hold][own_node]") {
+  driver d;
+  d.last_ack = d.now;  // a busy session: the keepalive is never due
+  d.tick();
+  d.apply(d.fsm.on_node_deleted());
+  CHECK(d.losts == 1);
+  CHECK(lock_lost_cause(d.lost_error) == lost_cause::node_deleted);
+  CHECK(d.fsm.status() == lock_status::lost);
+  CHECK(d.fsm.finished());  // nothing to delete
+  CHECK_FALSE(d.fsm.release_owed());
+  CHECK(d.keepalives == 0);  // told by the watch, not by a request
+  // the release that follows sends nothing and says why
+  d.apply(d.fsm.release(true));
+  CHECK(d.sends == 0);
+  CHECK(lock_lost_cause(d.last_completion) == lost_cause::node_deleted);
+  // a second event (a late duplicate) changes nothing
+  d.apply(d.fsm.on_node_deleted());
+  CHECK(d.losts == 1);
+}
+
+TEST_CASE("our own release's delete fires our node's watch: no loss, the release succeeds", "[unit][hold][own_node]") {
+  driver d;
+  d.apply(d.fsm.release(true));
+  REQUIRE(d.sends == 1);
+  d.apply(d.fsm.on_node_deleted());  // the event comes before the delete's reply
+  CHECK(d.losts == 0);
+  d.reply({});
+  CHECK(d.completions == 1);
+  CHECK_FALSE(d.last_completion);
+  CHECK(d.fsm.finished());
+}
+
+TEST_CASE("a hold lost at its deadline whose node someone then deletes owes no delete any more",
+          "[unit][hold][own_node]") {
+  driver d;
+  d.tick();  // hold::start
+  d.drop_connection();
+  d.tick();
+  d.advance(5000ms);  // past the deadline while disconnected: lost, a delete owed
+  REQUIRE(d.losts == 1);
+  REQUIRE(d.fsm.release_owed());
+  d.connected = true;
+  d.apply(d.fsm.on_connected(true));  // the owed delete goes...
+  REQUIRE(d.sends == 1);
+  d.apply(d.fsm.on_node_deleted());   // ...and its event comes: no second loss
+  CHECK(d.losts == 1);
+  CHECK(lock_lost_cause(d.lost_error) == lost_cause::deadline_passed);
+  d.reply({});
+  CHECK(d.fsm.finished());
+  // and without the delete sent: the node's deletion settles what was owed
+  driver e;
+  e.tick();
+  e.drop_connection();
+  e.tick();
+  e.advance(5000ms);
+  REQUIRE(e.fsm.release_owed());
+  e.apply(e.fsm.on_node_deleted());  // (an event the client delivers after the reconnect)
+  CHECK_FALSE(e.fsm.release_owed());
+  CHECK(e.fsm.finished());
+  CHECK(e.losts == 1);
+}

@@ -55,17 +55,20 @@ TEST_CASE("uncontended acquire: create and list pipelined, one round trip", "[un
   CHECK_FALSE(s.fsm.result().ec);
   CHECK(s.fsm.result().node == "/locks/a/_c_11111111-2222-3333-4444-555555555555-lock-0000000000");
   CHECK(s.fsm.result().fencing_token == 101);
-  CHECK(s.requests == 1);  // one create_and_list
+  // one create_and_list, and our node's watch (sent on the create's reply, behind the listing:
+  // the grant came with the listing, before its reply)
+  CHECK(s.requests == 2);
+  CHECK(s.watches == std::set<std::string>{s.fsm.result().node});
 }
 
-TEST_CASE("waiter watches only its predecessor, head's release grants without listing", "[unit][lock]") {
-  sim s;
+TEST_CASE("K = 1: a waiter watches only its predecessor, the window moves up with a listing", "[unit][lock]") {
+  sim s(lock_mode::wait, 1);
   auto head = s.add_foreign();
   auto second = s.add_foreign();
   s.apply(s.fsm.start());
   s.drain();
   CHECK_FALSE(s.completed);
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, second)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, second)});
   CHECK_FALSE(s.fsm.watching_last_blocker());
   // the head releases: nobody watches it but the second, so we stay put
   s.delete_foreign(head);
@@ -128,7 +131,7 @@ TEST_CASE("predecessor gives up (not released): list again and watch the next", 
   s.delete_foreign(middle);  // gave up: head still holds
   s.drain();
   CHECK_FALSE(s.completed);
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, head)});
   s.delete_foreign(head);
   s.drain();
   CHECK(s.completed);
@@ -142,7 +145,7 @@ TEST_CASE("kazoo and Curator nodes are contenders, other children are ignored", 
   auto kz = s.add_foreign("0123456789abcdef__lock__");
   s.apply(s.fsm.start());
   s.drain();
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, kz)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, kz)});
   s.delete_foreign(kz);
   s.drain();
   CHECK(s.completed);
@@ -168,7 +171,7 @@ TEST_CASE("try-acquire on a held lock fails with lock_busy on one read: no write
   CHECK(s.requests == 1);  // the listing only: no create, no delete
   CHECK(s.next_seq == 1);  // nothing was created
   CHECK(s.ours() == 0);
-  CHECK(s.watches.empty());
+  CHECK(s.blocker_watches().empty());
 }
 
 TEST_CASE("try-acquire on a free lock creates, a contender that came between look and create wins", "[unit][lock]") {
@@ -232,7 +235,7 @@ TEST_CASE("cancellation at every step leaves no node and no watch", "[unit][lock
       if (cancelled && s.fsm.result().ec) {
         CHECK(s.fsm.result().ec == reason);
         CHECK(s.ours() == 0);
-        CHECK(s.watches.empty());
+        CHECK(s.blocker_watches().empty());
       } else {
         CHECK(s.ours() == 1);  // acquired before the cancel arrived
       }
@@ -303,7 +306,7 @@ TEST_CASE("connection loss while waiting: watches survive, a lost listing is ret
   REQUIRE(s.waiting_reconnect);
   s.apply(s.fsm.on_reconnected());
   s.drain();
-  CHECK(s.watches.size() == 1);
+  CHECK(s.blocker_watches().size() == 1);
   s.delete_foreign(f);
   s.drain();
   CHECK(s.completed);
@@ -319,7 +322,7 @@ TEST_CASE("session expiry while waiting completes with session_expired", "[unit]
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::session_expired);
   // late replies are ignored
-  s.apply(s.fsm.on_watch_event(watch_change::deleted));
+  s.apply(s.fsm.on_watch_event(s.fsm.predecessor(), watch_change::deleted));
   s.apply(s.fsm.on_children({}, {}));
 }
 
@@ -330,8 +333,8 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
   s.step();         // the look: free -> create and list
   s.step();
   s.step();         // listing: busy -> delete requested
-  REQUIRE(s.replies.size() == 1);
-  s.replies.clear();
+  REQUIRE(s.replies.size() == 2);  // our node's watch, the delete
+  s.replies.clear();  // (our node's watch's reply too: nothing waits for it)
   s.apply(s.fsm.on_deleted(zk_errc::connection_loss));
   CHECK_FALSE(s.completed);
   // the delete never reached the server
@@ -345,7 +348,7 @@ TEST_CASE("a failed delete during cleanup is retried after the reconnect", "[uni
 
 TEST_CASE("a zklock 2 holder's release (marker transaction, data change) is granted after one listing",
           "[unit][lock][foreign]") {
-  sim s;
+  sim s(lock_mode::wait, 1);
   auto [head, second] = s.queue_third(contender_marker_v2);
   CHECK_FALSE(s.fsm.watching_last_blocker());
   s.delete_foreign(head);  // not watched by us: no event
@@ -355,7 +358,7 @@ TEST_CASE("a zklock 2 holder's release (marker transaction, data change) is gran
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
   CHECK(s.lists == lists + 1);  // the change proves nothing by itself: the listing grants
-  CHECK(s.watches.empty());
+  CHECK(s.blocker_watches().empty());
 }
 
 TEST_CASE("a write to the holder's node never grants: list, watch it again, wait for its deletion",
@@ -374,7 +377,7 @@ TEST_CASE("a write to the holder's node never grants: list, watch it again, wait
       CHECK_FALSE(s.completed);
       CHECK(s.lists == lists + 1);        // one listing...
       CHECK(s.requests == requests + 2);  // ...and the watch set again
-      CHECK(s.watches == std::set<std::string>{join_path(s.dir, holder)});
+      CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, holder)});
       CHECK(s.fsm.watching_last_blocker());
       lists = s.lists;
       s.delete_foreign(holder);  // the holder's release, a plain delete: our turn, no listing
@@ -387,19 +390,19 @@ TEST_CASE("a write to the holder's node never grants: list, watch it again, wait
 }
 
 TEST_CASE("a write to a waiting predecessor never grants: the holder ahead still blocks", "[unit][lock][foreign]") {
-  sim s;
+  sim s(lock_mode::wait, 1);
   auto [head, second] = s.queue_third(contender_marker);
   CHECK(s.fsm.predecessor() == join_path(s.dir, second));
   s.change_data(second, "__REVOKE__");
   s.drain();
   CHECK_FALSE(s.completed);
   CHECK(s.fsm.predecessor() == join_path(s.dir, second));
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, second)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, second)});
   // the predecessor's deletion (not our last blocker): list, then watch the head
   s.delete_foreign(second);
   s.drain();
   CHECK_FALSE(s.completed);
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, head)});
   s.change_data(head, "__REVOKE__");
   s.drain();
   CHECK_FALSE(s.completed);
@@ -420,7 +423,7 @@ TEST_CASE("a data change whose listing finds the predecessor gone and nobody ahe
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
-  CHECK(s.watches.empty());
+  CHECK(s.blocker_watches().empty());
 }
 
 TEST_CASE("mutex nodes are created with zklock/3, shared lock nodes with the shared marker", "[unit][lock]") {
@@ -436,14 +439,14 @@ TEST_CASE("mutex nodes are created with zklock/3, shared lock nodes with the sha
 }
 
 TEST_CASE("a zklock waiter that gives up (plain delete) is not a release: list again", "[unit][lock]") {
-  sim s;
+  sim s(lock_mode::wait, 1);
   auto [head, second] = s.queue_third(contender_marker);
   int lists = s.lists;
   s.delete_foreign(second);  // cancelled: deleted without the release marker; the head still holds
   s.drain();
   CHECK_FALSE(s.completed);
   CHECK(s.lists == lists + 1);
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, head)});
   s.delete_foreign(head);  // the head was first when we watched it: its deletion is our turn
   s.drain();
   REQUIRE(s.completed);
@@ -458,7 +461,7 @@ TEST_CASE("a data change on a Curator or kazoo predecessor proves nothing: list 
   s.delete_foreign(second);  // it gives up; the head still holds
   s.drain();
   CHECK_FALSE(s.completed);
-  CHECK(s.watches == std::set<std::string>{join_path(s.dir, head)});
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, head)});
 }
 
 TEST_CASE("protected-create recovery syncs before it lists", "[unit][lock][fault]") {
@@ -486,19 +489,19 @@ TEST_CASE("a watch removal lost with the connection is retried after the reconne
   s.add_foreign();
   s.apply(s.fsm.start());
   s.drain();
-  REQUIRE(s.watches.size() == 1);
+  REQUIRE(s.blocker_watches().size() == 1);
   s.lose_removals = true;
   s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
   s.drain();
   CHECK_FALSE(s.completed);
   CHECK(s.waiting_reconnect);
-  CHECK(s.watches.size() == 1);  // still registered (the C client sets it again on reconnect)
+  CHECK(s.blocker_watches().size() == 1);  // still registered (the C client sets it again on reconnect)
   s.lose_removals = false;
   s.apply(s.fsm.on_reconnected());
   s.drain();
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
-  CHECK(s.watches.empty());
+  CHECK(s.blocker_watches().empty());
   CHECK(s.ours() == 0);
 }
 
@@ -568,7 +571,7 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
   // does not wake us; the second's does not either until we relist and see no one ahead
   {
     sim s;
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
+    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write, 1, 1);
     auto r1 = s.add_foreign(reader_prefix);
     auto r2 = s.add_foreign(reader_prefix);
     s.apply(s.fsm.start());
@@ -644,7 +647,7 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
-  CHECK(s.watches.empty());  // the downgraded writer's watch was removed
+  CHECK(s.blocker_watches().empty());  // the downgraded writer's watch was removed
   CHECK(s.children.count(w) == 1);
 
   // A writer behind the same downgraded node keeps waiting for it.
@@ -657,7 +660,7 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
   t.drain();
   CHECK_FALSE(t.completed);
   CHECK(t.fsm.predecessor() == join_path(t.dir, w2));
-  CHECK(t.watches == std::set<std::string>{join_path(t.dir, w2)});
+  CHECK(t.blocker_watches() == std::set<std::string>{join_path(t.dir, w2)});
   t.delete_foreign(w2);
   t.drain();
   REQUIRE(t.completed);
@@ -682,8 +685,8 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
     s.drain();
     REQUIRE(s.completed);
     CHECK_FALSE(s.fsm.result().ec);
-    CHECK(s.requests == 3);  // list, getData (no watch), create-and-list
-    CHECK(s.watches.empty());
+    CHECK(s.requests == 4);  // list, getData (no watch), create-and-list, our node's watch
+    CHECK(s.blocker_watches().empty());
     CHECK(s.ours() == 1);
     CHECK(s.children.count(w) == 1);
   }
@@ -818,7 +821,7 @@ TEST_CASE("shared lock: cancellation at every step leaves no node and no watch",
         CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
         CHECK(s.ours() == 0);
       }
-      CHECK(s.watches.empty());
+      CHECK(s.blocker_watches().empty());
     }
   }
 }
@@ -851,7 +854,7 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
   s.drain();
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
-  CHECK(s.watches.empty());  // granted by a watched listing: the watch was removed
+  CHECK(s.blocker_watches().empty());  // granted by a watched listing: the watch was removed
   (void)a;
 
   // cancellation at every step leaves no node and no watch
@@ -877,7 +880,7 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
     }
     REQUIRE(t.completed);
     if (t.fsm.result().ec) CHECK(t.ours() == 0);
-    CHECK(t.watches.empty());
+    CHECK(t.blocker_watches().empty());
   }
 }
 
@@ -971,7 +974,7 @@ TEST_CASE("a fresh contact grants without a refresh, also while disconnected not
   s.drain();
   REQUIRE(s.completed);
   CHECK(s.refreshes == 0);
-  CHECK(s.requests == 1);
+  CHECK(s.requests == 2);  // create-and-list, our node's watch
 }
 
 TEST_CASE("a grant whose session ended under it is no grant: the session's error", "[unit][lock][grant][fault]") {
@@ -1027,7 +1030,7 @@ TEST_CASE("cancel while disconnected: terminal answers at once and cleans up beh
     REQUIRE(s.completed);  // the cleanup is done
     CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
     CHECK(s.ours() == 0);
-    CHECK(s.watches.empty());
+    CHECK(s.blocker_watches().empty());
     CHECK(s.violation == "");
   }
 }
@@ -1166,7 +1169,7 @@ TEST_CASE("a try after its caller's probe writes at once: one round trip free, l
   REQUIRE(t.completed);
   CHECK(t.fsm.result().ec == errc::lock_busy);
   CHECK(t.ours() == 0);
-  CHECK(t.watches.empty());
+  CHECK(t.blocker_watches().empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1180,7 +1183,7 @@ void busy_after_create(sim& s) {
   s.step();         // the look: free -> create and list
   s.step();
   s.step();         // listing: busy -> delete requested
-  REQUIRE(s.replies.size() == 1);
+  REQUIRE(s.replies.size() == 2);  // our node's watch, the delete
   s.replies.clear();  // the server's answer is the test's: until it applies one, our node is there
   s.children[std::string(node_name(s.fsm.node_prefix())) + "0000000001"] = 1;
 }
@@ -1228,4 +1231,260 @@ TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[
   CHECK(s.delete_retries == lock_fsm::max_delete_retries);
   CHECK(s.cleanup_failures == 1);
   REQUIRE(s.completed);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the grant depends on is watched: our own node from its create on, and every blocker of
+// the latest listing up to K.
+
+namespace {
+std::string our_node(const sim& s) { return s.our_path(); }
+// Queues us second behind a head, our contact stale (a grant refreshes it first); the head's name.
+std::string queue_second_stale(sim& s) {
+  s.contact_stale = [] { return true; };
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  return head;
+}
+}  // namespace
+
+TEST_CASE("our node is watched from the create's reply on, behind the pipelined listing", "[unit][lock][own_node]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  REQUIRE(s.step());  // the create's reply
+  REQUIRE(s.replies.size() == 2);  // the listing, then our node's watch (sent now)
+  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::setting);
+  CHECK(s.watches.count(our_node(s)) == 1);
+  s.drain();
+  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+  CHECK_FALSE(s.completed);
+}
+
+TEST_CASE("a waiter whose node is deleted by someone else queues again, behind the waiter that was behind it",
+          "[unit][lock][own_node]") {
+  sim s;
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  auto old = our_node(s);
+  auto behind = s.add_foreign();  // queued behind us
+  REQUIRE(s.delete_ours());
+  s.drain();
+  CHECK(s.requeues == 1);
+  CHECK(s.ours() == 1);
+  CHECK(our_node(s) != old);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, head), join_path(s.dir, behind)});
+  s.delete_foreign(head);  // the head's release is the turn of the one now ahead of us, not ours
+  s.drain();
+  CHECK_FALSE(s.completed);
+  int lists = s.lists;
+  s.delete_foreign(behind);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.fsm.result().node == our_node(s));
+  CHECK(s.lists == lists);  // the last watched blocker's deletion: granted with no listing
+}
+
+TEST_CASE("our node's deletion heard while a listing is on its way: that listing is not taken as showing our node",
+          "[unit][lock][own_node]") {
+  sim s;
+  auto head = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  auto old = our_node(s);
+  s.change_data(head, "__REVOKE__");  // a listing goes out (the data change proves nothing)
+  REQUIRE(s.step());
+  REQUIRE(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+  // our node's deletion arrives before that listing's reply (here: the listing still shows it)
+  s.children.erase(std::string(node_name(old)));
+  s.watches.erase(old);
+  auto a = s.fsm.on_watch_event(old, watch_change::deleted);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].type == lock_action::requeued);
+  s.apply(a);
+  s.drain();  // the listing, then a new node
+  CHECK(s.ours() == 1);
+  CHECK(our_node(s) != old);
+  s.delete_foreign(head);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().node == our_node(s));
+}
+
+TEST_CASE("the stale-contact exists before a grant that finds no node does not grant: we queue again",
+          "[unit][lock][own_node][grant]") {
+  sim s;
+  auto head = queue_second_stale(s);
+  auto old = our_node(s);
+  // our node gone with no event for it (its watch lost; as when the grant refreshes right after)
+  s.children.erase(std::string(node_name(old)));
+  s.watches.erase(old);
+  s.delete_foreign(head);
+  s.drain();
+  CHECK(s.refreshes == 1);
+  CHECK(s.requeues == 1);
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.fsm.result().node != old);
+  CHECK(s.fsm.result().node == our_node(s));
+}
+
+TEST_CASE("our node's deletion while the grant waits for its refresh: no grant, we queue again",
+          "[unit][lock][own_node][grant]") {
+  sim s;
+  auto head = queue_second_stale(s);
+  auto old = our_node(s);
+  s.delete_foreign(head);
+  REQUIRE(s.step());  // the head's deletion: the grant refreshes the contact first
+  REQUIRE(s.refreshes == 1);
+  REQUIRE(s.delete_ours());  // its event comes before the refresh's reply
+  s.drain();
+  CHECK(s.requeues == 1);
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().node != old);
+  CHECK(s.ours() == 1);
+}
+
+TEST_CASE("a write to our node while we wait is no news: watched again, no listing", "[unit][lock][own_node]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  int lists = s.lists, requests = s.requests;
+  s.change_data(std::string(node_name(our_node(s))), "__REVOKE__");
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.lists == lists);
+  CHECK(s.requests == requests + 1);  // our node's watch set again
+  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+}
+
+TEST_CASE("a failed acquire's delete fires our node's watch: nothing is left watched", "[unit][lock][own_node][cancel]") {
+  sim s;
+  s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.apply(s.fsm.cancel(boost::asio::error::operation_aborted));
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.fsm.result().ec == boost::asio::error::operation_aborted);
+  CHECK(s.watches.empty());
+  CHECK(s.ours() == 0);
+}
+
+TEST_CASE("K blockers watched: the last one's deletion is the grant, with no listing, whatever order they go in",
+          "[unit][lock][handoff]") {
+  sim s;  // K = 8
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(s.blocker_watches() ==
+        std::set<std::string>{join_path(s.dir, n0), join_path(s.dir, n1), join_path(s.dir, n2)});
+  CHECK(s.fsm.watching_last_blocker());
+  int lists = s.lists, requests = s.requests;
+  s.delete_foreign(n1);  // a waiter gave up
+  s.drain();
+  s.delete_foreign(n0);  // the holder released
+  s.drain();
+  CHECK_FALSE(s.completed);
+  s.delete_foreign(n2);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.lists == lists);
+  CHECK(s.requests == requests);  // nothing sent on the way to the grant
+}
+
+TEST_CASE("a queue deeper than K: the window moves up when a watched blocker goes, while the others still stand",
+          "[unit][lock][handoff]") {
+  sim s(lock_mode::wait, 2);
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign(), n3 = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n2), join_path(s.dir, n3)});
+  CHECK_FALSE(s.fsm.watching_last_blocker());
+  int lists = s.lists;
+  s.delete_foreign(n0);  // not watched: no event
+  s.delete_foreign(n1);
+  s.drain();
+  CHECK(s.lists == lists);
+  s.delete_foreign(n2);  // served in order: n3 holds now; we list while it does
+  s.drain();
+  CHECK(s.lists == lists + 1);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n3)});
+  CHECK(s.fsm.watching_last_blocker());
+  s.delete_foreign(n3);  // the handoff: one event, no listing
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.lists == lists + 1);
+}
+
+TEST_CASE("a reader watches the writers that block it, not the readers between", "[unit][lock][handoff][shared]") {
+  sim s;
+  s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+  auto w1 = s.add_foreign(writer_prefix, shared_marker);
+  s.add_foreign(reader_prefix, shared_marker);
+  auto w2 = s.add_foreign(writer_prefix, shared_marker);
+  s.add_foreign(reader_prefix, shared_marker);
+  s.apply(s.fsm.start());
+  s.drain();
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, w1), join_path(s.dir, w2)});
+  CHECK(s.fsm.watching_last_blocker());
+  int lists = s.lists;
+  s.delete_foreign(w1);
+  s.drain();
+  CHECK_FALSE(s.completed);
+  s.delete_foreign(w2);
+  s.drain();
+  REQUIRE(s.completed);  // beside the readers ahead
+  CHECK(s.lists == lists);
+}
+
+TEST_CASE("a data change on a watched blocker never grants, even when it is the last one watched", "[unit][lock][handoff]") {
+  sim s;
+  auto n0 = s.add_foreign(), n1 = s.add_foreign();
+  s.apply(s.fsm.start());
+  s.drain();
+  s.delete_foreign(n1);
+  s.drain();
+  s.change_data(n0, "__REVOKE__");  // the holder, written to: still there
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n0)});
+  s.delete_foreign(n0);
+  s.drain();
+  REQUIRE(s.completed);
+}
+
+TEST_CASE("every node is watched by at most K waiters: K events per release", "[unit][lock][handoff]") {
+  // 20 waiters queued one after another (each listing the queue as it joins), K = 3: each
+  // node is among the blockers watched by the 3 waiters behind it, no more.
+  const int k = 3;
+  std::vector<std::unique_ptr<sim>> waiters;
+  std::map<std::string, int> watchers;  // node name -> waiters watching it
+  sim head;
+  auto h = head.add_foreign();
+  for (int i = 0; i < 20; ++i) {
+    auto w = std::make_unique<sim>(lock_mode::wait, k);
+    char id[40];
+    std::snprintf(id, sizeof id, "00000000-0000-0000-0000-%012d", i);  // a client id of its own
+    w->fsm = lock_fsm(w->dir, id, lock_mode::wait, lock_kind::exclusive, 1, k);
+    w->children = head.children;
+    w->next_seq = head.next_seq;
+    w->apply(w->fsm.start());
+    w->drain();
+    for (const auto& p : w->blocker_watches()) ++watchers[std::string(node_name(p))];
+    // the new waiter's node joins the shared queue
+    auto mine = std::string(node_name(w->our_path()));
+    head.children[mine] = w->children.at(mine);
+    head.next_seq = w->next_seq;
+    waiters.push_back(std::move(w));
+  }
+  CHECK(watchers[h] == k);  // the head: by the K waiters behind it
+  for (auto& [node, n] : watchers) CHECK(n <= k);
+  for (std::size_t i = 0; i < waiters.size(); ++i)
+    CHECK(waiters[i]->blocker_watches().size() == std::min<std::size_t>(i + 1, k));
 }

@@ -1,0 +1,259 @@
+// A contender watches its own node, waiting and holding, against real servers: a waiter whose
+// node someone else deletes queues again (never granted beside the waiter behind it), and a
+// holder whose node is deleted turns lost (node_deleted) at once, however busy its session is.
+// The oracle: a holder count that must never exceed one, and the loss's cause.
+#include "common.hpp"
+
+#include <zklock/election.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace zklock;
+
+namespace {
+
+using clk = std::chrono::steady_clock;
+
+// The children of `path` in queue order (by their sequence suffix).
+asio::awaitable<std::vector<std::string>> queue_of(session& s, const std::string& path) {
+  auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
+  std::vector<std::string> q = ec ? std::vector<std::string>{} : r.children;
+  std::sort(q.begin(), q.end(),
+            [](const std::string& a, const std::string& b) { return a.substr(a.size() - 10) < b.substr(b.size() - 10); });
+  co_return q;
+}
+
+asio::awaitable<void> await_queue(session& s, const std::string& path, std::size_t n) {
+  auto deadline = clk::now() + 20s;
+  while ((co_await queue_of(s, path)).size() != n) {
+    if (clk::now() > deadline) FAIL("path " << path << " never had " << n << " children");
+    co_await sleep_for(5ms);
+  }
+}
+
+// Someone else's session (an operator's zkCli, a cleanup script) deletes the node.
+asio::awaitable<void> operator_delete(session& op, const std::string& node) {
+  auto [ec] = co_await op.async_delete(node, -1, tuple_awaitable);
+  REQUIRE_FALSE(ec);
+}
+
+constexpr auto session_timeout = 3000ms;
+// Longer than a third of the session timeout: the waiter's contact is stale when its turn comes
+// (the grant then asks the server about its node first), and no keepalive of a hold runs.
+constexpr auto quiet = session_timeout / 3 + 400ms;
+
+}  // namespace
+
+namespace {
+// One recipe's three contenders L, A, B for the deleted-waiter scenario: start(i) queues
+// contender i (its grant counted by the scenario), release(i) gives back what it holds, node(i)
+// the node it holds by.
+struct three_contenders {
+  std::function<void(int, std::function<void()>)> start;
+  std::function<asio::awaitable<void>(int)> release;
+  std::function<std::string(int)> node;
+};
+
+// L holds, A then B queue; every session is quiet longer than a third of its timeout; someone
+// else deletes A's node while A is connected and waiting; L gives up. B holds alone (A is not
+// granted beside it); A, queued again on a new node, holds after B.
+asio::awaitable<void> deleted_waiter(session& op, const std::string& path, three_contenders c, int& max_holding) {
+  int holding = 0;
+  bool granted[3] = {false, false, false};
+  auto start = [&](int i) {
+    c.start(i, [&, i] {
+      granted[i] = true;
+      max_holding = std::max(max_holding, ++holding);
+    });
+  };
+  start(0);
+  co_await until([&] { return granted[0]; });
+  start(1);
+  co_await await_queue(op, path, 2);
+  start(2);
+  co_await await_queue(op, path, 3);
+  auto q = co_await queue_of(op, path);
+  const std::string a_node = path + "/" + q[1];
+  co_await sleep_for(quiet);             // every session idle for a third of its timeout
+  co_await operator_delete(op, a_node);  // A is connected and waiting
+  co_await sleep_for(200ms);
+  --holding;
+  co_await c.release(0);  // L's release: B's turn, never A's
+  co_await until([&] { return granted[2]; });
+  co_await sleep_for(session_timeout / 2);  // A's keepalive, had it been granted, would tell
+  CHECK_FALSE(granted[1]);
+  CHECK(max_holding == 1);
+  --holding;
+  co_await c.release(2);
+  co_await until([&] { return granted[1]; });
+  CHECK(c.node(1) != a_node);
+  --holding;
+  co_await c.release(1);
+  co_await await_queue(op, path, 0);
+}
+}  // namespace
+
+TEST_CASE_METHOD(server_fixture,
+                 "mutex: a waiter whose node is deleted by someone else queues again; the waiter behind it holds alone",
+                 "[integration][own_node]") {
+  std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
+  auto& op = connect(20000ms);
+  const std::string path = "/locks/own-node/waiter";
+  int max_holding = 0;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    std::vector<mutex> m;
+    for (auto* x : s) m.emplace_back(*x, path);
+    std::vector<lock_guard> g(3);
+    co_await deleted_waiter(
+        op, path,
+        {.start = [&](int i, std::function<void()> granted) {
+           m[i].async_acquire([&, i, granted](error_code ec, lock_guard x) {
+             REQUIRE_FALSE(ec);
+             g[i] = std::move(x);
+             granted();
+           });
+         },
+         .release = [&](int i) -> asio::awaitable<void> { co_await g[i].async_release(asio::use_awaitable); },
+         .node = [&](int i) { return g[i].node_path(); }},
+        max_holding);
+  }());
+  CHECK(max_holding == 1);
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "election: a candidate whose node is deleted by someone else re-joins; the candidate behind it leads alone",
+                 "[integration][own_node][election]") {
+  std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
+  auto& op = connect(20000ms);
+  const std::string path = "/election/own-node/candidate";
+  int max_leading = 0;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    std::vector<election> e;
+    for (int i = 0; i < 3; ++i) e.emplace_back(*s[i], path, "c" + std::to_string(i));
+    std::vector<leadership> l(3);
+    co_await deleted_waiter(
+        op, path,
+        {.start = [&](int i, std::function<void()> granted) {
+           e[i].async_campaign([&, i, granted](error_code ec, leadership x) {
+             REQUIRE_FALSE(ec);
+             REQUIRE(x.is_leader());
+             l[i] = std::move(x);
+             granted();
+           });
+         },
+         .release = [&](int i) -> asio::awaitable<void> { co_await l[i].async_resign(asio::use_awaitable); },
+         .node = [&](int i) { return l[i].node_path(); }},
+        max_leading);
+  }());
+  CHECK(max_leading == 1);
+}
+
+namespace {
+// A session that is never idle: a read every 300 ms until `stop` (no keepalive of a hold ever
+// runs: its contact is always fresh).
+asio::awaitable<void> keep_busy(session& s, const bool& stop) {
+  while (!stop) {
+    co_await s.async_exists("/", tuple_awaitable);
+    co_await sleep_for(300ms);
+  }
+}
+}  // namespace
+
+TEST_CASE_METHOD(server_fixture, "mutex: a busy holder whose node is deleted by someone else is lost (node_deleted) at once",
+                 "[integration][own_node]") {
+  auto& s = connect(session_timeout);
+  auto& op = connect(20000ms);
+  const std::string path = "/locks/own-node/busy-holder";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(s, path);
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    bool stop = false;
+    asio::co_spawn(ioc, keep_busy(s, stop), asio::detached);
+    co_await sleep_for(quiet);  // busy all along: the contact stays fresh
+    std::optional<error_code> lost;
+    g.async_wait_lost([&](error_code ec) { lost = ec; });
+    co_await operator_delete(op, g.node_path());
+    // Told by its node's watch: well before the deadline or a keepalive could say anything
+    // (while reads keep the session busy, neither ever does).
+    co_await until([&] { return lost.has_value(); }, session_timeout / 2);
+    stop = true;
+    REQUIRE(lost.has_value());
+    CHECK(lock_lost_cause(*lost) == lost_cause::node_deleted);
+    CHECK(g.status() == lock_status::lost);
+    auto [rel] = co_await g.async_release(tuple_awaitable);
+    CHECK(lock_lost_cause(rel) == lost_cause::node_deleted);
+    co_await sleep_for(400ms);  // keep_busy ends
+  }());
+}
+
+TEST_CASE_METHOD(server_fixture, "election: a busy leader whose node is deleted by someone else is lost (node_deleted) at once",
+                 "[integration][own_node][election]") {
+  auto& s = connect(session_timeout);
+  auto& s2 = connect(session_timeout);
+  auto& op = connect(20000ms);
+  const std::string path = "/election/own-node/busy-leader";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    election e(s, path, "busy"), next(s2, path, "next");
+    auto l = co_await e.async_campaign(asio::use_awaitable);
+    std::optional<leadership> l2;
+    next.async_campaign([&](error_code ec, leadership x) {
+      REQUIRE_FALSE(ec);
+      l2 = std::move(x);
+    });
+    co_await await_queue(op, path, 2);
+    bool stop = false;
+    asio::co_spawn(ioc, keep_busy(s, stop), asio::detached);
+    co_await sleep_for(quiet);
+    std::optional<error_code> lost;
+    l.async_wait_lost([&](error_code ec) { lost = ec; });
+    co_await operator_delete(op, l.node_path());
+    co_await until([&] { return l2.has_value(); });  // the next candidate takes over...
+    co_await until([&] { return lost.has_value(); }, session_timeout / 2);  // ...and the old leader knows
+    stop = true;
+    REQUIRE(lost.has_value());
+    CHECK(lock_lost_cause(*lost) == lost_cause::node_deleted);
+    CHECK_FALSE(l.is_leader());
+    co_await l.async_resign(tuple_awaitable);
+    co_await l2->async_resign(asio::use_awaitable);
+    co_await await_queue(op, path, 0);
+    co_await sleep_for(400ms);
+  }());
+}
+
+TEST_CASE_METHOD(server_fixture, "our own release's delete is no loss, and a data write to our node is no loss either",
+                 "[integration][own_node]") {
+  auto& s = connect(session_timeout);
+  auto& op = connect(20000ms);
+  const std::string path = "/locks/own-node/release";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(s, path);
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    std::optional<error_code> lost;
+    g.async_wait_lost([&](error_code ec) { lost = ec; });
+    // a foreign write (Curator's Revoker, an operator's set): still ours, watched again
+    auto [wec, wst] = co_await op.async_set_data(g.node_path(), "__REVOKE__", -1, tuple_awaitable);
+    REQUIRE_FALSE(wec);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(lost.has_value());
+    CHECK(g.status() == lock_status::held);
+    // ...and its deletion after the write is still heard at once
+    co_await operator_delete(op, g.node_path());
+    co_await until([&] { return lost.has_value(); }, session_timeout / 2);
+    CHECK(lock_lost_cause(*lost) == lost_cause::node_deleted);
+    g = lock_guard{};
+    // a plain acquire and release: the release's own delete fires our node's watch, no loss
+    auto g2 = co_await m.async_acquire(asio::use_awaitable);
+    std::optional<error_code> lost2;
+    g2.async_wait_lost([&](error_code ec) { lost2 = ec; });
+    auto [rec] = co_await g2.async_release(tuple_awaitable);
+    CHECK_FALSE(rec);
+    co_await sleep_for(100ms);
+    REQUIRE(lost2.has_value());
+    CHECK(*lost2 == errc::already_released);
+    co_await await_queue(op, path, 0);
+  }());
+}
