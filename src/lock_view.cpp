@@ -12,10 +12,10 @@ namespace zklock {
 
 const char* to_string(lock_dir_kind k) noexcept {
   switch (k) {
-    case lock_dir_kind::mutex: return "mutex";
+    case lock_dir_kind::exclusive: return "mutex";
     case lock_dir_kind::read_write: return "read/write";
     case lock_dir_kind::semaphore: return "semaphore";
-    case lock_dir_kind::election: return "election";
+    case lock_dir_kind::leader_election: return "election";
   }
   return "?";
 }
@@ -56,11 +56,11 @@ lock_dir_view view_lock_dir(std::string path, std::vector<contender> queue) {
   auto has = [&](auto pred) { return std::any_of(queue.begin(), queue.end(), pred); };
   if (has([](const contender& c) { return c.kind == lock_kind::lease; }))
     return view_semaphore(std::move(path), std::move(queue), {});
-  lock_dir_view v{std::move(path), lock_dir_kind::mutex, {}, {}};
+  lock_dir_view v{std::move(path), lock_dir_kind::exclusive, {}, {}};
   if (has([](const contender& c) { return c.kind == lock_kind::read || c.kind == lock_kind::write; }))
     v.kind = lock_dir_kind::read_write;
   else if (has([](const contender& c) { return c.kind == lock_kind::candidate; }))
-    v.kind = lock_dir_kind::election;
+    v.kind = lock_dir_kind::leader_election;
   std::vector<detail::queued_node> q;
   for (const auto& c : queue) q.push_back({c.node, c.sequence, c.kind});
   auto held = detail::current_holders(q);

@@ -15,10 +15,10 @@ namespace zklock {
 
 /// What a lock directory is, from its contenders' names (lock_kind).
 enum class lock_dir_kind {
-  mutex,       ///< exclusive contenders only ("-lock-", "__lock__": zklock, Curator, kazoo)
+  exclusive,   ///< a mutex: exclusive contenders only ("-lock-", "__lock__": zklock, Curator, kazoo)
   read_write,  ///< a read or write contender among them ("__READ__", "__WRIT__", "__rlock__")
   semaphore,   ///< leases ("-lease-"): a semaphore's PATH/leases, with its PATH/locks
-  election,    ///< candidates ("-latch-": zklock::election, Curator LeaderLatch)
+  leader_election,  ///< an election: candidates ("-latch-": zklock::election, Curator LeaderLatch)
 };
 /// "mutex", "read/write", "semaphore", "election"; "?" for a value outside the enum.
 ZKLOCK_API const char* to_string(lock_dir_kind k) noexcept;
@@ -36,7 +36,7 @@ ZKLOCK_API void set_contender_data(contender& c, data_result d);
 /// One lock directory, its queue split by the grant rule.
 struct lock_dir_view {
   std::string path;                          ///< the lock directory (a semaphore's own path)
-  lock_dir_kind kind = lock_dir_kind::mutex;  ///< from its contenders' kinds
+  lock_dir_kind kind = lock_dir_kind::exclusive;  ///< from its contenders' kinds
   std::vector<contender> holders;            ///< who holds now, in queue order
   std::vector<contender> waiters;            ///< who waits, in queue order (the oldest first)
 };

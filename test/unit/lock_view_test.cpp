@@ -72,7 +72,7 @@ TEST_CASE("lock_view: a node's data gives its identity, a downgraded writer read
 
 TEST_CASE("lock_view: holders and waiters by the grant rule, the kind from the names", "[unit][lock_view]") {
   auto m = mutex_dir("/m", {1, 2, 3});
-  CHECK(m.kind == lock_dir_kind::mutex);
+  CHECK(m.kind == lock_dir_kind::exclusive);
   CHECK(std::string(to_string(m.kind)) == "mutex");
   CHECK(names(m.holders) == std::vector<std::string>{"_c_x-lock-" + seq(0)});
   CHECK(names(m.waiters) == std::vector<std::string>{"_c_x-lock-" + seq(1), "_c_x-lock-" + seq(2)});
@@ -88,7 +88,7 @@ TEST_CASE("lock_view: holders and waiters by the grant rule, the kind from the n
   CHECK(view_lock_dir("/w", {node("_c_b-__WRIT__" + seq(3), 3)}).kind == lock_dir_kind::read_write);
 
   auto e = view_lock_dir("/e", {node("_c_a-latch-" + seq(1), 1, "a"), node("_c_b-latch-" + seq(2), 2, "b")});
-  CHECK(e.kind == lock_dir_kind::election);
+  CHECK(e.kind == lock_dir_kind::leader_election);
   CHECK(names(e.holders) == std::vector<std::string>{"_c_a-latch-" + seq(1)});
   CHECK(e.holders[0].identity == "a");
   CHECK(e.waiters.size() == 1);
