@@ -65,6 +65,10 @@ struct hold : std::enable_shared_from_this<hold> {
   revocation_fsm revocation;
   std::vector<pending<void(error_code)>::ptr> revoke_waiters;
   boost::intrusive_ptr<watch_state> revoke_watch;
+  // An election's leader keeps its identity in its node: written back after each request
+  // (keep_data_through_revocation); a request nobody waited for then is kept for the next waiter.
+  std::optional<std::string> kept_data;
+  bool revoke_unheard = false;
 
   /// `local`: a local queue's hold (see local_release).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
@@ -89,6 +93,9 @@ struct hold : std::enable_shared_from_this<hold> {
   void apply(const hold_fsm::actions& actions) { run(actions); }
   /// Completes `op` when a revocation request reaches our node (or the hold ends first).
   void wait_revoked(pending<void(error_code)>::ptr op);
+  /// Watches our node for revocation requests while we hold, and writes `data` back over each
+  /// one: a request asks us to give the lock back, it does not replace who holds.
+  void keep_data_through_revocation(std::string data);
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
 
@@ -103,6 +110,7 @@ struct hold : std::enable_shared_from_this<hold> {
   void run(const hold_fsm::actions& actions);
   void send_release();
   void run_revocation(const revocation_fsm::actions& actions);
+  void write_back_kept_data();
 };
 
 /// A guard on a new hold.
