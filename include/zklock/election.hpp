@@ -37,6 +37,7 @@ ZKLOCK_API const std::string& election_identity(const election_state& e) noexcep
 ZKLOCK_API std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
 ZKLOCK_API void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout);
+ZKLOCK_API void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h);
 ZKLOCK_API void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
 ZKLOCK_API void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
 struct election_access;
@@ -212,6 +213,16 @@ class basic_election {
   template <class Token = detail::default_token_t<Executor>>
   auto async_campaign_for(clock::duration timeout, Token&& token = {}) {
     return initiate(token, timeout);
+  }
+
+  /// Leads at once or not at all, as mutex::async_try_acquire: completes with errc::lock_busy
+  /// when another candidate is ahead (decided on one read when there are candidates already,
+  /// nothing written; our node, if created, is deleted before). Handler and errors as
+  /// async_campaign's.
+  template <class Token = detail::default_token_t<Executor>>
+  auto async_try_campaign(Token&& token = {}) {
+    return asio::async_initiate<Token, void(error_code, leadership)>(
+        [state = state_](auto h) { detail::try_campaign(state, detail::leadership_handler(std::move(h))); }, token);
   }
 
   /// The current leader, or nullopt when nobody leads (no candidate, or no path).

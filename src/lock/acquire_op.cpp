@@ -241,10 +241,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     // A candidate's node data is its identity (an election's participant id): a revocation
     // request written over it does not change who leads.
     if (h->kind == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
-    if (owner_) {
-      m_->owned = h;
-      m_->owner = *owner_;
-    }
+    if (owner_) m_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }
 

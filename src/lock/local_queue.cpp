@@ -4,6 +4,7 @@
 #include "lock/hold.hpp"
 #include "sansio/local_queue_fsm.hpp"
 #include "sansio/queue.hpp"
+#include "sansio/session_end.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -23,27 +24,28 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
-    if (listener_) s_->unsubscribe(listener_);
-    for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
+    // Any thread may run this (a released local guard destroyed there holds our last
+    // reference): what belongs to the session's executor (its listener map, the watch's
+    // reference count, the waiters' timers and cancellation) is let go there, as ~hold does.
+    struct teardown {
+      std::shared_ptr<session_impl> s;
+      std::uint64_t listener;
+      boost::intrusive_ptr<watch_state> watch;
+      std::map<std::uint64_t, waiter> waiters;
+    };
+    auto t = std::make_shared<teardown>(teardown{s_, listener_, std::move(watch_), std::move(waiters_)});
+    asio::post(s_->executor(), [t] {
+      if (t->listener) t->s->unsubscribe(t->listener);
+      for (auto& [id, w] : t->waiters) w.op->on_cancel = nullptr;
+    });
   }
 
   void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
     if (!listener_) follow_session();
-    // Reentrant: the owner holding through this mutex gets another guard on its local hold.
-    if (p.owner) {
-      if (auto h = holder_hold_.lock(); h && holder_owner_ == *p.owner && h->owns()) {
-        ++h->count;
-        return op->complete({}, make_guard(std::move(h)));
-      }
-    }
-    auto st = s_->state();
-    if (!is_connected(st) && st != session_state::suspended)
-      return op->complete(st == session_state::expired  ? error_code(errc::session_expired)
-                          : st == session_state::closed ? error_code(errc::session_closed)
-                                                        : error_code(errc::not_connected),
-                          lock_guard{});
+    if (holder_.reenter(p, op)) return;  // the owner holding through this mutex: its local hold again
+    // (the session's end was checked by start_acquire, session_end.hpp's rule)
     // A try-acquire never waits for a reconnect (as the mutex's).
-    if (p.mode == lock_mode::try_once && !is_connected(st))
+    if (p.mode == lock_mode::try_once && !is_connected(s_->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});
     const auto id = next_id_++;
     auto& w = waiters_[id];
@@ -53,19 +55,19 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
     op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
-      if (auto self = weak.lock()) self->run(self->fsm_.cancel(id, asio::error::operation_aborted));
+      if (auto self = weak.lock()) self->feed([&] { return self->fsm_.cancel(id, asio::error::operation_aborted); });
     };
     if (p.timeout != std::chrono::steady_clock::duration::max()) {
       w.timer.emplace(s_->executor());
       w.timer->expires_after(p.timeout);
       w.timer->async_wait([self = shared_from_this(), id](error_code ec) {
         // (as the mutex's: time out while not connected says so, not "contention")
-        if (!ec)
-          self->run(self->fsm_.cancel(id, is_connected(self->s_->state()) ? error_code(errc::lock_timeout)
-                                                                           : error_code(errc::connection_unavailable)));
+        if (ec) return;
+        auto why = is_connected(self->s_->state()) ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable);
+        self->feed([&] { return self->fsm_.cancel(id, why); });
       });
     }
-    run(fsm_.enqueue(id, p.mode == lock_mode::try_once));
+    feed([&] { return fsm_.enqueue(id, p.mode == lock_mode::try_once); });
   }
 
  private:
@@ -75,6 +77,31 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     std::optional<asio::steady_timer> timer;
     acquire_probe metrics;
   };
+
+  // Every input reaches the machine through here. A loss the runner can already see (the
+  // session ended or was replaced, the node's guard owns no more) is told first, so that no
+  // input grants a local holder on a lost node: a local grant checks the session and the node
+  // as a ZooKeeper grant does. (The node guard's own report of its loss comes a few handlers later.)
+  template <class Input>
+  void feed(Input input) {
+    see_node_loss();
+    run(input());
+  }
+
+  void see_node_loss() {
+    if (node_lost_ || node_guard_.status() == lock_status::released) return;  // told already, or no node held
+    const auto st = s_->state();
+    const bool replaced = s_->session_id() != node_session_;
+    auto end = session_end_error(st, /*ran_on_session=*/true, replaced);
+    if (!end && node_guard_.owns_lock()) return;
+    // the cause the node's hold reports (it names it the same way)
+    node_lost_ = make_lock_lost(st == session_state::closed    ? lost_cause::session_closed
+                                : replaced && is_connected(st) ? lost_cause::session_replaced
+                                : end                          ? lost_cause::session_expired
+                                : is_connected(st)             ? lost_cause::node_deleted
+                                                               : lost_cause::deadline_passed);
+    run(fsm_.on_node_lost(end));
+  }
 
   void run(const local_queue_fsm::actions& actions) {
     for (const auto& a : actions) {
@@ -88,7 +115,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         case local_action::grant: grant(a.waiter, a.generation); break;
         case local_action::fail: finish(a.waiter, a.ec); break;
         case local_action::lose_holder:
-          if (auto h = holder_hold_.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
+          if (auto h = holder_.held.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
           break;
       }
     }
@@ -107,8 +134,9 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
       asio::post(ex, [weak, st] {
         auto self = weak.lock();
         if (!self) return;
-        auto h = self->holder_hold_.lock();
-        if (!h || h->local_release == nullptr) return;
+        self->see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
+        auto h = self->holder_.held.lock();
+        if (!h) return;
         if (st == session_state::suspended)
           apply_local(*h, h->fsm.on_suspended());
         else if (is_connected(st))
@@ -130,35 +158,38 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 
   void on_node(std::uint64_t epoch, error_code ec, lock_guard g) {
     if (epoch != epoch_) return;  // cannot happen: one node acquire at a time
+    // A grant that reaches us after its session ended is no grant (its guard is already lost).
+    if (!ec) ec = session_end_error(s_->state(), /*ran_on_session=*/true);
     if (!ec) {
       node_guard_ = std::move(g);
+      node_lost_ = {};
+      node_session_ = s_->session_id();
       const auto& path = node_guard_.node_path();
       node_name_ = path.substr(path.rfind('/') + 1);
       czxid_ = node_guard_.fencing_token();
       node_guard_.async_wait_lost([self = shared_from_this(), epoch](error_code ec) {
         if (epoch != self->epoch_ || ec != errc::lock_lost) return;
-        self->node_lost_ = ec;  // its cause, for the local holder's guard
-        auto st = self->s_->state();
-        error_code end = st == session_state::expired  ? error_code(errc::session_expired)
-                         : st == session_state::closed ? error_code(errc::session_closed)
-                                                       : error_code{};
+        if (!self->node_lost_) self->node_lost_ = ec;  // its cause, for the local holder's guard
+        auto end = session_end_error(self->s_->state(), /*ran_on_session=*/true,
+                                     self->s_->session_id() != self->node_session_);
         self->run(self->fsm_.on_node_lost(end));
       });
     }
-    run(fsm_.on_node_acquired(ec));
+    feed([&] { return fsm_.on_node_acquired(ec); });
   }
 
   void release_node() {
     ++epoch_;  // listings, watch events and the loss of the old node are stale from here
     auto g = std::move(node_guard_);
     node_guard_ = lock_guard{};
+    node_lost_ = {};
     if (g.get_executor() == asio::any_io_executor{}) {
       // no guard (cannot happen: the node is released only once held)
       return asio::post(s_->executor(), [self = shared_from_this()] { self->run(self->fsm_.on_node_released()); });
     }
     // Delete first, then queue again: waiting for the delete's reply keeps "one node of ours
     // in the dir at any time" true whatever the connection does meanwhile.
-    g.async_release([self = shared_from_this()](error_code) { self->run(self->fsm_.on_node_released()); });
+    g.async_release([self = shared_from_this()](error_code) { self->feed([&] { return self->fsm_.on_node_released(); }); });
   }
 
   void watch_queue() {
@@ -167,11 +198,11 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
                      children_handler([self = shared_from_this(), epoch](error_code ec, children_result r) {
                        if (epoch != self->epoch_) return;
                        auto w = self->watch_;
-                       if (ec) return self->run(self->fsm_.on_queue_error());
+                       if (ec) return self->feed([&] { return self->fsm_.on_queue_error(); });
                        bool others = false;
                        for (const auto& q : queue_order(r.children))
                          if (q.name != self->node_name_) others = true;
-                       self->run(self->fsm_.on_queue(others));
+                       self->feed([&] { return self->fsm_.on_queue(others); });
                        if (w) self->wait(std::move(w), epoch);
                      }));
   }
@@ -180,7 +211,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     s_->wait_watch(w, watch_handler([self = shared_from_this(), w, epoch](error_code ec, watch_event ev) {
       if (w != self->watch_ || epoch != self->epoch_) return;
       if (ec || ev.type != watch_event_type::child) return;
-      self->run(self->fsm_.on_queue_changed());
+      self->feed([&] { return self->fsm_.on_queue_changed(); });
     }));
   }
 
@@ -205,12 +236,9 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();
     h->metrics = w.metrics.granted_locally(generation);
-    h->local_release = [self = shared_from_this(), id](const std::shared_ptr<hold>& h, void_handler handler) {
-      self->local_release(id, h, std::move(handler));
-    };
-    holder_hold_ = h;
+    h->local_queue_owner = shared_from_this();
+    holder_ = {h, w.owner};
     holder_id_ = id;
-    holder_owner_ = w.owner;
     w.op->complete({}, make_guard(std::move(h)));
   }
 
@@ -218,31 +246,25 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (auto w = take_waiter(id)) w->metrics.failed(ec), w->op->complete(ec, lock_guard{});
   }
 
-  // A local holder gives its hold back (lock_guard::async_release, or its destructor): at once,
-  // nothing sent; the queue then hands the lock on or releases the node.
-  void local_release(std::uint64_t id, const std::shared_ptr<hold>& h, void_handler handler) {
-    pending<void(error_code)>::ptr op;
-    if (handler) op = pending<void(error_code)>::make(std::move(handler), s_->executor());
+  // The local holder gave its hold back (its last count; lock_guard::async_release, or its
+  // destructor): at once, nothing sent; the queue then hands the lock on or releases the node.
+ public:
+  void release_local(const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {
     if (h->fsm.status() == lock_status::released) {
       if (op) op->complete(errc::already_released);
       return;
     }
-    if (--h->count > 0) {
-      if (op) op->complete({});
-      return;
-    }
     const bool lost = h->fsm.status() == lock_status::lost;
     (void)h->fsm.release(false);  // its status only: the node is the queue's
-    h->metrics.released();        // (a lost one counted its loss already)
-    h->deadline_timer.cancel();
-    h->complete_lost_waiters(errc::already_released);  // its lost, deadline and revocation waits
+    h->end_released();
     if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
-    if (holder_id_ == id) {
-      holder_hold_.reset();
-      holder_owner_.reset();
-    }
-    run(fsm_.release(id));
+    if (holder_.held.lock() != h) return;  // (cannot happen: one local holder at a time)
+    const auto id = holder_id_;
+    holder_ = {};
+    feed([&] { return fsm_.release(id); });
   }
+
+ private:
 
   std::shared_ptr<session_impl> s_;
   std::shared_ptr<lock_dir> node_dir_;  // a plain lock dir: the queue's node is an ordinary acquire
@@ -258,15 +280,19 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   std::int64_t czxid_ = 0;
   boost::intrusive_ptr<watch_state> watch_;
   // the local holder
-  std::weak_ptr<hold> holder_hold_;
-  error_code node_lost_;  // why the node's hold was lost (errc::lock_lost naming the cause)
+  reentrant_hold holder_;
+  std::int64_t node_session_ = 0;  // the ZooKeeper session the node belongs to
+  error_code node_lost_;  // why the node's hold was lost (errc::lock_lost naming the cause); empty while held
   std::uint64_t holder_id_ = 0;
-  std::optional<owner_id> holder_owner_;
 };
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
                                               int max_local_handoffs, std::string identity) {
   return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs, std::move(identity));
+}
+
+void release_local_hold(local_queue& q, const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {
+  q.release_local(h, std::move(op));
 }
 
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,

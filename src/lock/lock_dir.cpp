@@ -8,6 +8,7 @@
 #include "sansio/queue.hpp"
 #include "sansio/session_end.hpp"
 
+#include <zklock/lock_view.hpp>
 #include <zklock/path.hpp>
 
 namespace zklock::detail {
@@ -27,6 +28,19 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
   if (o.identity) m->identity = *o.identity;
   if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs, m->identity);
   return m;
+}
+
+bool reentrant_hold::reenter(const acquire_params& p, const pending<void(error_code, lock_guard)>::ptr& op) {
+  if (!p.owner || owner != p.owner) return false;
+  auto h = held.lock();
+  if (!h || !h->owns()) return false;
+  if (h->kind == lock_kind::read && p.kind != lock_kind::read) {
+    op->complete(errc::upgrade_refused, lock_guard{});
+    return true;
+  }
+  ++h->count;
+  op->complete({}, make_guard(std::move(h)));
+  return true;
 }
 
 const std::string& lock_dir_path(const lock_dir& d) noexcept { return d.path; }
@@ -62,13 +76,7 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                     detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                       if (!ec) {
                         (*found)[i] = true;
-                        // an election candidate's data is its participant id, never a marker
-                        bool candidate = (*result)[i].kind == lock_kind::candidate;
-                        auto parts = parse_node_data(d.data);
-                        if (parts.marker == downgraded_marker && !candidate) (*result)[i].kind = lock_kind::read;
-                        (*result)[i].identity = candidate ? d.data : std::string(parts.identity);
-                        (*result)[i].stat = d.stat;
-                        (*result)[i].data = std::move(d.data);
+                        set_contender_data((*result)[i], std::move(d));
                       } else if (ec != zk_errc::no_node && !*first_error) {
                         *first_error = ec;
                       }
@@ -89,15 +97,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
     if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
     // Our node's data: the marker of its kind and who we are (an election passes its own).
     if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), state->identity);
-    if (p.owner) {
-      if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
-        // A read hold cannot become a write hold by queueing: the write would wait behind our
-        // own read. A write hold covers reading (as Curator's reentrant read-under-write).
-        if (held->kind == lock_kind::read && p.kind != lock_kind::read) return op->complete(errc::upgrade_refused, lock_guard{});
-        ++held->count;
-        return op->complete({}, make_guard(std::move(held)));
-      }
-    }
+    if (state->owned.reenter(p, op)) return;
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
     if (p.mode != lock_mode::wait && !is_connected(state->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});

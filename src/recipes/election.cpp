@@ -46,7 +46,7 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
       : e_(std::move(e)), op_(std::move(op)) {}
   ~campaign_op() { op_->on_cancel = nullptr; }
 
-  void start(std::chrono::steady_clock::duration timeout) {
+  void start(std::chrono::steady_clock::duration timeout, lock_mode mode = lock_mode::wait) {
     // Cancellation goes to the acquire, which cleans up (node, watch) before it completes.
     op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
       if (auto self = weak.lock()) self->inner_.emit(t);
@@ -57,7 +57,7 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
                                                  if (ec) return self->op_->complete(ec, leadership{});
                                                  self->op_->complete({}, election_access::make(std::move(g), self->e_->identity));
                                                }),
-                  {.kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
+                  {.mode = mode, .kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
   }
 
  private:
@@ -183,6 +183,12 @@ void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler
     if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
     std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
   });
+}
+
+void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h) {
+  auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
+  if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
+  std::make_shared<campaign_op>(e, std::move(op))->start(std::chrono::steady_clock::duration::max(), lock_mode::try_once);
 }
 
 void query_leader(const std::shared_ptr<election_state>& e, leader_handler h) {

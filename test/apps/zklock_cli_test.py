@@ -23,7 +23,11 @@ SCRIPTS = None
 EXAMPLES = None  # build dir of the example programs (--examples), for case_examples
 DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stopped by us
 
-EXIT_USAGE, EXIT_BUSY, EXIT_LOST = 2, 75, 76
+EXIT_USAGE, EXIT_NOBODY, EXIT_BUSY, EXIT_LOST, EXIT_MAX_HOLD = 2, 3, 75, 76, 77
+
+# A command's own pid as the host sees it (in a PID namespace of its own, $$ is the
+# namespace's): the shell opens /proc/self/stat itself for a builtin's redirection.
+ECHO_PID = 'read -r _pid _ < /proc/self/stat; echo "$_pid"'
 
 
 class Case(zk_fixture.Case):
@@ -54,6 +58,11 @@ class Case(zk_fixture.Case):
         return p.returncode, out, err
 
 
+def says_lock(err):
+    """Whether zklock's messages speak of a lock (its own name aside)."""
+    return "lock" in err.replace("zklock", "")
+
+
 def holders(c, lock):
     rc, out, err, _ = c.run("holders", lock)
     check(rc == 0, f"holders exited {rc}: {err}")
@@ -74,7 +83,7 @@ def pid_alive(pid):
 
 
 def read_pidfile(path):
-    """The pid a command wrote with `echo $$ > path`, once the line is complete."""
+    """The pid a command wrote with `ECHO_PID > path` (as the host sees it), once the line is complete."""
     def ready():
         if os.path.exists(path):
             with open(path) as f:
@@ -295,7 +304,7 @@ def case_semaphore(c):
 
 def case_lock_lost(c):
     pidfile = c.path("child.pid")
-    p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = int(wait_for(lambda: open(pidfile).read().strip() if os.path.exists(pidfile) and open(pidfile).read().endswith("\n") else None,
                          20, "the child to start"))
     check(pid_alive(child), "child not running")
@@ -320,7 +329,7 @@ def case_lock_lost(c):
     # a child that ignores SIGTERM is killed after --kill-grace
     pidfile2 = c.path("child2.pid")
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/lost2", "--",
-                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile2}"; while :; do sleep 0.2; done')
+                "sh", "-c", f'trap "" TERM; {ECHO_PID} > "{pidfile2}"; while :; do sleep 0.2; done')
     child = int(wait_for(lambda: open(pidfile2).read().strip() if os.path.exists(pidfile2) and open(pidfile2).read().endswith("\n") else None,
                          20, "the child to start"))
     os.kill(p.pid, signal.SIGSTOP)
@@ -396,7 +405,7 @@ def case_partition(c):
     # it last heard from us, which was before the server stopped), and zklock exits 76.
     pidfile = c.path("child.pid")
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/partition", "--",
-                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile}"; exec sleep 60')
+                "sh", "-c", f'trap "" TERM; {ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = read_pidfile(pidfile)
     t0 = time.monotonic()
     rc, out, err = wait_with_server_stopped(c, p)
@@ -424,7 +433,7 @@ def case_deadline_supervision(c):
     def start(name):
         terms, pidfile, stop = c.path(name + ".terms"), c.path(name + ".pid"), c.path(name + ".stop")
         p = c.start("exec", "--session-timeout", str(timeout), "--kill-grace", str(grace), "/apps/" + name, "--",
-                    "sh", "-c", f'trap \'echo TERM >> "{terms}"\' TERM; echo $$ > "{pidfile}"; '
+                    "sh", "-c", f'trap \'echo TERM >> "{terms}"\' TERM; {ECHO_PID} > "{pidfile}"; '
                                 f'while [ ! -e "{stop}" ]; do sleep 0.05; done')
         return p, read_pidfile(pidfile), terms, stop
 
@@ -548,7 +557,7 @@ def case_sigpipe(c):
 def case_parent_death(c):
     # kill -9 of zklock also kills its command (PR_SET_PDEATHSIG): it must not run unlocked.
     pidfile = c.path("child.pid")
-    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = read_pidfile(pidfile)
     try:
         os.kill(p.pid, signal.SIGKILL)
@@ -566,7 +575,7 @@ def case_ignored_signals(c):
     # survives it, the command inherits SIG_IGN and runs to its end under the lock.
     for sig in (signal.SIGHUP, signal.SIGINT):
         pidfile = c.path(f"child-{sig.name}.pid")
-        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 1.5',
+        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 1.5',
                     preexec_fn=lambda sig=sig: signal.signal(sig, signal.SIG_IGN))
         child = read_pidfile(pidfile)
         t0 = time.monotonic()
@@ -581,7 +590,7 @@ def case_ignored_signals(c):
         check(time.monotonic() - t0 >= 1.2, "the command did not run to its end")
     # not ignored: the command gets the default disposition and zklock forwards the signal
     pidfile = c.path("child-default.pid")
-    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 30')
+    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 30')
     child = read_pidfile(pidfile)
     check(ignored_signals_of(child) & ((1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1))) == 0,
           "the command ignores SIGHUP/SIGINT though the caller did not")
@@ -759,7 +768,7 @@ def case_elect(c):
     """zklock elect: one leader at a time in FIFO order, its environment, status passthrough,
     resignation when the command exits; zklock leader and holders on the election path."""
     rc, out, *_ = c.run("leader", "/apps/elect")
-    check(rc == 1 and out == "", f"leader with no candidate -> {rc} {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"leader with no candidate -> {rc} {out!r}")
     # the command sees its leadership
     rc, out, *_ = c.run("elect", "--id", "solo", "/apps/elect", "--",
                         "sh", "-c", 'echo "$ZKLOCK_LEADER_ID $ZKLOCK_FENCING_TOKEN $ZKLOCK_NODE"; exit 9')
@@ -779,7 +788,9 @@ def case_elect(c):
     procs = []
     for i in range(3):
         procs.append(c.start("elect", "--id", f"cand{i}", "/apps/elect", "--", "sh", "-c", script, "_", logf))
-        wait_for(lambda: len(holders(c, "/apps/elect")) == i + 1 or os.path.exists(logf), 20, f"cand{i} to queue")
+        # queued (its node listed), or already leading or done (in the log)
+        wait_for(lambda: f"cand{i}" in [r[5] for r in holders(c, "/apps/elect")]
+                 or (os.path.exists(logf) and f"cand{i} " in open(logf).read()), 20, f"cand{i} to queue")
         if i == 0:
             wait_for(lambda: os.path.exists(logf), 20, "the first leader to run")
             rc, out, *_ = c.run("leader", "/apps/elect")
@@ -806,7 +817,7 @@ def case_elect(c):
     check(tokens == sorted(tokens) and len(set(tokens)) == 3, f"fencing tokens {tokens}")
     check(holders(c, "/apps/elect") == [], "nodes left behind")
     rc, out, *_ = c.run("leader", "/apps/elect")
-    check(rc == 1 and out == "", f"leader after all resigned -> {rc} {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"leader after all resigned -> {rc} {out!r}")
 
 
 def case_leader_watch(c):
@@ -843,7 +854,7 @@ def case_elect_lost(c):
     logf = c.path("terms")
     pidfile = c.path("child.pid")
     p = c.start("elect", "--id", "old", "--session-timeout", "2", "--kill-grace", "1", "/apps/elect-lost", "--",
-                "sh", "-c", f'echo $$ > "{pidfile}"; trap \'echo "old end $(date +%s.%N)" >> "{logf}"; exit 0\' TERM; '
+                "sh", "-c", f'{ECHO_PID} > "{pidfile}"; trap \'echo "old end $(date +%s.%N)" >> "{logf}"; exit 0\' TERM; '
                             'while :; do sleep 0.05; done')
     child = read_pidfile(pidfile)
     nxt = c.start("elect", "--id", "new", "/apps/elect-lost", "--",
@@ -851,6 +862,8 @@ def case_elect_lost(c):
     wait_for(lambda: len(holders(c, "/apps/elect-lost")) == 2, 20, "the next candidate to queue")
     rc, out, err = wait_with_server_stopped(c, p)
     check(rc == EXIT_LOST, f"leadership lost -> {rc}")
+    # an election's messages speak of leadership, not of a lock
+    check("leadership may be lost" in err and not says_lock(err), f"messages: {err!r}")
     check(not pid_alive(child), f"child {child} still running")
     rc, *_ = c.wait(nxt, timeout=30)
     check(rc == 0, f"next leader exited {rc}")
@@ -868,7 +881,7 @@ def case_revoke(c):
     # Curator's revocation request ("__REVOKE__") to each current holder: printed one per line,
     # status 0; nobody holds: nothing printed, status 1. Revocation never releases a lock.
     rc, out, err, _ = c.run("revoke", "/apps/rev/missing")
-    check(rc == 1 and out == "", f"missing dir -> {rc}, {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"missing dir -> {rc}, {out!r}")
     for bad in ("0", "x"):
         rc, _, err, _ = c.run("revoke", "--semaphore", bad, "/apps/rev")
         check(rc == 2 and "--semaphore: expected a whole number of leases >= 1" in err, f"--semaphore {bad} -> {rc}: {err}")
@@ -921,7 +934,449 @@ def case_revoke(c):
         c.wait(p)
     check(c.wait(w)[0] == 0, "writer failed")
     rc, out, _, _ = c.run("revoke", "/apps/rev-rw")
-    check(rc == 1 and out == "", f"nobody holds -> {rc}, {out!r}")
+    check(rc == EXIT_NOBODY and out == "", f"nobody holds -> {rc}, {out!r}")
+
+
+def case_nobody(c):
+    """`leader` when nobody leads and `revoke` when nobody holds: a status of their own
+    (EXIT_NOBODY, not the ZooKeeper-error 1) and a line on stderr."""
+    rc, out, err, _ = c.run("leader", "/apps/nobody/election")
+    check(rc == EXIT_NOBODY and out == "" and err == "zklock: /apps/nobody/election: nobody leads\n",
+          f"leader, nobody leads -> {rc}: {out!r} {err!r}")
+    rc, out, err, _ = c.run("revoke", "/apps/nobody/lock")
+    check(rc == EXIT_NOBODY and out == "" and err == "zklock: /apps/nobody/lock: nobody holds the lock\n",
+          f"revoke, nobody holds -> {rc}: {out!r} {err!r}")
+    rc, out, err, _ = c.run("revoke", "--semaphore", "2", "/apps/nobody/sem")
+    check(rc == EXIT_NOBODY and err == "zklock: /apps/nobody/sem/leases: nobody holds the lock\n",
+          f"revoke --semaphore, nobody holds -> {rc}: {err!r}")
+    # -q keeps the status and drops the line
+    rc, out, err, _ = c.run("leader", "-q", "/apps/nobody/election")
+    check(rc == EXIT_NOBODY and err == "", f"leader -q -> {rc}: {err!r}")
+    # a ZooKeeper error is still 1
+    rc, *_ = c.run("leader", "--connect", "127.0.0.1:1", "--connect-timeout", "1", "/apps/nobody/election")
+    check(rc == 1, f"leader, cannot connect -> {rc}")
+    rc, *_ = c.run("revoke", "--connect", "127.0.0.1:1", "--connect-timeout", "1", "/apps/nobody/lock")
+    check(rc == 1, f"revoke, cannot connect -> {rc}")
+    # the statuses are in the exit-status tables (the command's help and its README)
+    rc, out, *_ = c.run("--help")
+    check(rc == 0 and f"{EXIT_NOBODY} nobody" in out, f"zklock --help does not list {EXIT_NOBODY}: {out!r}")
+    for sub in ("leader", "revoke"):
+        rc, out, *_ = c.run(sub, "--help")
+        check(rc == 0 and f"{EXIT_NOBODY} nobody" in out, f"{sub} --help does not list {EXIT_NOBODY}: {out!r}")
+    readme = open(os.path.join(SCRIPTS, "..", "apps", "zklock", "README.md")).read()
+    check(re.search(rf"^\| {EXIT_NOBODY} \| .*nobody leads.*nobody holds", readme, re.M),
+          f"apps/zklock/README.md's exit-status table has no row for {EXIT_NOBODY}")
+
+
+COMMANDS = ["exec", "elect", "leader", "holders", "revoke"]
+
+
+def case_unknown_command(c):
+    """An unknown subcommand is named, with the list of commands; so is a missing one."""
+    for args in (("frobnicate",), ("frobnicate", "/apps/x"), ("-c", c.server.connect, "frobnicate"),
+                 ("--session-timeout", "4", "-q", "frobnicate", "--", "true")):
+        rc, out, err, _ = c.run(*args)
+        check(rc == EXIT_USAGE and "unknown command 'frobnicate'" in err and all(x in err for x in COMMANDS),
+              f"zklock {' '.join(args)} -> {rc}: {err!r}")
+        check(err.count("\n") == 1, f"one line: {err!r}")
+    rc, out, err, _ = c.run()
+    check(rc == EXIT_USAGE and "a command is required" in err and all(x in err for x in COMMANDS),
+          f"no command -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("-q")
+    check(rc == EXIT_USAGE and "a command is required" in err, f"only -q -> {rc}: {err!r}")
+    # --help and --version still answer
+    rc, out, *_ = c.run("--help")
+    check(rc == 0 and all(x in out for x in COMMANDS), f"--help -> {rc}")
+    rc, out, *_ = c.run("--version")
+    check(rc == 0 and out.startswith("zklock "), f"--version -> {rc}: {out!r}")
+
+
+def case_global_options(c):
+    """-c/--connect, --session-timeout and -q (and the other session options) before the
+    subcommand, as etcdctl and consul take them, and after it as before."""
+    good = c.server.connect
+    env = c.env()
+    env["ZKLOCK_CONNECT"] = "127.0.0.1:1"  # the default would not answer: -c must be used
+
+    def run(*args):
+        p = zk_fixture.run([ZKLOCK, *args], 30, env=env)
+        log(f"zklock {' '.join(args)} -> {p.returncode}; stderr: {p.stderr.strip()}")
+        return p.returncode, p.stdout, p.stderr
+    rc, out, err = run("-c", good, "exec", "/apps/global", "--", "sh", "-c", "echo ran")
+    check(rc == 0 and out == "ran\n", f"-c before exec -> {rc}: {err!r}")
+    rc, out, err = run("--connect", good, "holders", "/apps/global")
+    check(rc == 0 and out == "", f"--connect before holders -> {rc}: {err!r}")
+    rc, out, err = run(f"--connect={good}", "holders", "/apps/global")
+    check(rc == 0, f"--connect=HOSTS before holders -> {rc}: {err!r}")
+    # the server clamps 30 s to 10 s: the note shows the option was taken; -q before drops it
+    rc, out, err = run("-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
+    check(rc == 0 and "asked for 30 s" in err, f"--session-timeout before exec -> {rc}: {err!r}")
+    rc, out, err = run("-q", "-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
+    check(rc == 0 and err == "", f"-q before exec -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "exec", "-q", "--session-timeout", "30", "/apps/global", "--", "true")
+    check(rc == 0 and err == "", f"-q after exec -> {rc}: {err!r}")
+    # on both sides: the subcommand's own wins
+    rc, out, err = run("-c", "127.0.0.1:1", "holders", "-c", good, "/apps/global")
+    check(rc == 0, f"-c on both sides -> {rc}: {err!r}")
+    rc, out, err = run("--session-timeout", "abc", "-c", good, "holders", "/apps/global")
+    check(rc == EXIT_USAGE and "--session-timeout: expected a number of seconds > 0, got 'abc'" in err,
+          f"bad --session-timeout before the subcommand -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "leader", "/apps/global/election")
+    check(rc == EXIT_NOBODY, f"-c before leader -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "revoke", "/apps/global")
+    check(rc == EXIT_NOBODY, f"-c before revoke -> {rc}: {err!r}")
+    rc, out, err = run("-c", good, "elect", "--id", "g", "/apps/global/election", "--", "true")
+    check(rc == 0, f"-c before elect -> {rc}: {err!r}")
+    rc, out, err = run("-c", "", "holders", "/apps/global")
+    check(rc == EXIT_USAGE and "--connect" in err, f"-c '' before holders -> {rc}: {err!r}")
+    rc, out, *_ = run("--help")
+    check(rc == 0 and "--connect" in out and "--session-timeout" in out and "--quiet" in out,
+          f"--help does not show the global options: {out!r}")
+    check(holders(c, "/apps/global") == [], "nodes left behind")
+
+
+def case_elect_try(c):
+    """elect --try and elect --timeout as exec has them: 75 when another candidate leads; the
+    messages speak of leadership."""
+    leader = c.start("elect", "--id", "first", "/apps/elect-try", "--", *holder_command(c, "ready", 20))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the first candidate to lead")
+    rc, out, err, dt = c.run("elect", "--try", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and "leads" in err and not says_lock(err), f"elect --try while another leads -> {rc}: {err!r}")
+    check(dt < 3, f"elect --try took {dt:.2f}s")
+    rc, out, err, dt = c.run("elect", "--timeout", "1", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == EXIT_BUSY and "leadership not won within 1 s" in err and not says_lock(err),
+          f"elect --timeout 1 while another leads -> {rc}: {err!r}")
+    check(0.9 <= dt < 3.0, f"elect --timeout 1 returned after {dt:.2f}s")
+    check(not os.path.exists(c.path("ran")), "the command ran without leading")
+    check(len(holders(c, "/apps/elect-try")) == 1, "--try/--timeout left a candidate behind")
+    rc, out, err, _ = c.run("elect", "--try", "--timeout", "1", "--id", "x", "/apps/elect-try", "--", "true")
+    check(rc == EXIT_USAGE, f"elect --try with --timeout -> {rc}")
+    rc, out, *_ = c.run("elect", "--help")
+    check("--try" in out and "75" in out, "elect --help does not show --try")
+    os.kill(leader.pid, signal.SIGTERM)
+    c.wait(leader)
+    rc, *_ = c.run("elect", "--try", "--id", "second", "/apps/elect-try", "--", "touch", c.path("ran"))
+    check(rc == 0 and os.path.exists(c.path("ran")), f"elect --try when nobody leads -> {rc}")
+    check(holders(c, "/apps/elect-try") == [], "nodes left behind")
+
+
+def case_holders_help(c):
+    """holders --help names every column it prints, in order."""
+    rc, out, *_ = c.run("holders", "--help")
+    cols = ["POSITION", "NODE", "OWNER", "AGE", "KIND", "IDENTITY"]
+    check(rc == 0 and re.search(r"\s+".join(cols), " ".join(out.split())), f"holders --help: {out!r}")
+
+
+def case_readme(c):
+    """apps/zklock/README.md has a section, an example and the exit statuses for every command."""
+    readme = open(os.path.join(SCRIPTS, "..", "apps", "zklock", "README.md")).read()
+    sections = re.split(r"^## ", readme, flags=re.M)
+    for name in COMMANDS:
+        sec = [s for s in sections if s.startswith(f"`zklock {name}")]
+        check(len(sec) == 1, f"no section for zklock {name}")
+        check(f"zklock {name} " in sec[0].split("\n", 1)[1], f"zklock {name}: no example")
+        check(re.search(r"[Ee]xit status", sec[0]), f"zklock {name}: no exit statuses")
+    check("zklock locks" in readme, "no line for zklock locks")
+
+
+CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
+                "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
+                "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
+                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
+
+
+def case_digest_acl(c):
+    """With credentials, the nodes zklock creates (the lock dir it makes, its lock node) are
+    for those credentials only (creator_all): a client without them is refused (NoAuth); kazoo
+    and Curator with the same digest still share the lock. --acl open keeps the open ACL."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_digest_acl_credential
+    cred = c.path("cred")
+    with open(cred, "w") as f:
+        f.write("alice:secret\n")
+    lock = "/apps/acl/lock"
+    holder = c.start("exec", "--digest-file", cred, lock, "--", *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    alice_id = make_digest_acl_credential("alice", "secret")
+    with kazoo_client(c.server.connect, auth_data=[("digest", "alice:secret")]) as alice:
+        node = lock + "/" + alice.get_children(lock)[0]
+        for p in (lock, node):
+            acls, _ = alice.get_acls(p)
+            check([(a.id.scheme, a.id.id, a.perms) for a in acls] == [("digest", alice_id, 31)],
+                  f"ACL of {p}: {acls}")
+    with kazoo_client(c.server.connect) as anon:
+        for what, op in (("setData", lambda: anon.set(node, b"x")), ("delete", lambda: anon.delete(node)),
+                         ("create", lambda: anon.create(lock + "/intruder", b"")),
+                         ("getChildren", lambda: anon.get_children(lock))):
+            try:
+                op()
+                raise Failure(f"an unauthenticated {what} on {node} succeeded")
+            except NoAuthError:
+                log(f"unauthenticated {what}: NoAuth")
+    rc, out, err, _ = c.run("exec", "--try", lock, "--", "true")
+    check(rc == 1 and "not authorized" in err, f"zklock without credentials -> {rc}: {err!r}")
+
+    # kazoo with the same digest: queues behind the zklock holder, then holds in its turn
+    zk = KazooClient(hosts=c.server.connect, auth_data=[("digest", "alice:secret")])
+    zk.start(timeout=10)
+    try:
+        klock = zk.Lock(lock, "kazoo-alice", extra_lock_patterns=["-lock-"])  # as kazoo users share with Curator
+        check(not klock.acquire(blocking=False), "kazoo took the lock zklock holds")
+        os.kill(holder.pid, signal.SIGTERM)
+        c.wait(holder)
+        check(klock.acquire(timeout=20), "kazoo did not get the lock after the zklock holder left")
+        rc, out, err, _ = c.run("exec", "--try", "--digest-file", cred, lock, "--", "true")
+        check(rc == EXIT_BUSY, f"zklock --try while kazoo holds -> {rc}: {err!r}")
+        klock.release()
+    finally:
+        zk.stop()
+        zk.close()
+
+    # Curator with the same digest
+    cp = ":".join(f"/usr/share/java/{j}.jar" for j in CURATOR_JARS if os.path.exists(f"/usr/share/java/{j}.jar"))
+    classes = c.path("classes")
+    os.makedirs(classes, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.check_call(["javac", "-cp", cp, "-d", classes, os.path.join(here, "CuratorDigestPeer.java")])
+    cur = c.popen(["java", "-cp", cp + ":" + classes, "CuratorDigestPeer", c.server.connect, "alice:secret", lock],
+                  stdin=subprocess.PIPE)
+    line = cur.stdout.readline()
+    check(line.startswith("holding "), f"Curator with alice's digest: {line!r} {cur.poll()}")
+    rc, out, err, _ = c.run("exec", "--try", "--digest-file", cred, lock, "--", "true")
+    check(rc == EXIT_BUSY, f"zklock --try while Curator holds -> {rc}: {err!r}")
+    waiter = c.start("exec", "--digest-file", cred, lock, "--", "touch", c.path("after-curator"))
+    wait_for(lambda: len(c.run("holders", "--digest-file", cred, lock)[1].splitlines()) == 2, 20,
+             "zklock to queue behind Curator")
+    cur.stdin.write("\n")
+    cur.stdin.flush()
+    check(cur.stdout.readline().strip() == "released", "Curator did not release")
+    check(c.wait(waiter)[0] == 0 and os.path.exists(c.path("after-curator")), "zklock after Curator")
+    cur.wait(timeout=20)
+
+    # --acl open: the nodes keep the open ACL (for fleets where others queue without credentials)
+    p = c.start("exec", "--digest-file", cred, "--acl", "open", "/apps/acl-open/lock", "--",
+                *holder_command(c, "open-ready", 30))
+    wait_for(lambda: os.path.exists(c.path("open-ready")), 20, "the --acl open holder to run")
+    with kazoo_client(c.server.connect) as anon:  # the open ACL: no credentials needed to read
+        node = "/apps/acl-open/lock/" + anon.get_children("/apps/acl-open/lock")[0]
+        acls, _ = anon.get_acls(node)
+        check([(a.id.scheme, a.id.id) for a in acls] == [("world", "anyone")], f"--acl open: {acls}")
+    os.kill(p.pid, signal.SIGTERM)
+    c.wait(p)
+    # --acl creator without credentials is a usage error
+    rc, out, err, _ = c.run("exec", "--acl", "creator", "/apps/acl-x", "--", "true")
+    check(rc == EXIT_USAGE and "--acl creator" in err and "credentials" in err, f"--acl creator, no credentials -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("exec", "--acl", "bogus", "/apps/acl-x", "--", "true")
+    check(rc == EXIT_USAGE, f"--acl bogus -> {rc}: {err!r}")
+
+
+def tree_command(c, marker):
+    """A command that starts a `setsid` grandchild ignoring SIGTERM (a daemon), writes both pids
+    and waits. Every process of the tree carries ZKLOCK_TEST_TREE=<marker> in its environment."""
+    gpid, cpid = c.path(f"{marker}.grandchild"), c.path(f"{marker}.child")
+    daemon = f'trap "" TERM; {ECHO_PID} > "{gpid}"; while :; do sleep 0.1; done'
+    script = f'setsid sh -c \'{daemon}\' & {ECHO_PID} > "{cpid}"; wait'
+    return ["env", f"ZKLOCK_TEST_TREE={marker}", "sh", "-c", script], cpid, gpid
+
+
+def tree_pids(marker):
+    """Live (not zombie) processes whose environment carries the marker."""
+    found = []
+    needle = f"ZKLOCK_TEST_TREE={marker}".encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if needle in f.read().split(b"\0") and pid_alive(int(d)):
+                    found.append(int(d))
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    return found
+
+
+def start_tree(c, lock, marker, *opts, env=None):
+    cmd, cpid, gpid = tree_command(c, marker)
+    p = c.start("exec", "-v", "--session-timeout", "2", "--kill-grace", "1", *opts, lock, "--", *cmd, env=env)
+    child, grandchild = read_pidfile(cpid), read_pidfile(gpid)
+    check(pid_alive(child) and pid_alive(grandchild), "the tree is not running")
+    check(len(tree_pids(marker)) >= 2, f"tree: {tree_pids(marker)}")
+    return p, child, grandchild
+
+
+def kill_tree(marker):
+    for pid in tree_pids(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def check_tree_stops_with_lost_lock(c, lock, marker, mode_line, *opts, env=None):
+    p, child, grandchild = start_tree(c, lock, marker, *opts, env=env)
+    try:
+        rc, out, err = wait_with_server_stopped(c, p)
+        left = tree_pids(marker)
+        check(rc == EXIT_LOST, f"lock lost -> {rc}: {err!r}")
+        check(left == [], f"processes of the tree still running when zklock exited: {left} "
+                          f"(child {child}, setsid grandchild {grandchild})")
+        check(mode_line in err, f"-v does not say {mode_line!r}: {err!r}")
+    finally:
+        kill_tree(marker)
+
+
+def case_tree_lock_lost(c):
+    """(a) The lock is lost (server stopped past the deadline): the command, and the setsid
+    grandchild that ignores SIGTERM, are all gone when zklock exits 76."""
+    check_tree_stops_with_lost_lock(c, "/apps/tree-lost", "lost", "process tree: a PID namespace of its own")
+
+
+def case_tree_fallback(c):
+    """(c) The fallback (a process group, zklock the subreaper), forced by --process-tree group
+    and by $ZKLOCK_PROCESS_TREE, passes (a) too; and after a normal exit nothing is left."""
+    check_tree_stops_with_lost_lock(c, "/apps/tree-fallback", "fb-opt", "process tree: a process group of its own",
+                                    "--process-tree", "group")
+    env = c.env()
+    env["ZKLOCK_PROCESS_TREE"] = "group"
+    check_tree_stops_with_lost_lock(c, "/apps/tree-fallback", "fb-env", "process tree: a process group of its own",
+                                    env=env)
+    rc, out, err, _ = c.run("exec", "--process-tree", "sideways", "/apps/tree-fallback", "--", "true")
+    check(rc == EXIT_USAGE and "--process-tree" in err, f"--process-tree sideways -> {rc}: {err!r}")
+
+
+def case_tree_normal_exit(c):
+    """The command exits leaving a daemon behind: the daemon does not outlive the lock, in
+    either mode."""
+    for mode in ("namespace", "group"):
+        marker = f"exit-{mode}"
+        cmd, cpid, gpid = tree_command(c, marker)
+        # the command returns once the daemon runs
+        script = cmd[-1].replace("; wait", f'; while [ ! -s "{gpid}" ]; do sleep 0.05; done; exit 3')
+        rc, out, err, _ = c.run("exec", "--process-tree", mode, "/apps/tree-exit", "--", *cmd[:-1], script)
+        try:
+            check(rc == 3, f"{mode}: status {rc}: {err!r}")
+            check(tree_pids(marker) == [], f"{mode}: the daemon outlived the command: {tree_pids(marker)}")
+        finally:
+            kill_tree(marker)
+    check(holders(c, "/apps/tree-exit") == [], "nodes left behind")
+
+
+def case_tree_zklock_killed(c):
+    """(b) kill -9 of zklock: the whole tree (setsid grandchild included) is gone within 1 s."""
+    p, child, grandchild = start_tree(c, "/apps/tree-kill9", "kill9")
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        wait_for(lambda: tree_pids("kill9") == [], 1.0, "the tree to die with zklock")
+        log(f"tree gone {time.monotonic() - t0:.3f}s after zklock was killed")
+    finally:
+        kill_tree("kill9")
+
+
+def case_tree_signals(c):
+    """In a PID namespace our init passes signals on: SIGTERM to zklock reaches a command that
+    is the namespace's second process (a first process would ignore it), and the statuses
+    stay: 128+N for a signal, the command's own otherwise."""
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "/apps/tree-signals", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 30')
+    child = read_pidfile(pidfile)
+    os.kill(p.pid, signal.SIGTERM)
+    rc, *_ = c.wait(p)
+    check(rc == 128 + signal.SIGTERM, f"SIGTERM -> {rc}")
+    check(not pid_alive(child), "the command survived")
+    p = c.start("exec", "/apps/tree-signals", "--", "sh", "-c", f'trap "exit 5" USR1 HUP; {ECHO_PID} > "{pidfile}.2"; '
+                'while :; do sleep 0.05; done')
+    read_pidfile(pidfile + ".2")
+    os.kill(p.pid, signal.SIGHUP)
+    rc, *_ = c.wait(p)
+    check(rc == 5, f"SIGHUP handled by the command -> {rc}")
+
+
+# ---------------------------------------------------------------------------------------------
+# forced revocation and a bounded hold
+
+def case_force_revoke(c):
+    """revoke --force-after S: a holder that ignores the request (zklock exec does not listen)
+    loses its node after S; the next waiter is granted with a higher fencing token; the old
+    holder's guarded write (a transaction behind a check of its node) is rejected."""
+    from kazoo.exceptions import NoNodeError, RolledBackError, RuntimeInconsistency
+    lock = "/apps/force"
+    old_env = c.path("old.env")
+    holder = c.start("exec", lock, "--", "sh", "-c",
+                     f'echo "$ZKLOCK_NODE $ZKLOCK_FENCING_TOKEN" > "{old_env}.tmp"; mv "{old_env}.tmp" "{old_env}"; '
+                     'exec sleep 60')
+    wait_for(lambda: os.path.exists(old_env), 20, "the holder to run")
+    old_node, old_token = open(old_env).read().split()
+    new_env = c.path("new.env")
+    waiter = c.start("exec", lock, "--", "sh", "-c", f'echo "$ZKLOCK_FENCING_TOKEN" > "{new_env}"')
+    wait_for(lambda: len(holders(c, lock)) == 2, 20, "the waiter to queue")
+    rc, out, err, dt = c.run("revoke", "--force-after", "1", lock)
+    check(rc == 0 and out.splitlines() == [old_node], f"revoke --force-after -> {rc}: {out!r} {err!r}")
+    check(f"{old_node}: still held 1 s after the request: deleted" in err, f"no deletion line: {err!r}")
+    check(dt >= 1.0, f"deleted after {dt:.2f}s, before --force-after")
+    with kazoo_client(c.server.connect) as zk:
+        check(zk.exists(old_node) is None, "the holder's node is still there")
+        rc, *_ = c.wait(waiter, timeout=20)
+        check(rc == 0, f"waiter -> {rc}")
+        new_token = int(open(new_env).read())
+        check(new_token > int(old_token), f"fencing tokens: old {old_token}, new {new_token}")
+        zk.ensure_path("/apps/force-resource")
+        t = zk.transaction()
+        t.check(old_node, -1)
+        t.set_data("/apps/force-resource", old_token.encode())
+        results = t.commit()
+        # the check fails (no node), the write after it does not apply (the server reports it
+        # as rolled back or as a runtime inconsistency, by version)
+        check(isinstance(results[0], NoNodeError) and isinstance(results[1], (RolledBackError, RuntimeInconsistency)),
+              f"the old holder's guarded write: {results}")
+        check(zk.get("/apps/force-resource")[0] == b"", "the guarded write applied")
+    # the old holder hears it lost its lock: its command is stopped (76)
+    rc, out, err = c.wait(holder, timeout=30)
+    check(rc == EXIT_LOST and "lock lost" in err, f"old holder -> {rc}: {err!r}")
+    check(holders(c, lock) == [], "nodes left behind")
+    # a holder that releases within S is not touched; nobody holds: 3
+    rc, out, err, _ = c.run("revoke", "--force-after", "1", lock)
+    check(rc == EXIT_NOBODY and out == "", f"--force-after, nobody holds -> {rc}: {err!r}")
+    p = c.start("exec", lock, "--", *holder_command(c, "quick", 0.5))
+    wait_for(lambda: os.path.exists(c.path("quick")), 20, "the quick holder to run")
+    rc, out, err, _ = c.run("revoke", "--force-after", "2", lock)
+    check(rc == 0 and len(out.splitlines()) == 1 and "deleted" not in err, f"released in time -> {rc}: {err!r}")
+    check(c.wait(p)[0] == 0, "the quick holder did not finish")
+    for bad in ("0", "x", "-1"):
+        rc, out, err, _ = c.run("revoke", "--force-after", bad, lock)
+        check(rc == EXIT_USAGE and "--force-after: expected a number of seconds > 0" in err, f"--force-after {bad} -> {rc}")
+
+
+def case_max_hold(c):
+    """exec/elect --max-hold S: the command is stopped after S s of holding (SIGTERM, SIGKILL
+    after --kill-grace), the lock released, status 77."""
+    rc, out, err, dt = c.run("exec", "--max-hold", "1", "/apps/max-hold", "--", "sleep", "30")
+    check(rc == EXIT_MAX_HOLD and "--max-hold" in err, f"--max-hold 1 on sleep 30 -> {rc}: {err!r}")
+    check(1.0 <= dt < 10, f"--max-hold 1 exited after {dt:.2f}s")
+    log(f"--max-hold 1 on sleep 30: exited {rc} after {dt:.2f}s")
+    # a command that ignores SIGTERM: SIGKILL after the grace
+    rc, out, err, dt = c.run("exec", "--max-hold", "1", "--kill-grace", "0.5", "/apps/max-hold", "--",
+                             "sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done')
+    check(rc == EXIT_MAX_HOLD and "SIGKILL" in err, f"--max-hold, TERM ignored -> {rc}: {err!r}")
+    check(1.5 <= dt < 10, f"exited after {dt:.2f}s")
+    # a command that ends in time keeps its own status
+    rc, *_ = c.run("exec", "--max-hold", "5", "/apps/max-hold", "--", "sh", "-c", "exit 4")
+    check(rc == 4, f"ended within --max-hold -> {rc}")
+    # elect
+    rc, out, err, dt = c.run("elect", "--id", "m", "--max-hold", "1", "/apps/max-hold-elect", "--", "sleep", "30")
+    check(rc == EXIT_MAX_HOLD and not says_lock(err), f"elect --max-hold 1 -> {rc}: {err!r}")
+    # the next contender gets the lock once it is released
+    holder = c.start("exec", "--max-hold", "1", "/apps/max-hold", "--", "sleep", "30")
+    wait_for(lambda: len(holders(c, "/apps/max-hold")) == 1, 20, "the holder")
+    rc, *_ = c.run("exec", "--timeout", "20", "/apps/max-hold", "--", "true")
+    check(rc == 0, f"next contender -> {rc}")
+    check(c.wait(holder)[0] == EXIT_MAX_HOLD, "holder status")
+    check(holders(c, "/apps/max-hold") == [] and holders(c, "/apps/max-hold-elect") == [], "nodes left behind")
+    for bad in ("0", "x"):
+        rc, out, err, _ = c.run("exec", "--max-hold", bad, "/apps/max-hold", "--", "true")
+        check(rc == EXIT_USAGE and "--max-hold: expected a number of seconds > 0" in err, f"--max-hold {bad} -> {rc}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <memory>
 #include <random>
 #include <set>
@@ -40,18 +41,40 @@ struct run_env {
   std::set<int> fds_exhausted;         // fd-exhaust: clients whose descriptors are used up
 };
 
-// The scenarios whose clients connect to the servers directly, without proxies: a killed
-// server's port refuses the reconnect (a proxy would accept it).
+// Whether a scenario's clients connect to the servers directly, without proxies (its entry in
+// nemesis::faults).
 bool direct_connections(const std::string& scenario);
-// zklock_fault_worker's options for a scenario's runs ("sessions:3": three sessions and a user
-// socket on one io_context).
+// zklock_fault_worker's options for a scenario's runs (its entry in nemesis::faults).
 std::vector<std::string> worker_options(const std::string& scenario);
 // fd-exhaust: the signals that make a worker use up its descriptors, and give them back
 int exhaust_signal();
 int restore_signal();
 
+// One member per fault; nemesis::faults is the table of them. Adding a fault is a member
+// `void name(const std::string& fault, std::ostream& d)` (it acts on the run through e_, draws
+// through uniform/pick and describes what it did on `d`, after the fault's name) and an entry
+// in `faults` (nemesis.cpp): the scenario's name, the member, and where the scenario runs.
 class nemesis {
  public:
+  using fault_member = void (nemesis::*)(const std::string& fault, std::ostream& d);
+  struct fault {
+    std::string name;  // the scenario's name (--scenarios)
+    fault_member act;
+    bool default_pass;  // runs with no --scenarios (the short CI pass); else only when named
+    // what "mixed" draws from: the seeded draw indexes these in table order, so an entry that
+    // joins it changes the replay of every mixed seed
+    bool mixed;
+    // the clients connect to the servers directly, without proxies (a killed server's port then
+    // refuses the reconnect, where a proxy would accept it)
+    bool direct = false;
+    // zklock_fault_worker's options ("sessions:3": three sessions and a user socket on one
+    // io_context)
+    std::vector<std::string> worker_options = {};
+  };
+  // Every fault, in the order the default pass runs them.
+  static const std::vector<fault> faults;
+  static const fault* find(const std::string& name);
+
   explicit nemesis(run_env& env) : e_(env) {}
   // Applies `fault` (a scenario name, or what "mixed" drew); returns its description.
   std::string apply(const std::string& fault);
@@ -65,7 +88,22 @@ class nemesis {
   std::chrono::milliseconds T(double f) const;
   void on_io(std::function<void()> f);
   void set_blackhole(int c, bool on);
+  void reset_all_connections();
   int client_of(const std::string& who) const;
+
+  // the faults (see `faults` for what each scenario name runs)
+  void no_fault(const std::string& fault, std::ostream& d);
+  void kill_member(const std::string& fault, std::ostream& d);
+  void pause_server(const std::string& fault, std::ostream& d);
+  void partition(const std::string& fault, std::ostream& d);
+  void cut(const std::string& fault, std::ostream& d);
+  void pause_client(const std::string& fault, std::ostream& d);
+  void restart_ensemble(const std::string& fault, std::ostream& d);
+  void long_hold(const std::string& fault, std::ostream& d);
+  void refuse(const std::string& fault, std::ostream& d);
+  void foreign_write(const std::string& fault, std::ostream& d);
+  void fd_exhaust(const std::string& fault, std::ostream& d);
+  void storm(const std::string& fault, std::ostream& d);
 
   run_env& e_;
   int pause_faults_ = 0;

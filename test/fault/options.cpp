@@ -8,15 +8,6 @@
 
 namespace zklock::fault {
 
-const std::vector<std::string> all_scenarios = {
-    "none",         "kill-leader",     "kill-follower", "pause-server-short", "pause-server-long",
-    "partition-short", "partition-long", "cut",        "pause-client",       "restart-ensemble",
-    "long-hold",       "mixed"};
-const std::vector<std::string> extra_scenarios = {"refuse", "foreign-write", "fd-exhaust", "storm"};
-const std::vector<std::string> fault_kinds = {
-    "kill-leader",     "kill-follower",  "pause-server-short", "pause-server-long", "partition-short",
-    "partition-long",  "cut",            "pause-client",       "restart-ensemble"};
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::istringstream in(s);

@@ -33,11 +33,12 @@ struct options {
   int max_local_handoffs = 1;    // local-queue: mutex_options::max_local_handoffs
 };
 
-// The default set (no --scenarios): the short CI pass runs these.
+// The scenario lists, built from the nemesis's table of faults (nemesis.cpp):
+// the default set (no --scenarios), which the short CI pass runs, and "mixed";
 extern const std::vector<std::string> all_scenarios;
-// Issue 22's fault kinds, run only when named (--scenarios): see docs/RELIABILITY.md.
+// the faults run only when named (--scenarios): see docs/RELIABILITY.md;
 extern const std::vector<std::string> extra_scenarios;
-// What "mixed" draws from (the seeded draw indexes this list: do not reorder it).
+// what "mixed" draws from (the seeded draw indexes this list).
 extern const std::vector<std::string> fault_kinds;
 
 std::vector<std::string> split(const std::string& s, char sep);

@@ -5,10 +5,13 @@
 #include "tcp_proxy.hpp"
 #include "zk_server.hpp"
 
+#include <zklock/revoke.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <set>
 
 using namespace zklock;
@@ -322,4 +325,93 @@ TEST_CASE("local queue: reentrant owner form", "[integration][local]") {
     co_await wait_until([&] { return other.owns_lock(); });
     co_await other.async_release(asio::use_awaitable);
   }());
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "local queue: after async_close no local waiter is granted, the holder's guard released or "
+                 "destroyed at every step after the close",
+                 "[integration][local]") {
+  auto& other = connect();
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    for (bool destroy : {true, false}) {
+      for (int polls = 0; polls < 6; ++polls) {
+        INFO("the holder's guard " << (destroy ? "destroyed " : "released ") << polls << " handlers after the close");
+        session s(ioc.get_executor(), options_for(srv.connect_string()));
+        co_await s.async_connect(asio::use_awaitable);
+        mutex m(s, "/locks/local-close", local());
+        std::optional<lock_guard> holder(co_await m.async_acquire(asio::use_awaitable));
+        struct outcome {
+          bool done = false;
+          error_code ec;
+          bool owned = false;
+        };
+        auto waiter = std::make_shared<outcome>();
+        m.async_acquire([waiter](error_code ec, lock_guard g) {
+          waiter->ec = ec;
+          waiter->owned = g.owns_lock();
+          waiter->done = true;
+        });
+        co_await sleep_for(100ms);  // queued behind the holder
+        co_await s.async_close(asio::use_awaitable);
+        for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        if (destroy) {
+          holder.reset();
+        } else {
+          auto [rec] = co_await holder->async_release(tuple_awaitable);
+          CHECK(rec != errc::already_released);
+        }
+        co_await wait_until([&] { return waiter->done; });
+        CHECK(waiter->ec == errc::session_closed);  // as the plain mutex's waiter
+        CHECK_FALSE(waiter->owned);
+        // and the lock is free for another process: the node went with the session
+        mutex om(other, "/locks/local-close");
+        auto [tec, tg] = co_await om.async_try_acquire(tuple_awaitable);
+        CHECK_FALSE(tec);
+        co_await tg.async_release(asio::use_awaitable);
+      }
+    }
+    CHECK(co_await children_of(other, "/locks/local-close") == 0);
+  }(), 120s);
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "local queue: a local hold that ends removes its revocation watch (30 holders, one request, one event)",
+                 "[integration][local]") {
+  auto& s = connect();
+  auto& requester = connect();
+  constexpr int n = 30;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(s, "/locks/local-revoke", local(100));
+    std::vector<std::shared_ptr<std::optional<error_code>>> revoked;
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    const auto node = g.node_path();
+    for (int i = 0; i < n; ++i) {
+      auto out = std::make_shared<std::optional<error_code>>();
+      revoked.push_back(out);
+      g.async_wait_revoked([out](error_code ec) { *out = ec; });
+      co_await sleep_for(20ms);  // its read set the watch
+      if (i == n - 1) break;
+      // the next holder is handed the node locally
+      auto next = std::make_shared<std::optional<lock_guard>>();
+      m.async_acquire([next](error_code ec, lock_guard w) {
+        CHECK_FALSE(ec);
+        *next = std::move(w);
+      });
+      co_await sleep_for(5ms);
+      co_await g.async_release(asio::use_awaitable);
+      co_await wait_until([&] { return next->has_value(); });
+      g = std::move(**next);
+      REQUIRE(g.node_path() == node);
+    }
+    for (int i = 0; i + 1 < n; ++i) CHECK(*revoked[i] == errc::already_released);
+    const auto changed_before = s.stats().events(watch_event_type::changed);
+    co_await async_request_revoke(requester, node, asio::use_awaitable);
+    co_await wait_until([&] { return revoked.back()->has_value(); });
+    co_await sleep_for(300ms);  // any other watch on the node would have fired by now
+    CHECK(**revoked.back() == error_code{});
+    // only the current holder's watch was left on the node
+    CHECK(s.stats().events(watch_event_type::changed) - changed_before == 1);
+    CHECK(g.owns_lock());
+    co_await g.async_release(asio::use_awaitable);
+  }(), 120s);
 }

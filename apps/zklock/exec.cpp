@@ -1,0 +1,330 @@
+// zklock exec: run a command while holding a lock (a mutex, the read side of a shared lock, a
+// semaphore's lease); zklock elect: the same while leading an election.
+#include "child.hpp"
+#include "command.hpp"
+#include "session_setup.hpp"
+#include "supervise.hpp"
+
+#include <zklock/election.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <tuple>
+
+namespace zklock_cli {
+namespace {
+
+using namespace asio::experimental::awaitable_operators;
+
+// Connects, acquires (racing with the termination signals and --timeout), runs the command
+// under supervision, and leaves: the command's status, or one of zklock's own.
+asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, asio::signal_set& sigs,
+                              steady::time_point started) {
+  auto ex = co_await asio::this_coro::executor;
+  auto log = std::make_shared<zk_log>();
+  zklock::session s(ex, make_session_options(co, log));
+  // --timeout bounds the time from zklock's start to the command's: connecting and queueing.
+  const auto deadline = o.timeout > 0 ? started + to_ms(o.timeout) : steady::time_point::max();
+  if (int rc = co_await connect(s, sigs, co, *log, deadline)) co_return rc;
+
+  // Acquire, racing with the termination signals and --timeout. When zklock gives up it closes
+  // the session, which removes our node: no separate delete to wait for (and none that could
+  // hang while ZooKeeper is unreachable: the node then goes with the session's expiry).
+  struct acquire_state {
+    explicit acquire_state(asio::any_io_executor ex) : done(ex) {}
+    std::optional<std::tuple<error_code, zklock::lock_guard>> result;
+    asio::steady_timer done;  // cancelled when the result is in
+  };
+  auto st = std::make_shared<acquire_state>(ex);
+  auto on_acquired = [st](error_code ec, zklock::lock_guard g) {
+    st->result.emplace(ec, std::move(g));
+    st->done.cancel();
+  };
+  // (the lock objects may go: a pending acquire keeps what it needs)
+  if (!o.leader_id.empty()) {
+    // elect: the leadership's guard is supervised like a lock's
+    zklock::election e(s, o.path, o.leader_id);
+    auto on_leading = [on_acquired](error_code ec, zklock::leadership l) mutable {
+      on_acquired(ec, std::move(l.guard()));
+    };
+    if (o.try_once)
+      e.async_try_campaign(std::move(on_leading));
+    else
+      e.async_campaign(std::move(on_leading));
+  } else if (o.semaphore > 0) {
+    zklock::semaphore m(s, o.path, o.semaphore);
+    if (o.try_once)
+      m.async_try_acquire(std::move(on_acquired));
+    else
+      m.async_acquire(std::move(on_acquired));
+  } else if (o.shared) {
+    zklock::shared_mutex m(s, o.path);
+    if (o.try_once)
+      m.async_try_acquire_shared(std::move(on_acquired));
+    else
+      m.async_acquire_shared(std::move(on_acquired));
+  } else {
+    zklock::mutex m(s, o.path);
+    if (o.try_once)
+      m.async_try_acquire(std::move(on_acquired));
+    else
+      m.async_acquire(std::move(on_acquired));
+  }
+
+  // --try waits for one answer, for at most a session timeout.
+  const auto give_up = o.try_once ? steady::now() + s.negotiated_timeout() : deadline;
+  std::optional<int> signalled;
+  while (!st->result && !signalled && steady::now() < give_up) {
+    st->done.expires_at(give_up);
+    auto r = co_await (st->done.async_wait(use_tuple) || sigs.async_wait(use_tuple));
+    if (r.index() == 1) signalled = std::get<1>(std::get<1>(r));
+  }
+  if (signalled || !st->result) {
+    co_await s.async_close(use_tuple);  // also when a guard came in after all
+    if (signalled) co_return 128 + *signalled;
+    if (o.try_once) {
+      say(o.path + ": no answer from ZooKeeper (unreachable?): giving up");
+      co_return exit_error;
+    }
+    say(o.path + (o.elect() ? ": leadership not won within " : ": not acquired within ") + seconds_str(o.timeout) + " s");
+    co_return exit_busy;
+  }
+  auto [aec, guard] = std::move(*st->result);
+  if (aec) {
+    co_await s.async_close(use_tuple);
+    if (aec == zklock::errc::lock_busy) {
+      say(o.path + (o.elect() ? ": another candidate leads" : ": held by another contender"));
+      co_return exit_busy;
+    }
+    say(o.path + (o.elect() ? ": cannot campaign: " : ": cannot acquire: ") + aec.message());
+    co_return exit_error;
+  }
+
+  // The command learns which hold it runs under (the fencing token is for its writes).
+  ::setenv("ZKLOCK_PATH", o.path.c_str(), 1);
+  ::setenv("ZKLOCK_NODE", guard.node_path().c_str(), 1);
+  ::setenv("ZKLOCK_FENCING_TOKEN", std::to_string(guard.fencing_token()).c_str(), 1);
+  if (!o.leader_id.empty()) ::setenv("ZKLOCK_LEADER_ID", o.leader_id.c_str(), 1);
+
+  sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
+  const auto child = spawn(o.resolved, o.command, *parse_tree_mode(o.process_tree));
+  if (child.pid < 0) {
+    if (child.setup_failed)
+      say(std::string("cannot run the command in ") +
+          (child.mode == tree_mode::pid_namespace ? "a PID namespace of its own" : "a process group of its own") + ": " +
+          (child.note.empty() ? std::strerror(child.error) : child.note) + " (--process-tree)");
+    else
+      say(o.command[0] + ": " + std::strerror(child.error));
+    co_await s.async_close(use_tuple);  // removes our node
+    if (child.setup_failed) co_return exit_error;
+    co_return child.error == ENOENT ? exit_not_found : exit_cannot_exec;
+  }
+  if (co.verbose)
+    say(child.mode == tree_mode::pid_namespace
+            ? "process tree: a PID namespace of its own (pid " + std::to_string(child.pid) +
+                  " is our init): everything the command starts stops with it, and with zklock"
+            : "process tree: " + std::string(child.group ? "a process group of its own" : "zklock's process group") +
+                  ", zklock the subreaper: everything the command starts is killed when it exits" +
+                  (child.note.empty() ? std::string() : " (" + child.note + ")"));
+
+  auto [wstatus, lost, max_hold] = co_await supervise(s, guard, child, o, sigs);
+
+  int code = status_of(wstatus);
+  if (max_hold) code = exit_max_hold;
+  if (lost || guard.status() == zklock::lock_status::lost) {
+    if (!lost) say(o.path + ": " + o.held() + " lost (session expired) while the command ran");
+    code = exit_lost;
+  } else if (guard.status() == zklock::lock_status::held && zklock::is_connected(s.state())) {
+    // Closing the session (below) deletes our node: the next contender gets the lock from
+    // that, without a separate delete to wait for.
+  } else {
+    // Release, but wait no longer than a session timeout: with ZooKeeper unreachable the
+    // release would wait for a reconnection; the session's expiry removes the node anyway.
+    bool was_suspended = guard.status() == zklock::lock_status::maybe_lost;
+    struct release_state {
+      std::optional<error_code> result;
+      asio::steady_timer timer;
+    };
+    auto rs = std::make_shared<release_state>(release_state{{}, asio::steady_timer(ex, s.negotiated_timeout())});
+    guard.async_release([rs](error_code ec) {
+      rs->result = ec;
+      rs->timer.cancel();
+    });
+    co_await rs->timer.async_wait(use_tuple);
+    if (!rs->result || *rs->result == zklock::errc::release_pending) {
+      say(o.path + (o.elect() ? ": resignation" : ": release") +
+          " not confirmed within the session timeout (ZooKeeper unreachable?): our node goes when the session "
+          "expires");
+    } else if (*rs->result == zklock::errc::lock_lost && was_suspended) {
+      // The connection was down when the command ended and the session has expired since:
+      // the command may have run past the loss.
+      say(o.path + ": " + o.held() + " lost (session expired) while the connection was down");
+      code = exit_lost;
+    } else if (*rs->result) {
+      say(o.path + (o.elect() ? ": resign: " : ": release: ") + rs->result->message());
+    }
+  }
+  co_await s.async_close(use_tuple);
+  co_return code;
+}
+
+// exec's and elect's options, as given (numbers as text: checked after parsing).
+struct run_state {
+  exec_options o;
+  std::string timeout, kill_grace = "5", semaphore, max_hold;
+};
+
+// The checks exec and elect share, after parsing.
+int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
+  auto& o = st.o;
+  if (sub->get_option("--timeout")->count())
+    if (auto problem = parse_seconds("--timeout", st.timeout, false, o.timeout)) {
+      say(*problem);
+      return exit_usage;
+    }
+  if (auto problem = parse_seconds("--kill-grace", st.kill_grace, true, o.kill_grace)) {
+    say(*problem);
+    return exit_usage;
+  }
+  if (sub->get_option("--max-hold")->count())
+    if (auto problem = parse_seconds("--max-hold", st.max_hold, false, o.max_hold)) {
+      say(*problem);
+      return exit_usage;
+    }
+  if (!sub->get_option("--process-tree")->count())
+    if (const char* env = std::getenv("ZKLOCK_PROCESS_TREE"); env && *env) o.process_tree = env;
+  if (!parse_tree_mode(o.process_tree)) {
+    say("--process-tree: expected auto, namespace or group, got '" + o.process_tree + "'");
+    return exit_usage;
+  }
+  if (auto* sem = sub->get_option_no_throw("--semaphore"); sem && sem->count())
+    if (int rc = parse_leases(st.semaphore, o.semaphore)) return rc;
+  if (int rc = check_lock_path(o.path)) return rc;
+  o.command.insert(o.command.end(), ctx.after_dashes.begin(), ctx.after_dashes.end());
+  if (o.command.empty()) {
+    say(o.leader_id.empty() ? "exec: no COMMAND (usage: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...])"
+                            : "elect: no COMMAND (usage: zklock elect [OPTIONS] --id NAME PATH -- COMMAND [ARGS...])");
+    return exit_usage;
+  }
+  o.resolved = resolve_command(o.command[0]);
+  if (o.resolved.status) {
+    say(o.resolved.error);
+    return o.resolved.status;
+  }
+  return 0;
+}
+
+// --max-hold and --process-tree, which exec and elect share.
+void add_run_options(CLI::App* sub, run_state& st, const char* held) {
+  sub->add_option("--max-hold", st.max_hold,
+                  std::string("release the ") + held + " SECONDS after it was granted: the command gets SIGTERM, "
+                  "SIGKILL after --kill-grace (at most 2/5 of the session timeout); status 77")
+      ->type_name("SECONDS");
+  sub->add_option("--process-tree", st.o.process_tree,
+                  "how everything the command starts is stopped with it: 'namespace' (a PID namespace "
+                  "of its own: also when zklock is killed), 'group' (a process group, zklock the subreaper: "
+                  "killed when the command exits or is stopped), 'auto' (namespace where the kernel "
+                  "allows it); -v says which is used")
+      ->type_name("auto|namespace|group")
+      ->default_str("$ZKLOCK_PROCESS_TREE, else auto");
+}
+
+}  // namespace
+
+command add_exec(CLI::App& app, cli_context& ctx) {
+  auto st = std::make_shared<run_state>();
+  auto& eo = st->o;
+  auto* exec = app.add_subcommand(
+      "exec", "Run COMMAND while holding the lock PATH: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...]");
+  add_common(exec, ctx);
+  auto* try_opt = exec->add_flag("--try", eo.try_once, "fail at once (status 75) if the lock is held");
+  exec->add_flag("--shared", eo.shared,
+                 "take the read side of a shared (read/write) lock on PATH: commands run with --shared "
+                 "run together; plain ones (and Curator/kazoo write locks) run alone");
+  exec->add_option("--semaphore", st->semaphore,
+                   "take one of N leases of PATH (zklock::semaphore, Curator's InterProcessSemaphoreV2 "
+                   "layout: PATH/locks, PATH/leases): at most N commands run at once")
+      ->type_name("N")
+      ->excludes("--shared");
+  exec->add_option("--timeout", st->timeout,
+                   "give up if the command has not started SECONDS after zklock did (connecting and "
+                   "waiting for the lock): status 75 (1 if ZooKeeper was not reached); > 0, use --try "
+                   "not to wait")
+      ->type_name("SECONDS")
+      ->excludes(try_opt);
+  exec->add_option("--kill-grace", st->kill_grace,
+                   "SECONDS between SIGTERM and SIGKILL to the command when the lock may be lost "
+                   "(before the validity deadline: at most 2/5 of the session timeout)")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  add_run_options(exec, *st, "lock");
+  exec->add_option("PATH", eo.path, "lock path (the lock dir in ZooKeeper)")->required();
+  exec->add_option("COMMAND", eo.command, "command and arguments (after --)");
+  exec->footer(
+      "The command runs with ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN in its environment.\n"
+      "SIGINT, SIGTERM and SIGHUP are passed to it; the lock is released when it exits.\n"
+      "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
+      "75 busy (--try) or timed out (--timeout); 76 lock lost while the command ran (it was\n"
+      "terminated: SIGTERM, SIGKILL after --kill-grace); 77 --max-hold ran out (the command was\n"
+      "terminated, the lock released); 126/127 command not executable/found; 70 internal error.");
+
+  command c;
+  c.app = exec;
+  c.takes_command = true;
+  c.check = [exec, st, &ctx] { return check_run(exec, *st, ctx); };
+  c.run = [st, &ctx](asio::signal_set& sigs) { return run_exec(ctx.common, st->o, sigs, ctx.started); };
+  return c;
+}
+
+command add_elect(CLI::App& app, cli_context& ctx) {
+  auto st = std::make_shared<run_state>();
+  auto& elo = st->o;  // exec's options, with the participant id
+  auto* elect = app.add_subcommand(
+      "elect", "Run COMMAND while leading the election PATH: zklock elect [OPTIONS] --id NAME PATH -- COMMAND [ARGS...]");
+  add_common(elect, ctx);
+  elect->add_option("--id", elo.leader_id, "participant id (the node's data; Curator LeaderLatch's id)")->required();
+  auto* try_opt = elect->add_flag("--try", elo.try_once, "fail at once (status 75) if another candidate leads");
+  elect->add_option("--timeout", st->timeout,
+                    "give up if the command has not started SECONDS after zklock did (connecting and "
+                    "campaigning): status 75 (1 if ZooKeeper was not reached); > 0, use --try not to wait")
+      ->type_name("SECONDS")
+      ->excludes(try_opt);
+  elect->add_option("--kill-grace", st->kill_grace,
+                    "SECONDS between SIGTERM and SIGKILL to the command when leadership may be lost "
+                    "(before the leader-until deadline: at most 2/5 of the session timeout)")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  add_run_options(elect, *st, "leadership");
+  elect->add_option("PATH", elo.path, "election path (Curator LeaderLatch's latch path)")->required();
+  elect->add_option("COMMAND", elo.command, "command and arguments (after --)");
+  elect->footer(
+      "Campaigns as NAME; once leading, runs the command with ZKLOCK_LEADER_ID, ZKLOCK_FENCING_TOKEN,\n"
+      "ZKLOCK_PATH and ZKLOCK_NODE in its environment, and resigns when it exits.\n"
+      "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
+      "75 another leads (--try) or timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
+      "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 77 --max-hold ran out;\n"
+      "126/127; 70.");
+
+  command c;
+  c.app = elect;
+  c.takes_command = true;
+  c.check = [elect, st, &ctx] {
+    if (st->o.leader_id.empty()) {
+      say("--id: expected a participant id, got ''");
+      return exit_usage;
+    }
+    return check_run(elect, *st, ctx);
+  };
+  c.run = [st, &ctx](asio::signal_set& sigs) { return run_exec(ctx.common, st->o, sigs, ctx.started); };
+  return c;
+}
+
+}  // namespace zklock_cli
