@@ -119,8 +119,11 @@ class leadership {
 
   /// Completes (no error) when someone asks this leader to step down by Curator's revocation
   /// protocol ("__REVOKE__" written into our node: zklock::async_revoke_holders, `zklock revoke
-  /// PATH`): cooperative, we still lead; resign if you agree. Errors, cancellation, costs: as
-  /// lock_guard::async_wait_revoked (errc::already_released once resigned).
+  /// PATH`): cooperative, we still lead; resign if you agree. A leader writes its identity back
+  /// over each request as soon as it reads it (it keeps one data watch on its node for that), so
+  /// observers go on seeing who leads; a request that came while nobody waited is reported to
+  /// the next wait. Errors, cancellation: as lock_guard::async_wait_revoked
+  /// (errc::already_released once resigned).
   template <class Token = asio::deferred_t>
   auto async_wait_revoked(Token&& token = {}) {
     return guard_.async_wait_revoked(std::forward<Token>(token));
@@ -224,7 +227,10 @@ class basic_election {
 
   /// The current leader, or nullopt when nobody leads (no candidate, or no path).
   /// Handler: void(error_code, std::optional<leader_info>). One listing and one read (again if
-  /// the head went in between). Cancellation: all types (reads only).
+  /// the head went in between). A revocation request ("__REVOKE__") in the leader's node is not
+  /// its identity: read again once the leader has written its identity back; a leader that never
+  /// does (Curator's, kazoo's) is reported with "__REVOKE__" after one session timeout.
+  /// Errors: errc::not_connected, session_expired, session_closed. Cancellation: all types.
   template <class Token = detail::default_token_t<Executor>>
   auto async_leader(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<leader_info>)>(
@@ -235,9 +241,12 @@ class basic_election {
   /// one; nullopt means nobody leads. Pass the last value you saw to miss no change, as
   /// session::async_wait_state. One watch at a time (a data watch on the leader's node, or a
   /// child watch on the path while it is empty; an exists watch while it does not exist), no
-  /// polling. Handler: void(error_code, std::optional<leader_info>). Errors:
-  /// errc::session_expired / session_closed. Cancellation: all types; the watch is removed
-  /// before operation_aborted.
+  /// polling. A revocation request in the leader's node changes nothing (see async_leader).
+  /// Handler: void(error_code, std::optional<leader_info>). Errors: errc::not_connected (not
+  /// connected when started), session_expired / session_closed. Cancellation: all types; the
+  /// watch is removed before operation_aborted; while the session is not connected, terminal
+  /// and partial cancellation complete at once and the watch is removed after the reconnect
+  /// (total waits for that), as async_campaign.
   template <class Token = detail::default_token_t<Executor>>
   auto async_observe(std::optional<leader_info> known, Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code, std::optional<leader_info>)>(

@@ -77,8 +77,9 @@ auto async_request_revoke(basic_session<Executor>& s, std::string node_path, Tok
 /// that released between the listing and the write is left out (no_node) and its successor is
 /// not asked. Errors: those of the listing and of the writes (the first one; the nodes written
 /// before it are still reported). Cancellation: terminal and partial (writes on the wire may
-/// still apply). An election's leader is revoked by the same write, which replaces the
-/// participant id stored in its node: observers read "__REVOKE__" as its id until it resigns.
+/// still apply). An election's leader is revoked by the same write; a zklock leader writes its
+/// participant id back into its node at once, and zklock observers never take "__REVOKE__" for
+/// an id (election::async_leader).
 template <class Executor, class Token = detail::default_token_t<Executor>>
   requires(!std::is_integral_v<std::remove_cvref_t<Token>> && !std::is_same_v<std::remove_cvref_t<Token>, revoke_options>)
 auto async_revoke_holders(basic_session<Executor>& s, std::string lock_path, Token&& token = {}) {

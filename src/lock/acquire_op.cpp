@@ -279,6 +279,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     // forwarded from the watch_own handler through granted_).
     granted_ = h;
     h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_);
+    // A candidate's node data is its identity (an election's participant id): a revocation
+    // request written over it does not change who leads.
+    if (h->kind == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
     if (owner_) m_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }

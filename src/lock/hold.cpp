@@ -116,7 +116,7 @@ void hold::adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pend
 }
 
 void hold::watch_node() {
-  if (!owns() || local_release) return;
+  if (!owns() || is_local()) return;
   s->get_data(node, &node_watch, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
     if (auto self = weak.lock()) self->on_node_watch_reply(ec, d.stat);
   }));

@@ -72,6 +72,10 @@ struct hold : std::enable_shared_from_this<hold> {
   // A data watch on our node for the hold's whole life (from the acquire's create on): its
   // deletion by anyone but us is heard at once, whatever else the session does.
   boost::intrusive_ptr<watch_state> node_watch;
+  // An election's leader keeps its identity in its node: written back after each request
+  // (keep_data_through_revocation); a request nobody waited for then is kept for the next waiter.
+  std::optional<std::string> kept_data;
+  bool revoke_unheard = false;
 
   /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
@@ -96,6 +100,9 @@ struct hold : std::enable_shared_from_this<hold> {
   void apply(const hold_fsm::actions& actions) { run(actions); }
   /// Completes `op` when a revocation request reaches our node (or the hold ends first).
   void wait_revoked(pending<void(error_code)>::ptr op);
+  /// Watches our node for revocation requests while we hold, and writes `data` back over each
+  /// one: a request asks us to give the lock back, it does not replace who holds.
+  void keep_data_through_revocation(std::string data);
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
   /// Takes over the acquire's watch on our node (set from its create on; null: none, then the
@@ -124,6 +131,7 @@ struct hold : std::enable_shared_from_this<hold> {
   void run(const hold_fsm::actions& actions);
   void send_release();
   void run_revocation(const revocation_fsm::actions& actions);
+  void write_back_kept_data();
 };
 
 /// A guard on a new hold.

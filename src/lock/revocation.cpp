@@ -18,6 +18,8 @@
 namespace zklock::detail {
 
 void hold::wait_revoked(pending<void(error_code)>::ptr op) {
+  // A request read (and written over) while only keep_data_through_revocation watched.
+  if (std::exchange(revoke_unheard, false)) return op->complete({});
   std::weak_ptr<hold> weak = weak_from_this();
   auto* raw = op.get();
   op->on_cancel = [weak, raw](asio::cancellation_type) {
@@ -95,10 +97,40 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         auto waiters = std::move(revoke_waiters);
         revoke_waiters.clear();
         for (auto& w : waiters) w->complete(a.ec);
+        if (kept_data && !a.ec) {
+          revoke_unheard = revoke_unheard || waiters.empty();
+          write_back_kept_data();
+        }
         break;
       }
     }
   }
+}
+
+void hold::keep_data_through_revocation(std::string data) {
+  kept_data = std::move(data);
+  run_revocation(revocation.add_waiter());  // counted as a waiter: the watch stays set while we hold
+}
+
+// Over the request just read only (its version): a later write is read, and answered, in turn.
+// Then watch again. A write lost with the connection is made again once connected.
+void hold::write_back_kept_data() {
+  std::weak_ptr<hold> weak = weak_from_this();
+  s->set_data(node, *kept_data, revocation.reported_version(), stat_handler([weak](error_code ec, node_stat) {
+    auto self = weak.lock();
+    if (!self || !self->owns()) return;
+    if (ec != condition::connection_lost) return self->run_revocation(self->revocation.add_waiter());
+    struct retry {
+      std::weak_ptr<hold> weak;
+      void operator()(error_code, session_state) const {
+        auto self = weak.lock();
+        if (!self || !self->owns()) return;
+        if (is_connected(self->s->state())) return self->write_back_kept_data();
+        self->s->wait_state(self->s->state(), state_handler(retry{weak}));
+      }
+    };
+    retry{weak}({}, self->s->state());
+  }));
 }
 
 // A local hold's node stays when the hold ends (the queue hands it to the next local holder):

@@ -292,6 +292,103 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
+// A revocation request asks; it does not say who holds. An election's leader keeps its identity
+// through one, whether written by zklock (async_revoke_holders) or as Curator's Revoker writes it
+// (one setData of exactly "__REVOKE__", any version): async_leader right after the request, an
+// observer that knew the leader, the candidates' data, and the request still reaches the leader,
+// also when it starts waiting only after its identity was written back.
+TEST_CASE_METHOD(holder_and_other,
+                 "revocation: an election's leader keeps its identity through a request (zklock's and a raw Curator-style write)",
+                 "[integration][revocation][election]") {
+  const std::string path = "/elections/rev-identity";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    election ea(a, path, "alpha"), watcher(other, path, "observer");
+    auto l = co_await ea.async_campaign(asio::use_awaitable);
+    auto known = co_await watcher.async_leader(asio::use_awaitable);
+    REQUIRE(known);
+    REQUIRE(known->identity == "alpha");
+    std::vector<std::optional<leader_info>> changes;
+    asio::cancellation_signal stop;
+    bool observing = true;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+      auto seen = known;
+      for (;;) {
+        auto [ec, now] = co_await watcher.async_observe(seen, asio::bind_cancellation_slot(stop.slot(), tuple_awaitable));
+        if (ec) break;
+        changes.push_back(now);
+        seen = now;
+      }
+      observing = false;
+    }, asio::detached);
+    for (bool raw : {false, true}) {
+      CAPTURE(raw);
+      if (raw) {
+        co_await other.async_set_data(l.node_path(), "__REVOKE__", -1, asio::use_awaitable);
+      } else {
+        auto nodes = co_await async_revoke_holders(other, path, asio::use_awaitable);
+        REQUIRE(nodes.size() == 1);
+        CHECK(nodes[0] == l.node_path());
+      }
+      // at once, while the leader may not have written its identity back yet
+      auto now = co_await watcher.async_leader(asio::use_awaitable);
+      REQUIRE(now);
+      CHECK(now->identity == "alpha");
+      CHECK(now->node == l.node_path());
+      // the leader writes it back into its node
+      std::string data;
+      for (int i = 0; i < 300; ++i) {
+        data = (co_await other.async_get_data(l.node_path(), asio::use_awaitable)).data;
+        if (data == "alpha") break;
+        co_await sleep_for(10ms);
+      }
+      CHECK(data == "alpha");
+      auto cs = co_await watcher.async_candidates(asio::use_awaitable);
+      REQUIRE(cs.size() == 1);
+      CHECK(cs[0].data == "alpha");
+      // the request still reaches the leader, which waits only now
+      auto r = start_wait(l);
+      REQUIRE(co_await wait_for(r));
+      CHECK_FALSE(r->value());
+      CHECK(l.is_leader());
+      // and only once
+      asio::cancellation_signal cancel_again;
+      auto again = start_wait(l, cancel_again.slot());
+      CHECK_FALSE(co_await wait_for(again, 300ms));
+      cancel_again.emit(asio::cancellation_type::terminal);
+      REQUIRE(co_await wait_for(again));
+      CHECK(again->value() == asio::error::operation_aborted);
+      CHECK(changes.empty());  // the observer saw no change of leader
+    }
+    co_await l.async_resign(asio::use_awaitable);
+    co_await until([&] { return changes.size() == 1; });
+    CHECK_FALSE(changes[0]);  // nobody leads
+    stop.emit(asio::cancellation_type::terminal);
+    co_await until([&] { return !observing; });
+  }());
+}
+
+// A leader that never writes its identity back (Curator's LeaderLatch, kazoo): async_leader
+// reports the data its node has once the session timeout has passed.
+TEST_CASE_METHOD(holder_and_other,
+                 "revocation: a leader that does not write its identity back is reported as it is after the session timeout",
+                 "[integration][revocation][election]") {
+  const std::string path = "/rev-foreign-election";  // a top-level path: created here, no parent needed
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await other.async_create(path, "", create_mode::persistent, asio::use_awaitable);
+    auto foreign = co_await other.async_create(path + "/_c_0f0f0f0f-0f0f-0f0f-0f0f-0f0f0f0f0f0f-latch-", "__REVOKE__",
+                                               create_mode::ephemeral_sequential, asio::use_awaitable);
+    election watcher(a, path, "observer");
+    auto started = std::chrono::steady_clock::now();
+    auto now = co_await watcher.async_leader(asio::use_awaitable);
+    REQUIRE(now);
+    CHECK(now->identity == "__REVOKE__");
+    CHECK(now->node == foreign.path);
+    CHECK(std::chrono::steady_clock::now() - started >= a.negotiated_timeout());
+    co_await other.async_delete(foreign.path, -1, asio::use_awaitable);
+    co_await other.async_delete(path, -1, asio::use_awaitable);
+  }(), 60s);
+}
+
 TEST_CASE_METHOD(holder_and_other, "revocation: latency from the request to the holder's handler (p50 of 20)",
                  "[integration][revocation][measure]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
