@@ -52,5 +52,6 @@ command add_elect(CLI::App& app, cli_context& ctx);
 command add_leader(CLI::App& app, cli_context& ctx);
 command add_holders(CLI::App& app, cli_context& ctx);
 command add_revoke(CLI::App& app, cli_context& ctx);
+command add_locks(CLI::App& app, cli_context& ctx);  // locks.cpp
 
 }  // namespace zklock_cli

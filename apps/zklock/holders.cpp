@@ -26,28 +26,13 @@ asio::awaitable<int> run_holders(const common_options& co, const std::string& pa
   }
   auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();
-  // The identity last, as one field: the rest of the line ("-": none); bytes that would
-  // break the line (control characters, a backslash) as \xNN.
-  auto identity_field = [](const std::string& id) {
-    if (id.empty()) return std::string("-");
-    std::string r;
-    for (unsigned char ch : id) {
-      if (ch < 0x20 || ch == 0x7f || ch == '\\') {
-        char esc[5];
-        std::snprintf(esc, sizeof esc, "\\x%02x", ch);
-        r += esc;
-      } else {
-        r += static_cast<char>(ch);
-      }
-    }
-    return r;
-  };
   int position = 0;
   for (const auto& c : queue) {
     double age = std::max<double>(0, static_cast<double>(now_ms - c.stat.ctime) / 1000.0);
+    // the identity last, as one field: the rest of the line
     std::printf("%d %s 0x%" PRIx64 " %.1f %s %s\n", position++, c.node.c_str(),
                 static_cast<std::uint64_t>(c.stat.ephemeral_owner), age, zklock::to_string(c.kind),
-                identity_field(c.identity).c_str());
+                line_field(c.identity).c_str());
   }
   std::fflush(stdout);
   co_await s.async_close(use_tuple);

@@ -6,6 +6,7 @@
 //   zklock leader [options] [--watch] PATH
 //   zklock holders [options] PATH
 //   zklock revoke [options] [--semaphore N] PATH
+//   zklock locks [options] ROOT
 //
 // Everything runs on one thread: the ZooKeeper session, the lock, the child process (SIGCHLD
 // through an asio::signal_set) and the forwarded signals share one io_context. The child is
@@ -13,7 +14,7 @@
 // Exit statuses: see apps/zklock/README.md.
 //
 // The files: this one wires the subcommands together (each in its own file: exec.cpp for exec
-// and elect, leader.cpp, holders.cpp, revoke.cpp); session_setup.* connects; child.* starts
+// and elect, leader.cpp, holders.cpp, revoke.cpp, locks.cpp); session_setup.* connects; child.* starts
 // the command and supervise.* watches it while the lock is held.
 #include "child.hpp"
 #include "command.hpp"
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
       add_leader(app, ctx),
       add_holders(app, ctx),
       add_revoke(app, ctx),
+      add_locks(app, ctx),
   };
 
   try {

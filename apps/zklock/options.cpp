@@ -22,6 +22,39 @@ std::string seconds_str(double seconds) {
   return buf;
 }
 
+// The length of the well-formed UTF-8 sequence at the start of `s`; 0 when it is not one.
+std::size_t utf8_length(std::string_view s) {
+  auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  std::size_t n = b(0) >= 0xf0 && b(0) <= 0xf4 ? 4 : b(0) >= 0xe0 ? 3 : b(0) >= 0xc2 && b(0) < 0xe0 ? 2 : 0;
+  if (n == 0 || s.size() < n) return 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if ((b(i) & 0xc0) != 0x80) return 0;
+  // no overlong forms, surrogates or code points past U+10FFFF
+  if ((n == 3 && b(0) == 0xe0 && b(1) < 0xa0) || (n == 3 && b(0) == 0xed && b(1) >= 0xa0) ||
+      (n == 4 && b(0) == 0xf0 && b(1) < 0x90) || (n == 4 && b(0) == 0xf4 && b(1) >= 0x90))
+    return 0;
+  return n;
+}
+
+std::string line_field(std::string_view id, std::string_view also) {
+  if (id.empty()) return "-";
+  std::string r;
+  for (std::size_t i = 0; i < id.size();) {
+    auto ch = static_cast<unsigned char>(id[i]);
+    std::size_t n = ch >= 0x80 ? utf8_length(id.substr(i)) : 1;
+    if (n == 0 || ch < 0x20 || ch == 0x7f || ch == '\\' || also.find(static_cast<char>(ch)) != std::string_view::npos) {
+      char esc[5];
+      std::snprintf(esc, sizeof esc, "\\x%02x", ch);
+      r += esc;
+      n = 1;
+    } else {
+      r += id.substr(i, n);
+    }
+    i += n;
+  }
+  return r;
+}
+
 constexpr double max_seconds = 2147483;  // the session timeout goes to the C client in int ms
 
 std::optional<std::string> parse_seconds(const std::string& name, const std::string& text, bool zero_ok, double& out) {

@@ -8,6 +8,7 @@
 #include "sansio/queue.hpp"
 #include "sansio/session_end.hpp"
 
+#include <zklock/lock_view.hpp>
 #include <zklock/path.hpp>
 
 namespace zklock::detail {
@@ -75,13 +76,7 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                     detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                       if (!ec) {
                         (*found)[i] = true;
-                        // an election candidate's data is its participant id, never a marker
-                        bool candidate = (*result)[i].kind == lock_kind::candidate;
-                        auto parts = parse_node_data(d.data);
-                        if (parts.marker == downgraded_marker && !candidate) (*result)[i].kind = lock_kind::read;
-                        (*result)[i].identity = candidate ? d.data : std::string(parts.identity);
-                        (*result)[i].stat = d.stat;
-                        (*result)[i].data = std::move(d.data);
+                        set_contender_data((*result)[i], std::move(d));
                       } else if (ec != zk_errc::no_node && !*first_error) {
                         *first_error = ec;
                       }
