@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds zklock (RelWithDebInfo) into build/: every target, or only the targets
-# named as arguments (the demo builds just the library and the demo program).
+# named as arguments (the demo builds just the library and the demo program). Installs what is
+# missing first: DEPS=demo only what the demo needs (scripts/deps.sh), everything by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh "${DEPS:-all}"
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 # UNITY_BUILD=ON (the demo's): each target's sources compiled as one, half the time for the

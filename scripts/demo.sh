@@ -3,8 +3,9 @@
 # runs the contention demo (several sessions, one thread, one lock) and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what the demo needs, as a unity build (scripts/build.sh): the demo within a minute.
-UNITY_BUILD=ON bash scripts/build.sh contention_demo
+# Only what the demo needs, installed (scripts/deps.sh demo: no peers, clang, doxygen, gnuplot)
+# and built (the library and the demo, as a unity build): the demo within a minute.
+DEPS=demo UNITY_BUILD=ON bash scripts/build.sh contention_demo
 BUILD_DIR=${BUILD_DIR:-build}
 dir=$(mktemp -d /tmp/zklock-demo-XXXXXX)
 trap 'bash scripts/zk-server.sh stop "$dir"' EXIT

@@ -1,25 +1,57 @@
 #!/usr/bin/env bash
-# Installs what zklock needs to build, test, demo and benchmark, from Debian bookworm packages.
-# Idempotent: installs only what is missing (apt-get update once, only when needed).
+# Installs what zklock needs from Debian bookworm packages, in two sets:
+#   scripts/deps.sh demo   what the demo needs: the build, the ZooKeeper server and a JRE
+#   scripts/deps.sh [all]  everything the tests need too: the benchmark's peers (Curator, kazoo,
+#                          a JDK), clang++ 14, doxygen, gnuplot
+# Idempotent: installs only what is missing (apt-get update once, only when needed). One line per
+# step on stderr; apt's whole output goes to a log file, named (and its end shown) on failure.
 set -euo pipefail
-packages=(
+set_name=${1:-all}
+demo=(
   build-essential cmake ninja-build pkg-config
-  libboost1.81-dev libzookeeper-st-dev catch2 libcli11-dev
-  zookeeper default-jre-headless
-  python3 python3-kazoo libcurator-recipes-java default-jdk-headless
-  gnuplot-nox procps iproute2
+  libboost1.81-dev libzookeeper-st-dev libcli11-dev
+  catch2  # configuring the project (the tests' targets are declared whether built or not)
+  python3  # scripts/zk-server.sh waits for the server with it
+  libzookeeper-java default-jre-headless  # the server: its jars (the `zookeeper` package would add a desktop JRE)
+)
+rest=(
+  python3-kazoo libcurator-recipes-java default-jdk-headless  # the benchmark's and interop tests' peers
+  gnuplot-nox  # the benchmark's plots
+  procps iproute2  # the tests' process and network checks
   clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too
   doxygen  # the API reference (cmake --build build --target docs) and its test
 )
+case "$set_name" in
+  demo) packages=("${demo[@]}") ;;
+  all) packages=("${demo[@]}" "${rest[@]}") ;;
+  *) echo "usage: scripts/deps.sh [demo|all]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
 done
-if ((${#missing[@]})); then
-  echo "zklock: installing ${missing[*]}" >&2
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+((${#missing[@]})) || exit 0
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+log=$(mktemp "${TMPDIR:-/tmp}/zklock-deps-XXXXXX.log")
+# step "what" command...: one line, "ok (N s)" or the log's end and its name
+step() {
+  local what=$1 t0=$SECONDS
+  shift
+  printf 'zklock: %s ... ' "$what" >&2
+  echo "== $what: $*" >>"$log"
+  if "$@" >>"$log" 2>&1; then
+    echo "ok ($((SECONDS - t0)) s)" >&2
+  else
+    echo "FAILED" >&2
+    tail -n 20 "$log" | sed 's/^/  | /' >&2
+    echo "zklock: the full log is $log" >&2
+    exit 1
+  fi
+}
+apt=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get)
+step "apt-get update" "${apt[@]}" update
+step "installing ${#missing[@]} packages (${missing[*]})" \
+  "${apt[@]}" install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"
+rm -f "$log"

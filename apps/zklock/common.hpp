@@ -23,6 +23,7 @@ constexpr int exit_nobody = 3;       // leader: nobody leads; revoke: nobody hol
 constexpr int exit_internal = 70;    // EX_SOFTWARE: a bug
 constexpr int exit_busy = 75;        // EX_TEMPFAIL: --try found it held, --timeout ran out
 constexpr int exit_lost = 76;        // the lock was lost while the command ran: it was terminated
+constexpr int exit_max_hold = 77;    // --max-hold ran out: the command was terminated, the lock released
 constexpr int exit_cannot_exec = 126;  // as the shell: found but not executable
 constexpr int exit_not_found = 127;    // as the shell: command not found
 
@@ -53,6 +54,8 @@ struct exec_options {
   int semaphore = 0;    // > 0: one of this many leases of PATH
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
+  double max_hold = 0;  // > 0: release (stopping the command) after this many seconds of holding
+  std::string process_tree = "auto";  // --process-tree / $ZKLOCK_PROCESS_TREE: auto, namespace, group
   std::string leader_id;  // elect: campaign as this participant id (instead of taking a lock)
   bool elect() const { return !leader_id.empty(); }
   // What the command runs under, for messages: "lock" or "leadership".

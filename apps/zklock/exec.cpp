@@ -115,16 +115,30 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   if (!o.leader_id.empty()) ::setenv("ZKLOCK_LEADER_ID", o.leader_id.c_str(), 1);
 
   sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
-  pid_t pid = spawn(o.resolved, o.command);
-  if (pid < 0) {
-    say(o.command[0] + ": " + std::strerror(-pid));
+  const auto child = spawn(o.resolved, o.command, *parse_tree_mode(o.process_tree));
+  if (child.pid < 0) {
+    if (child.setup_failed)
+      say(std::string("cannot run the command in ") +
+          (child.mode == tree_mode::pid_namespace ? "a PID namespace of its own" : "a process group of its own") + ": " +
+          (child.note.empty() ? std::strerror(child.error) : child.note) + " (--process-tree)");
+    else
+      say(o.command[0] + ": " + std::strerror(child.error));
     co_await s.async_close(use_tuple);  // removes our node
-    co_return -pid == ENOENT ? exit_not_found : exit_cannot_exec;
+    if (child.setup_failed) co_return exit_error;
+    co_return child.error == ENOENT ? exit_not_found : exit_cannot_exec;
   }
+  if (co.verbose)
+    say(child.mode == tree_mode::pid_namespace
+            ? "process tree: a PID namespace of its own (pid " + std::to_string(child.pid) +
+                  " is our init): everything the command starts stops with it, and with zklock"
+            : "process tree: " + std::string(child.group ? "a process group of its own" : "zklock's process group") +
+                  ", zklock the subreaper: everything the command starts is killed when it exits" +
+                  (child.note.empty() ? std::string() : " (" + child.note + ")"));
 
-  auto [wstatus, lost] = co_await supervise(s, guard, pid, o, sigs);
+  auto [wstatus, lost, max_hold] = co_await supervise(s, guard, child, o, sigs);
 
   int code = status_of(wstatus);
+  if (max_hold) code = exit_max_hold;
   if (lost || guard.status() == zklock::lock_status::lost) {
     if (!lost) say(o.path + ": " + o.held() + " lost (session expired) while the command ran");
     code = exit_lost;
@@ -165,7 +179,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
 // exec's and elect's options, as given (numbers as text: checked after parsing).
 struct run_state {
   exec_options o;
-  std::string timeout, kill_grace = "5", semaphore;
+  std::string timeout, kill_grace = "5", semaphore, max_hold;
 };
 
 // The checks exec and elect share, after parsing.
@@ -178,6 +192,17 @@ int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
     }
   if (auto problem = parse_seconds("--kill-grace", st.kill_grace, true, o.kill_grace)) {
     say(*problem);
+    return exit_usage;
+  }
+  if (sub->get_option("--max-hold")->count())
+    if (auto problem = parse_seconds("--max-hold", st.max_hold, false, o.max_hold)) {
+      say(*problem);
+      return exit_usage;
+    }
+  if (!sub->get_option("--process-tree")->count())
+    if (const char* env = std::getenv("ZKLOCK_PROCESS_TREE"); env && *env) o.process_tree = env;
+  if (!parse_tree_mode(o.process_tree)) {
+    say("--process-tree: expected auto, namespace or group, got '" + o.process_tree + "'");
     return exit_usage;
   }
   if (auto* sem = sub->get_option_no_throw("--semaphore"); sem && sem->count())
@@ -195,6 +220,21 @@ int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
     return o.resolved.status;
   }
   return 0;
+}
+
+// --max-hold and --process-tree, which exec and elect share.
+void add_run_options(CLI::App* sub, run_state& st, const char* held) {
+  sub->add_option("--max-hold", st.max_hold,
+                  std::string("release the ") + held + " SECONDS after it was granted: the command gets SIGTERM, "
+                  "SIGKILL after --kill-grace (at most 2/5 of the session timeout); status 77")
+      ->type_name("SECONDS");
+  sub->add_option("--process-tree", st.o.process_tree,
+                  "how everything the command starts is stopped with it: 'namespace' (a PID namespace "
+                  "of its own: also when zklock is killed), 'group' (a process group, zklock the subreaper: "
+                  "killed when the command exits or is stopped), 'auto' (namespace where the kernel "
+                  "allows it); -v says which is used")
+      ->type_name("auto|namespace|group")
+      ->default_str("$ZKLOCK_PROCESS_TREE, else auto");
 }
 
 }  // namespace
@@ -225,6 +265,7 @@ command add_exec(CLI::App& app, cli_context& ctx) {
                    "(before the validity deadline: at most 2/5 of the session timeout)")
       ->type_name("SECONDS")
       ->capture_default_str();
+  add_run_options(exec, *st, "lock");
   exec->add_option("PATH", eo.path, "lock path (the lock dir in ZooKeeper)")->required();
   exec->add_option("COMMAND", eo.command, "command and arguments (after --)");
   exec->footer(
@@ -232,8 +273,8 @@ command add_exec(CLI::App& app, cli_context& ctx) {
       "SIGINT, SIGTERM and SIGHUP are passed to it; the lock is released when it exits.\n"
       "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
       "75 busy (--try) or timed out (--timeout); 76 lock lost while the command ran (it was\n"
-      "terminated: SIGTERM, SIGKILL after --kill-grace); 126/127 command not executable/found;\n"
-      "70 internal error.");
+      "terminated: SIGTERM, SIGKILL after --kill-grace); 77 --max-hold ran out (the command was\n"
+      "terminated, the lock released); 126/127 command not executable/found; 70 internal error.");
 
   command c;
   c.app = exec;
@@ -261,6 +302,7 @@ command add_elect(CLI::App& app, cli_context& ctx) {
                     "(before the leader-until deadline: at most 2/5 of the session timeout)")
       ->type_name("SECONDS")
       ->capture_default_str();
+  add_run_options(elect, *st, "leadership");
   elect->add_option("PATH", elo.path, "election path (Curator LeaderLatch's latch path)")->required();
   elect->add_option("COMMAND", elo.command, "command and arguments (after --)");
   elect->footer(
@@ -268,7 +310,8 @@ command add_elect(CLI::App& app, cli_context& ctx) {
       "ZKLOCK_PATH and ZKLOCK_NODE in its environment, and resigns when it exits.\n"
       "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
       "75 another leads (--try) or timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
-      "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 126/127; 70.");
+      "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 77 --max-hold ran out;\n"
+      "126/127; 70.");
 
   command c;
   c.app = elect;

@@ -16,36 +16,42 @@ namespace zklock_cli {
 
 using namespace asio::experimental::awaitable_operators;
 
-asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guard& guard, pid_t pid,
+asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guard& guard, const started_command& child,
                                            const exec_options& o, asio::signal_set& sigs) {
   auto ex = co_await asio::this_coro::executor;
+  const pid_t pid = child.pid;
+  const bool group = child.mode == tree_mode::process_group;
   const auto grace = std::min<std::chrono::milliseconds>(to_ms(o.kill_grace), s.negotiated_timeout() * 2 / 5);
   enum class watch {
     deadline,   // the deadline is far: wait for it to come within the grace (or a loss)
     loss,       // SIGTERM sent grace before the deadline: SIGKILL when the guard turns lost
-    kill_timer, // SIGTERM sent on a loss: SIGKILL after --kill-grace
+    kill_timer, // SIGTERM sent on a loss or at --max-hold: SIGKILL after the grace
     none,       // SIGKILL sent (or nothing to watch): only signals and the child's exit
   } next = watch::deadline;
-  bool lost = false;  // the command was terminated for the lock's sake: exit 76
+  supervised_exit result;
   std::optional<int> wstatus;
   asio::steady_timer kill_timer(ex);
-  auto sigkill = [&] {
-    say("pid " + std::to_string(pid) + " still running at the deadline: SIGKILL");
+  // --max-hold: from now (the lock is held), or never
+  asio::steady_timer hold_timer(ex, o.max_hold > 0 ? steady::now() + to_ms(o.max_hold) : steady::time_point::max());
+  auto sigkill = [&](const char* when) {
+    say("pid " + std::to_string(pid) + " still running " + when + ": SIGKILL");
     ::kill(pid, SIGKILL);
+    if (group) signal_descendants(SIGKILL);  // in a PID namespace the kernel does this
     next = watch::none;
   };
   while (!wstatus) {
-    // index 0: a signal; index 1: what `next` watches
-    std::variant<std::tuple<error_code, int>, std::tuple<error_code>> ev;
+    // index 0: a signal; index 1: what `next` watches; index 2: --max-hold
+    std::variant<std::tuple<error_code, int>, std::tuple<error_code>, std::tuple<error_code>> ev;
+    auto held_too_long = hold_timer.async_wait(use_tuple);
     switch (next) {
       case watch::deadline:
-        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_deadline(grace, use_tuple));
+        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_deadline(grace, use_tuple) || std::move(held_too_long));
         break;
       case watch::loss:
-        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_lost(use_tuple));
+        ev = co_await (sigs.async_wait(use_tuple) || guard.async_wait_lost(use_tuple) || std::move(held_too_long));
         break;
       case watch::kill_timer:
-        ev = co_await (sigs.async_wait(use_tuple) || kill_timer.async_wait(use_tuple));
+        ev = co_await (sigs.async_wait(use_tuple) || kill_timer.async_wait(use_tuple) || std::move(held_too_long));
         break;
       case watch::none:
         ev.emplace<0>(co_await sigs.async_wait(use_tuple));
@@ -55,19 +61,34 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       auto [ec, sig] = std::get<0>(ev);
       if (ec) throw boost::system::system_error(ec, "signal wait");
       if (sig == SIGCHLD) {
+        // The command (or our init), and in a process group the orphans we adopted.
         int st = 0;
-        pid_t r = ::waitpid(pid, &st, WNOHANG);
-        if (r == pid) wstatus = st;  // else a stop/continue notification
+        for (pid_t r; (r = ::waitpid(-1, &st, WNOHANG)) > 0;)
+          if (r == pid) wstatus = st;
       } else {
         ::kill(pid, sig);
       }
       continue;
     }
+    if (ev.index() == 2) {
+      hold_timer.expires_at(steady::time_point::max());
+      result.max_hold = true;
+      if (next == watch::deadline) {
+        say(o.path + ": held for " + seconds_str(o.max_hold) + " s (--max-hold): terminating pid " + std::to_string(pid) +
+            ", SIGKILL in " + seconds_str(grace.count() / 1000.0) + " s");
+        ::kill(pid, SIGTERM);
+        kill_timer.expires_after(grace);
+        next = watch::kill_timer;
+      }
+      continue;
+    }
     auto [ec] = std::get<1>(ev);
-    if (next == watch::loss || next == watch::kill_timer) {
-      sigkill();
+    if (next == watch::loss) {
+      sigkill("at the deadline");
+    } else if (next == watch::kill_timer) {
+      sigkill(result.lost ? "at the deadline" : "after the grace");
     } else if (!ec) {
-      lost = true;
+      result.lost = true;
       char left[32];
       std::snprintf(left, sizeof left, "%.2f",
                     std::max(0.0, std::chrono::duration<double>(guard.valid_until() - steady::now()).count()));
@@ -76,7 +97,7 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       ::kill(pid, SIGTERM);
       next = watch::loss;
     } else if (ec == zklock::errc::lock_lost) {
-      lost = true;
+      result.lost = true;
       say(o.path + ": " + o.held() + " lost (" +
           (s.state() == zklock::session_state::expired || s.state() == zklock::session_state::closed
                ? std::string("session expired")
@@ -90,7 +111,10 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       next = watch::none;
     }
   }
-  co_return supervised_exit{*wstatus, lost};
+  // What the command left running goes with it (in a PID namespace it is gone already).
+  if (group) kill_descendants();
+  result.wstatus = *wstatus;
+  co_return result;
 }
 
 }  // namespace zklock_cli

@@ -54,8 +54,10 @@ struct latency_histogram {
 ///
 /// An acquire is counted once when it starts and once by its outcome: granted, timed_out
 /// (errc::lock_timeout), cancelled (operation_aborted), busy (a try-acquire refused:
-/// errc::lock_busy) or failed (any other error). A grant ends as released or lost (once; a
-/// lost hold released later counts as lost).
+/// errc::lock_busy) or failed (any other error). The outcome follows the handler's code: a timed
+/// acquire whose time ran out while the session was not connected completes with
+/// errc::connection_unavailable and is failed, not timed_out (an outage is not contention). A
+/// grant ends as released or lost (once; a lost hold released later counts as lost).
 struct lock_path_metrics {
   std::string path;  ///< the lock dir; "(other)": paths beyond lock_metrics_options::max_paths
   /// the side or kind of lock these counters are for
@@ -131,9 +133,11 @@ struct lock_event {
 /// session_options::lock_metrics.
 struct lock_metrics_options {
   /// Distinct (path, kind) pairs counted one by one; events of further pairs are added up in
-  /// one "(other)" entry per kind. Bounds the memory (about 700 bytes per pair plus the path).
+  /// one "(other)" entry per kind. Each pair is 68 Prometheus series (to_prometheus) and about
+  /// 700 bytes plus the path: the default keeps a session's scrape to 1,360 series (1,700 with
+  /// every kind's "(other)"). Raise it when a few more lock paths are worth their series.
   /// 0: count nothing (the hook is still called).
-  std::size_t max_paths = 1000;
+  std::size_t max_paths = 20;
   /// Called on the session's executor for every event, after it was counted. It must not block
   /// nor call into the session or a lock synchronously (post instead), as state listeners.
   std::function<void(const lock_event&)> on_event;

@@ -28,57 +28,13 @@ struct lock_dir;
 
 /// How a mutex object queues its own acquires.
 ///
-/// local_queue = true: the two-level lock. Every acquire through this mutex object
-/// (async_acquire, async_acquire_for, async_try_acquire, the reentrant owner_id form) waits in a
-/// local FIFO; at most one node of this object is in the lock dir at any time, whatever the
-/// number of waiters, and while it is held the lock passes from one local holder to the next
-/// without any request (a local handoff: microseconds, against a ZooKeeper handoff's round
-/// trips). Turn it on when many coroutines of one process take the same lock path through one
-/// mutex object (a server's requests on a hot item); it changes nothing for a lone acquirer
-/// but the bookkeeping.
-///
-/// Fairness to other processes: a node of ours grants at most `max_local_handoffs` local
-/// holders (its first, from ZooKeeper, counted; values below 1 count as 1) unless a listing
-/// of the lock dir, made while we hold it (one getChildren with a child watch, set only while
-/// we hold *and* have local waiters: only the holder's process watches, so no herd; re-listed
-/// only when that watch fires, never per handoff), showed no other contender. Past that
-/// number with anyone else queued (or not yet known), the node is released and our remaining
-/// waiters queue again with a new node, behind every process already queued. The bound: with
-/// N other processes waiting, our process makes at most max_local_handoffs grants on the
-/// current node once our session has seen their nodes (the listing, or the watch's event and
-/// the listing after it; grants made before that on the same node count too), and none more
-/// before all N are served; a process behind k others that use the same setting waits for at
-/// most (k + 1) * max_local_handoffs grants. max_local_handoffs = 1 is the plain mutex's
-/// fairness (one grant per queue turn); larger values trade the others' wait for throughput.
-///
-/// Fencing: local holders share one node, so a local holder's lock_guard::fencing_token() is
-/// `czxid << 16 | generation`: the node's czxid in the high 48 bits, the local generation on
-/// that node (0 for the node's first holder, then 1, 2, ...) in the low 16 bits. It increases
-/// strictly across every holder of the path that uses this form: local holders of one node by
-/// generation, and successive nodes by czxid. Limits: the czxid must be below 2^47, i.e. the
-/// ZooKeeper epoch (a zxid's high 32 bits, one per leader election) below 2^15; a node grants
-/// at most 2^16 local holders, then is released and a new one taken. Holders of the same path
-/// through a plain mutex (or Curator, kazoo) report their czxid: a resource shared with them
-/// compares `czxid << 16` for those (their czxid is their generation 0).
-///
-/// Loss: when our node is lost (session expired or closed, validity deadline passed, node
-/// deleted by someone else) the local holder's guard turns lost (status, async_wait_lost,
-/// lost_slot) as a mutex guard does. Local waiters fail with errc::session_expired /
-/// session_closed when the session ended, as the mutex's waiters do; when it lives they stay
-/// queued, and a new node is acquired for them once the lost holder's guard is released (our
-/// lost node, if it still exists, is deleted first).
-///
-/// Cancellation and timeout of a local waiter complete it at once (all cancellation types:
-/// nothing of it is on the server); when no local waiter is left the node's acquire is
-/// cancelled and cleaned up as a mutex acquire's. A try-acquire fails with lock_busy at once
-/// while a local holder or waiter is there (nothing queued, nothing sent), and otherwise is
-/// a plain try-acquire: nothing is left behind when busy, locally or on the server.
-///
-/// Costs: one getChildren per node held with local waiters (and one more per change of the
-/// lock dir's children while we hold with local waiters); a giving-up costs the node's delete
-/// and a new node's create (one round trip each: the delete's reply comes before the create,
-/// which keeps "one node at a time" true whatever the connection does). Lock order between
-/// processes stays FIFO by node, within the process FIFO by acquire.
+/// local_queue = true: the two-level lock. Every acquire through this mutex object waits in a
+/// local FIFO behind at most one node of this object in the lock dir, and while that node is
+/// held the lock passes from one local holder to the next without any request (microseconds).
+/// max_local_handoffs bounds the local grants per node while another process waits; local
+/// holders' fencing tokens are `czxid << 16 | generation`. The guide is README.md's "The mutex"
+/// (local queue); the exact rules (fairness, fencing, loss, cancellation, costs) are in
+/// docs/REFERENCE.md, "The mutex's local queue: the exact rules".
 struct mutex_options {
   /// Queue this object's acquires locally behind one node (the two-level lock above).
   bool local_queue = false;

@@ -8,6 +8,7 @@
 
 #include <boost/asio/async_result.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,11 +21,30 @@ namespace zklock {
 /// `LockInternals.REVOKE_MESSAGE`, the bytes "__REVOKE__".
 inline constexpr std::string_view revoke_request_data = "__REVOKE__";
 
+/// What async_revoke_holders does beyond asking (its revoke_options form).
+struct revoke_options {
+  /// The number of leases when the lock dir is a semaphore's leases dir (>= 1).
+  int max_leases = 1;
+  /// Forced revocation: a holder whose node still exists this long after the request (it has
+  /// not released) has its node deleted, which ends its hold as a session expiry would; the
+  /// next waiter is granted. max: never (cooperative revocation only).
+  std::chrono::steady_clock::duration force_after = std::chrono::steady_clock::duration::max();
+};
+
+/// What async_revoke_holders did, in queue order.
+struct revoke_result {
+  std::vector<std::string> asked;    ///< the nodes "__REVOKE__" was written into
+  std::vector<std::string> deleted;  ///< those still there after force_after, which were deleted
+};
+
 namespace detail {
+using revoke_result_handler = asio::any_completion_handler<void(error_code, revoke_result)>;
 using revoked_nodes_handler = asio::any_completion_handler<void(error_code, std::vector<std::string>)>;
 ZKLOCK_API void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h);
 ZKLOCK_API void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
                     revoked_nodes_handler h);
+ZKLOCK_API void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, revoke_options options,
+                               revoke_result_handler h);
 }  // namespace detail
 
 /// Asks the holder of lock node `node_path` (a full path, e.g. a contender's node under its lock
@@ -60,7 +80,7 @@ auto async_request_revoke(basic_session<Executor>& s, std::string node_path, Tok
 /// still apply). An election's leader is revoked by the same write, which replaces the
 /// participant id stored in its node: observers read "__REVOKE__" as its id until it resigns.
 template <class Executor, class Token = detail::default_token_t<Executor>>
-  requires(!std::is_integral_v<std::remove_cvref_t<Token>>)
+  requires(!std::is_integral_v<std::remove_cvref_t<Token>> && !std::is_same_v<std::remove_cvref_t<Token>, revoke_options>)
 auto async_revoke_holders(basic_session<Executor>& s, std::string lock_path, Token&& token = {}) {
   return async_revoke_holders(s, std::move(lock_path), 1, std::forward<Token>(token));
 }
@@ -72,6 +92,26 @@ auto async_revoke_holders(basic_session<Executor>& s, std::string lock_path, int
         detail::revoke_holders(impl, std::move(path), leases, detail::revoked_nodes_handler(std::move(h)));
       },
       token, std::move(lock_path), max_leases);
+}
+
+/// The same with options, among them forced revocation: asks as above, then, when
+/// `options.force_after` is not max, waits that long and deletes each asked node that is
+/// still there (one delete each, pipelined, any version). Deleting a holder's node needs the
+/// DELETE permission on the lock dir (ZooKeeper checks a delete against the parent's ACL; an
+/// open dir allows anyone, a creator_all dir only its creator's credentials). A zklock holder
+/// watching its node learns at once that its lock is lost (lock_guard::async_wait_lost); any
+/// holder's next guarded write fails: its node and, for the next holder, a higher fencing
+/// token say so.
+/// Handler: void(error_code, revoke_result). Errors: as above, and those of the deletes (the
+/// first one; zk_errc::no_node is none: that holder released). Cancellation: terminal and
+/// partial; during the wait nothing is deleted (operation_aborted, with the nodes asked).
+template <class Executor, class Token = detail::default_token_t<Executor>>
+auto async_revoke_holders(basic_session<Executor>& s, std::string lock_path, revoke_options options, Token&& token = {}) {
+  return asio::async_initiate<Token, void(error_code, revoke_result)>(
+      [impl = detail::access::impl(s)](auto h, std::string path, revoke_options o) {
+        detail::revoke_holders(impl, std::move(path), o, detail::revoke_result_handler(std::move(h)));
+      },
+      token, std::move(lock_path), options);
 }
 
 }  // namespace zklock

@@ -238,10 +238,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     h->kind = fsm_.kind();
     h->metrics = metrics_.granted();
     h->start();
-    if (owner_) {
-      m_->owned = h;
-      m_->owner = *owner_;
-    }
+    if (owner_) m_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }
 

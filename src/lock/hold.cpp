@@ -1,4 +1,5 @@
 #include "lock/hold.hpp"
+#include "lock/local_queue.hpp"
 #include "sansio/queue.hpp"
 
 #include <boost/asio/post.hpp>
@@ -173,13 +174,14 @@ void hold::run(const hold_fsm::actions& actions) {
 }
 
 void hold::release_one(void_handler h) {
-  if (local_release) return local_release(shared_from_this(), std::move(h));
   pending<void(error_code)>::ptr op;
   if (h) op = pending<void(error_code)>::make(std::move(h), s->executor());
   if (fsm.status() != lock_status::released && --count > 0) {
     if (op) op->complete({});
     return;
   }
+  // A local hold's node is its queue's: a local handoff or the node's release, the queue decides.
+  if (is_local()) return release_local_hold(*local_queue_owner, shared_from_this(), std::move(op));
   bool was_open = fsm.status() != lock_status::released;
   if (op) {
     if (release_waiter) release_waiter->complete(errc::already_released);
@@ -190,11 +192,14 @@ void hold::release_one(void_handler h) {
     owed = true;
     s->keep_owed(shared_from_this());
   }
-  if (was_open) {
-    metrics.released();
-    deadline_timer.cancel();
-    complete_lost_waiters(errc::already_released);
-  }
+  if (was_open) end_released();
+}
+
+void hold::end_released() {
+  metrics.released();  // (a lost one counted its loss already)
+  deadline_timer.cancel();
+  complete_lost_waiters(errc::already_released);
+  drop_revoke_watch();
 }
 
 // The release: a plain delete. Its *deleted* event is our successor's turn when we were its

@@ -2,7 +2,8 @@
 // watches the session and the validity deadline. Every recipe's guard holds one.
 //
 // The release path, top to bottom: lock_guard::async_release takes a release_ticket (guard.cpp)
-// -> hold::release_one -> hold_fsm::release decides -> hold::run carries out its actions
+// -> hold::release_one (a local hold: release_local_hold, where its queue chooses between a
+// local handoff and the node's release) -> hold_fsm::release decides -> hold::run carries out its actions
 // (send_release: the delete) -> the reply -> hold_fsm::on_release_reply -> run again
 // (complete_release: the caller's handler).
 #pragma once
@@ -25,6 +26,8 @@
 #include <vector>
 
 namespace zklock::detail {
+
+class local_queue;
 
 struct hold : std::enable_shared_from_this<hold> {
   std::shared_ptr<session_impl> s;
@@ -55,10 +58,11 @@ struct hold : std::enable_shared_from_this<hold> {
   hold_probe metrics;  // counts our end (released or lost) in the session's lock metrics
 
   // A local hold (mutex_options::local_queue, src/lock/local_queue.cpp): one grant of a
-  // mutex's local queue on the node that the queue's own ZooKeeper hold keeps. Set, it takes
-  // every release_one instead of this hold's state machine: the queue decides what becomes of
-  // the node. Its status is driven from outside through apply (never start()ed).
-  std::function<void(const std::shared_ptr<hold>&, void_handler)> local_release;
+  // mutex's local queue on the node that the queue's own ZooKeeper hold keeps. Its last
+  // release goes to that queue (release_local_hold), which decides between a local handoff and
+  // the node's release. Its status is driven from outside through apply (never start()ed).
+  std::shared_ptr<local_queue> local_queue_owner;
+  bool is_local() const noexcept { return local_queue_owner != nullptr; }
 
   // lock_guard::async_wait_revoked (src/lock/revocation.cpp): a data watch on our node, set
   // only while someone waits.
@@ -66,7 +70,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::vector<pending<void(error_code)>::ptr> revoke_waiters;
   boost::intrusive_ptr<watch_state> revoke_watch;
 
-  /// `local`: a local queue's hold (see local_release).
+  /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
   ~hold();
 
@@ -93,6 +97,10 @@ struct hold : std::enable_shared_from_this<hold> {
   void complete_lost_waiters(error_code ec);
   /// A local hold that ended: removes its revocation watch from the node it leaves behind.
   void drop_revoke_watch();
+  /// The end of a hold its owner gave back (its last count), whoever releases the node:
+  /// counted in the metrics, its timer stopped, its waits (lost, deadline, revoked) answered
+  /// already_released, a local hold's revocation watch removed.
+  void end_released();
 
  private:
   void on_session_state(session_state st);

@@ -24,19 +24,25 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
-    if (listener_) s_->unsubscribe(listener_);
-    for (auto& [id, w] : waiters_) w.op->on_cancel = nullptr;
+    // Any thread may run this (a released local guard destroyed there holds our last
+    // reference): what belongs to the session's executor (its listener map, the watch's
+    // reference count, the waiters' timers and cancellation) is let go there, as ~hold does.
+    struct teardown {
+      std::shared_ptr<session_impl> s;
+      std::uint64_t listener;
+      boost::intrusive_ptr<watch_state> watch;
+      std::map<std::uint64_t, waiter> waiters;
+    };
+    auto t = std::make_shared<teardown>(teardown{s_, listener_, std::move(watch_), std::move(waiters_)});
+    asio::post(s_->executor(), [t] {
+      if (t->listener) t->s->unsubscribe(t->listener);
+      for (auto& [id, w] : t->waiters) w.op->on_cancel = nullptr;
+    });
   }
 
   void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
     if (!listener_) follow_session();
-    // Reentrant: the owner holding through this mutex gets another guard on its local hold.
-    if (p.owner) {
-      if (auto h = holder_hold_.lock(); h && holder_owner_ == *p.owner && h->owns()) {
-        ++h->count;
-        return op->complete({}, make_guard(std::move(h)));
-      }
-    }
+    if (holder_.reenter(p, op)) return;  // the owner holding through this mutex: its local hold again
     // (the session's end was checked by start_acquire, session_end.hpp's rule)
     // A try-acquire never waits for a reconnect (as the mutex's).
     if (p.mode == lock_mode::try_once && !is_connected(s_->state()))
@@ -109,7 +115,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         case local_action::grant: grant(a.waiter, a.generation); break;
         case local_action::fail: finish(a.waiter, a.ec); break;
         case local_action::lose_holder:
-          if (auto h = holder_hold_.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
+          if (auto h = holder_.held.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
           break;
       }
     }
@@ -129,8 +135,8 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         auto self = weak.lock();
         if (!self) return;
         self->see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
-        auto h = self->holder_hold_.lock();
-        if (!h || h->local_release == nullptr) return;
+        auto h = self->holder_.held.lock();
+        if (!h) return;
         if (st == session_state::suspended)
           apply_local(*h, h->fsm.on_suspended());
         else if (is_connected(st))
@@ -230,12 +236,9 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     h->token = local_fencing_token(czxid_, generation);
     h->session_id = s_->session_id();
     h->metrics = w.metrics.granted_locally(generation);
-    h->local_release = [self = shared_from_this(), id](const std::shared_ptr<hold>& h, void_handler handler) {
-      self->local_release(id, h, std::move(handler));
-    };
-    holder_hold_ = h;
+    h->local_queue_owner = shared_from_this();
+    holder_ = {h, w.owner};
     holder_id_ = id;
-    holder_owner_ = w.owner;
     w.op->complete({}, make_guard(std::move(h)));
   }
 
@@ -243,32 +246,25 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (auto w = take_waiter(id)) w->metrics.failed(ec), w->op->complete(ec, lock_guard{});
   }
 
-  // A local holder gives its hold back (lock_guard::async_release, or its destructor): at once,
-  // nothing sent; the queue then hands the lock on or releases the node.
-  void local_release(std::uint64_t id, const std::shared_ptr<hold>& h, void_handler handler) {
-    pending<void(error_code)>::ptr op;
-    if (handler) op = pending<void(error_code)>::make(std::move(handler), s_->executor());
+  // The local holder gave its hold back (its last count; lock_guard::async_release, or its
+  // destructor): at once, nothing sent; the queue then hands the lock on or releases the node.
+ public:
+  void release_local(const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {
     if (h->fsm.status() == lock_status::released) {
       if (op) op->complete(errc::already_released);
       return;
     }
-    if (--h->count > 0) {
-      if (op) op->complete({});
-      return;
-    }
     const bool lost = h->fsm.status() == lock_status::lost;
     (void)h->fsm.release(false);  // its status only: the node is the queue's
-    h->metrics.released();        // (a lost one counted its loss already)
-    h->deadline_timer.cancel();
-    h->complete_lost_waiters(errc::already_released);  // its lost, deadline and revocation waits
-    h->drop_revoke_watch();                            // the node stays: its watch on it goes
+    h->end_released();
     if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
-    if (holder_id_ == id) {
-      holder_hold_.reset();
-      holder_owner_.reset();
-    }
+    if (holder_.held.lock() != h) return;  // (cannot happen: one local holder at a time)
+    const auto id = holder_id_;
+    holder_ = {};
     feed([&] { return fsm_.release(id); });
   }
+
+ private:
 
   std::shared_ptr<session_impl> s_;
   std::shared_ptr<lock_dir> node_dir_;  // a plain lock dir: the queue's node is an ordinary acquire
@@ -284,16 +280,19 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   std::int64_t czxid_ = 0;
   boost::intrusive_ptr<watch_state> watch_;
   // the local holder
-  std::weak_ptr<hold> holder_hold_;
+  reentrant_hold holder_;
   std::int64_t node_session_ = 0;  // the ZooKeeper session the node belongs to
   error_code node_lost_;  // why the node's hold was lost (errc::lock_lost naming the cause); empty while held
   std::uint64_t holder_id_ = 0;
-  std::optional<owner_id> holder_owner_;
 };
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
                                               int max_local_handoffs, std::string identity) {
   return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs, std::move(identity));
+}
+
+void release_local_hold(local_queue& q, const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {
+  q.release_local(h, std::move(op));
 }
 
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,

@@ -2,7 +2,7 @@
 // (src/sansio/local_queue_fsm.hpp). The acquires of one mutex object wait here; the node they
 // share is acquired by the ordinary lock runner (start_acquire on a plain lock dir, so its
 // guard, hold, lost-tracking and release are the mutex's own), and each local grant is a
-// "local hold" (hold::local_release) on that node with its own fencing token.
+// "local hold" (hold::local_queue_owner) on that node with its own fencing token.
 #pragma once
 
 #include "lock/lock_dir.hpp"
@@ -25,6 +25,10 @@ std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, s
 /// One acquire through a local-queue mutex (path validated by start_acquire).
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,
                          acquire_params p);
+
+/// The last release of a local hold of `q` (hold::release_one; `op` may be empty): a local
+/// handoff to the next local waiter (nothing sent), or the node's release when none may have it.
+void release_local_hold(local_queue& q, const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op);
 
 /// A local holder's fencing token: the node's czxid in the high 48 bits, the local generation
 /// (0 for the node's first holder) in the low 16 (see mutex_options).

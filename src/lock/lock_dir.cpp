@@ -30,6 +30,19 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
   return m;
 }
 
+bool reentrant_hold::reenter(const acquire_params& p, const pending<void(error_code, lock_guard)>::ptr& op) {
+  if (!p.owner || owner != p.owner) return false;
+  auto h = held.lock();
+  if (!h || !h->owns()) return false;
+  if (h->kind == lock_kind::read && p.kind != lock_kind::read) {
+    op->complete(errc::upgrade_refused, lock_guard{});
+    return true;
+  }
+  ++h->count;
+  op->complete({}, make_guard(std::move(h)));
+  return true;
+}
+
 const std::string& lock_dir_path(const lock_dir& d) noexcept { return d.path; }
 
 void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler h) {
@@ -84,15 +97,7 @@ void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, ac
     if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
     // Our node's data: the marker of its kind and who we are (an election passes its own).
     if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), state->identity);
-    if (p.owner) {
-      if (auto held = state->owned.lock(); held && state->owner == *p.owner && held->owns()) {
-        // A read hold cannot become a write hold by queueing: the write would wait behind our
-        // own read. A write hold covers reading (as Curator's reentrant read-under-write).
-        if (held->kind == lock_kind::read && p.kind != lock_kind::read) return op->complete(errc::upgrade_refused, lock_guard{});
-        ++held->count;
-        return op->complete({}, make_guard(std::move(held)));
-      }
-    }
+    if (state->owned.reenter(p, op)) return;
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
     if (p.mode != lock_mode::wait && !is_connected(state->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});

@@ -5,9 +5,11 @@
 
 #include "engine/session_impl.hpp"
 
+#include <zklock/detail/acquire_params.hpp>
 #include <zklock/mutex.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,13 +18,24 @@ namespace zklock::detail {
 struct hold;
 class local_queue;
 
+/// Reentrancy (async_acquire with an owner_id), the one rule for every lock object (a lock
+/// dir, a mutex's local queue): the owner that holds through it now gets another guard on its
+/// hold while that still holds; a read hold is never made a write hold (the write would wait
+/// behind our own read; a write hold covers reading, as Curator's reentrant read-under-write).
+struct reentrant_hold {
+  std::weak_ptr<hold> held;
+  std::optional<owner_id> owner;  // empty: held by an acquire without an owner
+
+  /// Completes `op` when `p`'s owner holds here already (another guard, or
+  /// errc::upgrade_refused); false when the acquire goes on.
+  bool reenter(const acquire_params& p, const pending<void(error_code, lock_guard)>::ptr& op);
+};
+
 struct lock_dir {
   std::shared_ptr<session_impl> s;
   std::string path;
   error_code path_error;  // reported by every operation; nothing is sent
-  // reentrancy: the hold currently owned through this object by a named owner
-  std::weak_ptr<hold> owned;
-  owner_id owner;
+  reentrant_hold owned;  // the hold currently owned through this object by a named owner
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
   std::string identity;  // after the marker in our nodes' data (session_options::identity by default)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)

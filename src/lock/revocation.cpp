@@ -8,7 +8,11 @@
 #include <zklock/path.hpp>
 #include <zklock/revoke.hpp>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/steady_timer.hpp>
+
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace zklock::detail {
@@ -101,7 +105,7 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
 // its data watch goes with the hold, or it would stay registered and fire for a request meant
 // for a later holder. (A hold's own node is deleted at its end, which takes the watch.)
 void hold::drop_revoke_watch() {
-  if (!local_release || !revoke_watch || !revoke_watch->registered) return;
+  if (!is_local() || !revoke_watch || !revoke_watch->registered) return;
   // (a removal lost with the connection leaves one watch, whose event finds the hold ended)
   s->remove_watch(std::exchange(revoke_watch, nullptr), void_handler([](error_code) {}));
 }
@@ -154,6 +158,57 @@ void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_pat
                     }));
       }
     }));
+  });
+}
+
+void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, revoke_options options,
+                    revoke_result_handler h) {
+  on_executor(s->executor(), std::move(h), [s, path = std::move(lock_path), options](auto h) mutable {
+    auto op = pending<void(error_code, revoke_result)>::make(
+        std::move(h), s->executor(), asio::cancellation_type::terminal | asio::cancellation_type::partial);
+    struct state {
+      asio::cancellation_signal asking;        // the requests
+      std::optional<asio::steady_timer> wait;  // force_after
+      revoke_result result;
+    };
+    auto st = std::make_shared<state>();
+    auto* raw = op.get();
+    op->on_cancel = [st, raw](asio::cancellation_type t) {
+      if (!st->wait) return st->asking.emit(t);
+      st->wait->cancel();
+      raw->complete(asio::error::operation_aborted, st->result);  // deletes on the wire may still apply
+    };
+    auto asked = [op, st, s, force_after = options.force_after](error_code ec, std::vector<std::string> nodes) {
+      if (!op->active()) return;
+      st->result.asked = std::move(nodes);
+      if (ec || st->result.asked.empty() || force_after == std::chrono::steady_clock::duration::max())
+        return op->complete(ec, st->result);
+      st->wait.emplace(s->executor(), force_after);
+      st->wait->async_wait([op, st, s](error_code tec) {
+        if (!op->active() || tec) return;
+        // Whoever still has a node still holds: delete it (no_node: released meanwhile).
+        struct progress {
+          std::vector<bool> deleted;
+          std::size_t remaining;
+          error_code first_error;
+        };
+        auto p = std::make_shared<progress>();
+        p->deleted.assign(st->result.asked.size(), false);
+        p->remaining = st->result.asked.size();
+        session_impl::send_batch together(s.get());
+        for (std::size_t k = 0; k < st->result.asked.size(); ++k)
+          s->remove(st->result.asked[k], -1, void_handler([op, st, p, k](error_code dec) {
+            if (!dec) p->deleted[k] = true;
+            else if (dec != zk_errc::no_node && !p->first_error) p->first_error = dec;
+            if (--p->remaining > 0) return;
+            for (std::size_t i = 0; i < p->deleted.size(); ++i)
+              if (p->deleted[i]) st->result.deleted.push_back(st->result.asked[i]);
+            op->complete(p->first_error, st->result);
+          }));
+      });
+    };
+    revoke_holders(s, std::move(path), options.max_leases,
+                   revoked_nodes_handler(asio::bind_cancellation_slot(st->asking.slot(), std::move(asked))));
   });
 }
 

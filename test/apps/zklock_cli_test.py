@@ -25,6 +25,10 @@ DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stoppe
 
 EXIT_USAGE, EXIT_NOBODY, EXIT_BUSY, EXIT_LOST, EXIT_MAX_HOLD = 2, 3, 75, 76, 77
 
+# A command's own pid as the host sees it (in a PID namespace of its own, $$ is the
+# namespace's): the shell opens /proc/self/stat itself for a builtin's redirection.
+ECHO_PID = 'read -r _pid _ < /proc/self/stat; echo "$_pid"'
+
 
 class Case(zk_fixture.Case):
     """A zk_fixture.Case that runs zklock against the server."""
@@ -79,7 +83,7 @@ def pid_alive(pid):
 
 
 def read_pidfile(path):
-    """The pid a command wrote with `echo $$ > path`, once the line is complete."""
+    """The pid a command wrote with `ECHO_PID > path` (as the host sees it), once the line is complete."""
     def ready():
         if os.path.exists(path):
             with open(path) as f:
@@ -300,7 +304,7 @@ def case_semaphore(c):
 
 def case_lock_lost(c):
     pidfile = c.path("child.pid")
-    p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = int(wait_for(lambda: open(pidfile).read().strip() if os.path.exists(pidfile) and open(pidfile).read().endswith("\n") else None,
                          20, "the child to start"))
     check(pid_alive(child), "child not running")
@@ -325,7 +329,7 @@ def case_lock_lost(c):
     # a child that ignores SIGTERM is killed after --kill-grace
     pidfile2 = c.path("child2.pid")
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/lost2", "--",
-                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile2}"; while :; do sleep 0.2; done')
+                "sh", "-c", f'trap "" TERM; {ECHO_PID} > "{pidfile2}"; while :; do sleep 0.2; done')
     child = int(wait_for(lambda: open(pidfile2).read().strip() if os.path.exists(pidfile2) and open(pidfile2).read().endswith("\n") else None,
                          20, "the child to start"))
     os.kill(p.pid, signal.SIGSTOP)
@@ -401,7 +405,7 @@ def case_partition(c):
     # it last heard from us, which was before the server stopped), and zklock exits 76.
     pidfile = c.path("child.pid")
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/partition", "--",
-                "sh", "-c", f'trap "" TERM; echo $$ > "{pidfile}"; exec sleep 60')
+                "sh", "-c", f'trap "" TERM; {ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = read_pidfile(pidfile)
     t0 = time.monotonic()
     rc, out, err = wait_with_server_stopped(c, p)
@@ -429,7 +433,7 @@ def case_deadline_supervision(c):
     def start(name):
         terms, pidfile, stop = c.path(name + ".terms"), c.path(name + ".pid"), c.path(name + ".stop")
         p = c.start("exec", "--session-timeout", str(timeout), "--kill-grace", str(grace), "/apps/" + name, "--",
-                    "sh", "-c", f'trap \'echo TERM >> "{terms}"\' TERM; echo $$ > "{pidfile}"; '
+                    "sh", "-c", f'trap \'echo TERM >> "{terms}"\' TERM; {ECHO_PID} > "{pidfile}"; '
                                 f'while [ ! -e "{stop}" ]; do sleep 0.05; done')
         return p, read_pidfile(pidfile), terms, stop
 
@@ -553,7 +557,7 @@ def case_sigpipe(c):
 def case_parent_death(c):
     # kill -9 of zklock also kills its command (PR_SET_PDEATHSIG): it must not run unlocked.
     pidfile = c.path("child.pid")
-    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60')
+    p = c.start("exec", "/apps/pdeath", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 60')
     child = read_pidfile(pidfile)
     try:
         os.kill(p.pid, signal.SIGKILL)
@@ -571,7 +575,7 @@ def case_ignored_signals(c):
     # survives it, the command inherits SIG_IGN and runs to its end under the lock.
     for sig in (signal.SIGHUP, signal.SIGINT):
         pidfile = c.path(f"child-{sig.name}.pid")
-        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 1.5',
+        p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 1.5',
                     preexec_fn=lambda sig=sig: signal.signal(sig, signal.SIG_IGN))
         child = read_pidfile(pidfile)
         t0 = time.monotonic()
@@ -586,7 +590,7 @@ def case_ignored_signals(c):
         check(time.monotonic() - t0 >= 1.2, "the command did not run to its end")
     # not ignored: the command gets the default disposition and zklock forwards the signal
     pidfile = c.path("child-default.pid")
-    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 30')
+    p = c.start("exec", "/apps/ignored", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 30')
     child = read_pidfile(pidfile)
     check(ignored_signals_of(child) & ((1 << (signal.SIGHUP - 1)) | (1 << (signal.SIGINT - 1))) == 0,
           "the command ignores SIGHUP/SIGINT though the caller did not")
@@ -784,7 +788,9 @@ def case_elect(c):
     procs = []
     for i in range(3):
         procs.append(c.start("elect", "--id", f"cand{i}", "/apps/elect", "--", "sh", "-c", script, "_", logf))
-        wait_for(lambda: len(holders(c, "/apps/elect")) == i + 1 or os.path.exists(logf), 20, f"cand{i} to queue")
+        # queued (its node listed), or already leading or done (in the log)
+        wait_for(lambda: f"cand{i}" in [r[5] for r in holders(c, "/apps/elect")]
+                 or (os.path.exists(logf) and f"cand{i} " in open(logf).read()), 20, f"cand{i} to queue")
         if i == 0:
             wait_for(lambda: os.path.exists(logf), 20, "the first leader to run")
             rc, out, *_ = c.run("leader", "/apps/elect")
@@ -848,7 +854,7 @@ def case_elect_lost(c):
     logf = c.path("terms")
     pidfile = c.path("child.pid")
     p = c.start("elect", "--id", "old", "--session-timeout", "2", "--kill-grace", "1", "/apps/elect-lost", "--",
-                "sh", "-c", f'echo $$ > "{pidfile}"; trap \'echo "old end $(date +%s.%N)" >> "{logf}"; exit 0\' TERM; '
+                "sh", "-c", f'{ECHO_PID} > "{pidfile}"; trap \'echo "old end $(date +%s.%N)" >> "{logf}"; exit 0\' TERM; '
                             'while :; do sleep 0.05; done')
     child = read_pidfile(pidfile)
     nxt = c.start("elect", "--id", "new", "/apps/elect-lost", "--",
@@ -1163,6 +1169,214 @@ def case_digest_acl(c):
     check(rc == EXIT_USAGE and "--acl creator" in err and "credentials" in err, f"--acl creator, no credentials -> {rc}: {err!r}")
     rc, out, err, _ = c.run("exec", "--acl", "bogus", "/apps/acl-x", "--", "true")
     check(rc == EXIT_USAGE, f"--acl bogus -> {rc}: {err!r}")
+
+
+def tree_command(c, marker):
+    """A command that starts a `setsid` grandchild ignoring SIGTERM (a daemon), writes both pids
+    and waits. Every process of the tree carries ZKLOCK_TEST_TREE=<marker> in its environment."""
+    gpid, cpid = c.path(f"{marker}.grandchild"), c.path(f"{marker}.child")
+    daemon = f'trap "" TERM; {ECHO_PID} > "{gpid}"; while :; do sleep 0.1; done'
+    script = f'setsid sh -c \'{daemon}\' & {ECHO_PID} > "{cpid}"; wait'
+    return ["env", f"ZKLOCK_TEST_TREE={marker}", "sh", "-c", script], cpid, gpid
+
+
+def tree_pids(marker):
+    """Live (not zombie) processes whose environment carries the marker."""
+    found = []
+    needle = f"ZKLOCK_TEST_TREE={marker}".encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if needle in f.read().split(b"\0") and pid_alive(int(d)):
+                    found.append(int(d))
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            pass
+    return found
+
+
+def start_tree(c, lock, marker, *opts, env=None):
+    cmd, cpid, gpid = tree_command(c, marker)
+    p = c.start("exec", "-v", "--session-timeout", "2", "--kill-grace", "1", *opts, lock, "--", *cmd, env=env)
+    child, grandchild = read_pidfile(cpid), read_pidfile(gpid)
+    check(pid_alive(child) and pid_alive(grandchild), "the tree is not running")
+    check(len(tree_pids(marker)) >= 2, f"tree: {tree_pids(marker)}")
+    return p, child, grandchild
+
+
+def kill_tree(marker):
+    for pid in tree_pids(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def check_tree_stops_with_lost_lock(c, lock, marker, mode_line, *opts, env=None):
+    p, child, grandchild = start_tree(c, lock, marker, *opts, env=env)
+    try:
+        rc, out, err = wait_with_server_stopped(c, p)
+        left = tree_pids(marker)
+        check(rc == EXIT_LOST, f"lock lost -> {rc}: {err!r}")
+        check(left == [], f"processes of the tree still running when zklock exited: {left} "
+                          f"(child {child}, setsid grandchild {grandchild})")
+        check(mode_line in err, f"-v does not say {mode_line!r}: {err!r}")
+    finally:
+        kill_tree(marker)
+
+
+def case_tree_lock_lost(c):
+    """(a) The lock is lost (server stopped past the deadline): the command, and the setsid
+    grandchild that ignores SIGTERM, are all gone when zklock exits 76."""
+    check_tree_stops_with_lost_lock(c, "/apps/tree-lost", "lost", "process tree: a PID namespace of its own")
+
+
+def case_tree_fallback(c):
+    """(c) The fallback (a process group, zklock the subreaper), forced by --process-tree group
+    and by $ZKLOCK_PROCESS_TREE, passes (a) too; and after a normal exit nothing is left."""
+    check_tree_stops_with_lost_lock(c, "/apps/tree-fallback", "fb-opt", "process tree: a process group of its own",
+                                    "--process-tree", "group")
+    env = c.env()
+    env["ZKLOCK_PROCESS_TREE"] = "group"
+    check_tree_stops_with_lost_lock(c, "/apps/tree-fallback", "fb-env", "process tree: a process group of its own",
+                                    env=env)
+    rc, out, err, _ = c.run("exec", "--process-tree", "sideways", "/apps/tree-fallback", "--", "true")
+    check(rc == EXIT_USAGE and "--process-tree" in err, f"--process-tree sideways -> {rc}: {err!r}")
+
+
+def case_tree_normal_exit(c):
+    """The command exits leaving a daemon behind: the daemon does not outlive the lock, in
+    either mode."""
+    for mode in ("namespace", "group"):
+        marker = f"exit-{mode}"
+        cmd, cpid, gpid = tree_command(c, marker)
+        # the command returns once the daemon runs
+        script = cmd[-1].replace("; wait", f'; while [ ! -s "{gpid}" ]; do sleep 0.05; done; exit 3')
+        rc, out, err, _ = c.run("exec", "--process-tree", mode, "/apps/tree-exit", "--", *cmd[:-1], script)
+        try:
+            check(rc == 3, f"{mode}: status {rc}: {err!r}")
+            check(tree_pids(marker) == [], f"{mode}: the daemon outlived the command: {tree_pids(marker)}")
+        finally:
+            kill_tree(marker)
+    check(holders(c, "/apps/tree-exit") == [], "nodes left behind")
+
+
+def case_tree_zklock_killed(c):
+    """(b) kill -9 of zklock: the whole tree (setsid grandchild included) is gone within 1 s."""
+    p, child, grandchild = start_tree(c, "/apps/tree-kill9", "kill9")
+    try:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        t0 = time.monotonic()
+        wait_for(lambda: tree_pids("kill9") == [], 1.0, "the tree to die with zklock")
+        log(f"tree gone {time.monotonic() - t0:.3f}s after zklock was killed")
+    finally:
+        kill_tree("kill9")
+
+
+def case_tree_signals(c):
+    """In a PID namespace our init passes signals on: SIGTERM to zklock reaches a command that
+    is the namespace's second process (a first process would ignore it), and the statuses
+    stay: 128+N for a signal, the command's own otherwise."""
+    pidfile = c.path("child.pid")
+    p = c.start("exec", "/apps/tree-signals", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 30')
+    child = read_pidfile(pidfile)
+    os.kill(p.pid, signal.SIGTERM)
+    rc, *_ = c.wait(p)
+    check(rc == 128 + signal.SIGTERM, f"SIGTERM -> {rc}")
+    check(not pid_alive(child), "the command survived")
+    p = c.start("exec", "/apps/tree-signals", "--", "sh", "-c", f'trap "exit 5" USR1 HUP; {ECHO_PID} > "{pidfile}.2"; '
+                'while :; do sleep 0.05; done')
+    read_pidfile(pidfile + ".2")
+    os.kill(p.pid, signal.SIGHUP)
+    rc, *_ = c.wait(p)
+    check(rc == 5, f"SIGHUP handled by the command -> {rc}")
+
+
+# ---------------------------------------------------------------------------------------------
+# forced revocation and a bounded hold
+
+def case_force_revoke(c):
+    """revoke --force-after S: a holder that ignores the request (zklock exec does not listen)
+    loses its node after S; the next waiter is granted with a higher fencing token; the old
+    holder's guarded write (a transaction behind a check of its node) is rejected."""
+    from kazoo.exceptions import NoNodeError, RolledBackError, RuntimeInconsistency
+    lock = "/apps/force"
+    old_env = c.path("old.env")
+    holder = c.start("exec", lock, "--", "sh", "-c",
+                     f'echo "$ZKLOCK_NODE $ZKLOCK_FENCING_TOKEN" > "{old_env}.tmp"; mv "{old_env}.tmp" "{old_env}"; '
+                     'exec sleep 60')
+    wait_for(lambda: os.path.exists(old_env), 20, "the holder to run")
+    old_node, old_token = open(old_env).read().split()
+    new_env = c.path("new.env")
+    waiter = c.start("exec", lock, "--", "sh", "-c", f'echo "$ZKLOCK_FENCING_TOKEN" > "{new_env}"')
+    wait_for(lambda: len(holders(c, lock)) == 2, 20, "the waiter to queue")
+    rc, out, err, dt = c.run("revoke", "--force-after", "1", lock)
+    check(rc == 0 and out.splitlines() == [old_node], f"revoke --force-after -> {rc}: {out!r} {err!r}")
+    check(f"{old_node}: still held 1 s after the request: deleted" in err, f"no deletion line: {err!r}")
+    check(dt >= 1.0, f"deleted after {dt:.2f}s, before --force-after")
+    with kazoo_client(c.server.connect) as zk:
+        check(zk.exists(old_node) is None, "the holder's node is still there")
+        rc, *_ = c.wait(waiter, timeout=20)
+        check(rc == 0, f"waiter -> {rc}")
+        new_token = int(open(new_env).read())
+        check(new_token > int(old_token), f"fencing tokens: old {old_token}, new {new_token}")
+        zk.ensure_path("/apps/force-resource")
+        t = zk.transaction()
+        t.check(old_node, -1)
+        t.set_data("/apps/force-resource", old_token.encode())
+        results = t.commit()
+        # the check fails (no node), the write after it does not apply (the server reports it
+        # as rolled back or as a runtime inconsistency, by version)
+        check(isinstance(results[0], NoNodeError) and isinstance(results[1], (RolledBackError, RuntimeInconsistency)),
+              f"the old holder's guarded write: {results}")
+        check(zk.get("/apps/force-resource")[0] == b"", "the guarded write applied")
+    # the old holder hears it lost its lock: its command is stopped (76)
+    rc, out, err = c.wait(holder, timeout=30)
+    check(rc == EXIT_LOST and "lock lost" in err, f"old holder -> {rc}: {err!r}")
+    check(holders(c, lock) == [], "nodes left behind")
+    # a holder that releases within S is not touched; nobody holds: 3
+    rc, out, err, _ = c.run("revoke", "--force-after", "1", lock)
+    check(rc == EXIT_NOBODY and out == "", f"--force-after, nobody holds -> {rc}: {err!r}")
+    p = c.start("exec", lock, "--", *holder_command(c, "quick", 0.5))
+    wait_for(lambda: os.path.exists(c.path("quick")), 20, "the quick holder to run")
+    rc, out, err, _ = c.run("revoke", "--force-after", "2", lock)
+    check(rc == 0 and len(out.splitlines()) == 1 and "deleted" not in err, f"released in time -> {rc}: {err!r}")
+    check(c.wait(p)[0] == 0, "the quick holder did not finish")
+    for bad in ("0", "x", "-1"):
+        rc, out, err, _ = c.run("revoke", "--force-after", bad, lock)
+        check(rc == EXIT_USAGE and "--force-after: expected a number of seconds > 0" in err, f"--force-after {bad} -> {rc}")
+
+
+def case_max_hold(c):
+    """exec/elect --max-hold S: the command is stopped after S s of holding (SIGTERM, SIGKILL
+    after --kill-grace), the lock released, status 77."""
+    rc, out, err, dt = c.run("exec", "--max-hold", "1", "/apps/max-hold", "--", "sleep", "30")
+    check(rc == EXIT_MAX_HOLD and "--max-hold" in err, f"--max-hold 1 on sleep 30 -> {rc}: {err!r}")
+    check(1.0 <= dt < 10, f"--max-hold 1 exited after {dt:.2f}s")
+    log(f"--max-hold 1 on sleep 30: exited {rc} after {dt:.2f}s")
+    # a command that ignores SIGTERM: SIGKILL after the grace
+    rc, out, err, dt = c.run("exec", "--max-hold", "1", "--kill-grace", "0.5", "/apps/max-hold", "--",
+                             "sh", "-c", 'trap "" TERM; while :; do sleep 0.1; done')
+    check(rc == EXIT_MAX_HOLD and "SIGKILL" in err, f"--max-hold, TERM ignored -> {rc}: {err!r}")
+    check(1.5 <= dt < 10, f"exited after {dt:.2f}s")
+    # a command that ends in time keeps its own status
+    rc, *_ = c.run("exec", "--max-hold", "5", "/apps/max-hold", "--", "sh", "-c", "exit 4")
+    check(rc == 4, f"ended within --max-hold -> {rc}")
+    # elect
+    rc, out, err, dt = c.run("elect", "--id", "m", "--max-hold", "1", "/apps/max-hold-elect", "--", "sleep", "30")
+    check(rc == EXIT_MAX_HOLD and not says_lock(err), f"elect --max-hold 1 -> {rc}: {err!r}")
+    # the next contender gets the lock once it is released
+    holder = c.start("exec", "--max-hold", "1", "/apps/max-hold", "--", "sleep", "30")
+    wait_for(lambda: len(holders(c, "/apps/max-hold")) == 1, 20, "the holder")
+    rc, *_ = c.run("exec", "--timeout", "20", "/apps/max-hold", "--", "true")
+    check(rc == 0, f"next contender -> {rc}")
+    check(c.wait(holder)[0] == EXIT_MAX_HOLD, "holder status")
+    check(holders(c, "/apps/max-hold") == [] and holders(c, "/apps/max-hold-elect") == [], "nodes left behind")
+    for bad in ("0", "x"):
+        rc, out, err, _ = c.run("exec", "--max-hold", bad, "/apps/max-hold", "--", "true")
+        check(rc == EXIT_USAGE and "--max-hold: expected a number of seconds > 0" in err, f"--max-hold {bad} -> {rc}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

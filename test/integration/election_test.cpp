@@ -743,3 +743,60 @@ TEST_CASE("election: a reaped container path is recreated, before a campaign and
     co_await lc->async_resign(asio::use_awaitable);
   }(), 90s);
 }
+
+TEST_CASE_METHOD(proxied_fixture,
+                 "election: a cancelled observer completes at once while the ensemble is unreachable (terminal, partial), "
+                 "its watch is removed after the reconnect",
+                 "[integration][election][observe][cancel][fault]") {
+  auto& leader_s = connect();
+  auto& watcher_s = connect_proxied(8000ms);
+  const std::string path = "/election/observe-cut";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    election a(leader_s, path, "alpha"), watcher(watcher_s, path, "observer");
+    auto la = co_await a.async_campaign(asio::use_awaitable);
+    auto known = co_await watcher.async_leader(asio::use_awaitable);
+    REQUIRE(known);
+    const int base = server_watches(srv);  // the leader's own, if any
+    for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                      asio::cancellation_type::total}) {
+      // watching when the ensemble goes, or started while it is gone (its read waits for a
+      // connection)
+      for (bool started_unreachable : {false, true}) {
+        CAPTURE(static_cast<int>(type), started_unreachable);
+        asio::cancellation_signal stop;
+        std::optional<error_code> got;
+        auto observe = [&] {
+          watcher.async_observe(known, asio::bind_cancellation_slot(stop.slot(), [&](error_code ec, std::optional<leader_info>) {
+            got = ec;
+          }));
+        };
+        if (!started_unreachable) {
+          observe();
+          co_await until([&] { return server_watches(srv) == base + 1; });  // its data watch on alpha's node
+        }
+        // unreachable: the connection dropped, new ones refused
+        proxy.set_accepting(false);
+        proxy.drop_all();
+        co_await await_state(watcher_s, session_state::suspended);
+        if (started_unreachable) {
+          observe();
+          co_await sleep_for(300ms);  // its read failed: waiting for a connection
+          CHECK_FALSE(got);
+        }
+        stop.emit(type);
+        co_await sleep_for(300ms);
+        if (type != asio::cancellation_type::total) {
+          REQUIRE(got);  // at once, still unreachable
+          CHECK(*got == asio::error::operation_aborted);
+          CHECK(watcher_s.state() == session_state::suspended);
+        }
+        proxy.set_accepting(true);
+        co_await await_state(watcher_s, session_state::reconnected);
+        co_await until([&] { return got.has_value() && server_watches(srv) == base; });  // removed after the reconnect
+        CHECK(*got == asio::error::operation_aborted);
+        CHECK(server_watches(srv) == base);
+      }
+    }
+    co_await la.async_resign(asio::use_awaitable);
+  }(), 180s);
+}

@@ -195,3 +195,62 @@ TEST_CASE("lock metrics: max_paths bounds the entries and the rest are counted a
     CHECK(find(snap, "(other)").releases == 3);
   }());
 }
+
+TEST_CASE("lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
+          "[integration][metrics]") {
+  zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  std::vector<lock_event> events;
+  auto opts = options_for(proxy.connect_string(), 10000ms);
+  opts.lock_metrics.on_event = [&](const lock_event& e) {
+    if (e.type == lock_event_type::failed || e.type == lock_event_type::timed_out) events.push_back(e);
+  };
+  session s(ioc.get_executor(), opts);
+  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  const std::string x = "/locks/metrics/outage";
+
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    co_await other.async_connect(asio::use_awaitable);
+    mutex held_by_other(other, x), m(s, x);
+    auto og = co_await held_by_other.async_acquire(asio::use_awaitable);
+    bool done = false;
+    error_code aec;
+    m.async_acquire_for(1500ms, [&](error_code ec, lock_guard) {
+      aec = ec;
+      done = true;
+    });
+    co_await sleep_for(300ms);
+    // the connection goes (the session lives on the server) before the time runs out
+    proxy.set_accepting(false);
+    proxy.drop_all();
+    while (!done) co_await sleep_for(5ms);
+    CHECK(aec == errc::connection_unavailable);
+
+    const auto& px = find(s.lock_metrics(), x);
+    CHECK(px.acquires_started == 1);
+    CHECK(px.acquires_timed_out == 0);
+    CHECK(px.acquires_failed == 1);
+    CHECK(px.waiting() == 0);
+    auto text = to_prometheus(s.lock_metrics());
+    INFO(text);
+    CHECK(text.find("zklock_lock_acquires_total{path=\"/locks/metrics/outage\",kind=\"exclusive\",outcome=\"error\"} 1\n") !=
+          std::string::npos);
+    CHECK(text.find("zklock_lock_acquires_total{path=\"/locks/metrics/outage\",kind=\"exclusive\",outcome=\"timeout\"} 0\n") !=
+          std::string::npos);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].type == lock_event_type::failed);
+    CHECK(events[0].ec == errc::connection_unavailable);
+
+    // back: the abandoned acquire's node is deleted after the reconnect; the queue empties
+    proxy.set_accepting(true);
+    co_await og.async_release(asio::use_awaitable);
+    for (auto deadline = std::chrono::steady_clock::now() + 20s;;) {
+      auto [cec, children] = co_await other.async_get_children(x, tuple_awaitable);
+      if (cec || children.children.empty()) break;
+      if (std::chrono::steady_clock::now() > deadline) FAIL("the abandoned acquire's node is still there");
+      co_await sleep_for(100ms);
+    }
+  }(), 60s);
+}

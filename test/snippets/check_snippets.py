@@ -4,7 +4,8 @@
     check_snippets.py [--root DIR] [--self-test]
 
 - Every ```cpp block of the Markdown files (README.md, docs/, examples/, apps/, ...) is a region
-  of test/snippets/readme_snippets.cpp, character for character once both are de-indented and
+  of test/snippets/readme_snippets.cpp (or of a whole program the documents show:
+  readme_first_program.cpp, compiled and linked on its own), character for character once both are de-indented and
   trailing spaces dropped. A region is what lies between two lines `// [name]`. A region that no
   block uses fails too (the block was removed or changed: remove or fix the region).
 - Every code example in a public header's comments (include/zklock/**.hpp) is in the region of
@@ -29,6 +30,8 @@ import tempfile
 import textwrap
 
 README_SNIPPETS = "test/snippets/readme_snippets.cpp"
+# Whole programs the documents show, each compiled and linked on its own (a region spans the file).
+README_PROGRAMS = ["test/snippets/readme_first_program.cpp"]
 HEADER_SNIPPETS = "test/snippets/header_snippets.cpp"
 HEADERS = "include"
 CPP_LANGS = {"cpp", "c++", "cxx", "cc"}
@@ -107,8 +110,14 @@ def cpp_blocks(path):
 
 
 def check_markdown(root, problems):
-    snippets = os.path.join(root, README_SNIPPETS)
-    regs = {name: (normalize(text), line) for name, (text, line) in regions(snippets).items()}
+    regs = {}
+    for rel_file in [README_SNIPPETS] + README_PROGRAMS:
+        path = os.path.join(root, rel_file)
+        if os.path.exists(path) or rel_file == README_SNIPPETS:
+            for name, (text, line) in regions(path).items():
+                if name in regs:
+                    raise SystemExit("%s:%d: region [%s] is also in another snippet file" % (rel_file, line, name))
+                regs[name] = (normalize(text), line)
     used = set()
     count = 0
     for md in markdown_files(root):

@@ -4,39 +4,84 @@
 // snippets) fails when a ```cpp block has no such region, or a region no block. A fragment's
 // surroundings (includes, the variables it uses, the coroutine around it) stay outside the
 // markers. Compiled, not run, by the zklock_snippets target of the test build.
+#include <zklock/election.hpp>
+#include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace asio = boost::asio;
 
 namespace readme {
 
-struct order_record {
-  int id = 0;
-};
-// The store the README's first program writes to: it rejects writes with a token lower than
-// the highest it has seen.
-void write_to_store(const order_record& order, std::int64_t fencing_token);
+// README.md, the concepts: a guard's status, its validity deadline and its lost slot.
+void read_report(const std::string& name);
+asio::awaitable<void> write_report(std::int64_t fencing_token);
+asio::awaitable<void> guard_concepts(zklock::mutex& lock) {
+  // [readme-guard-concepts]
+  auto guard = co_await lock.async_acquire(asio::use_awaitable);
+  if (guard.status() == zklock::lock_status::held)                 // held, maybe_lost, lost, released
+    co_await write_report(guard.fencing_token());                  // the resource rejects older tokens
+  auto left = guard.valid_until() - std::chrono::steady_clock::now();  // time we surely still hold it
+  co_await guard.async_wait_deadline(std::chrono::seconds(1), asio::use_awaitable);  // 1 s before it
+  // [readme-guard-concepts]
+  (void)left;
+}
 
-// README.md, the first program.
-asio::awaitable<void> first_program(asio::io_context& ioc, order_record order) {
-  // [readme-first-program]
-  zklock::session_options options;
-  options.connect = "zk1:2181,zk2:2181,zk3:2181/app";
-  zklock::session session{ioc.get_executor(), options};
-  co_await session.async_connect(asio::use_awaitable);
+// README.md, the shared lock.
+asio::awaitable<void> shared_lock(zklock::session& session) {
+  // [readme-shared-lock]
+  zklock::shared_mutex reports{session, "/locks/reports"};
+  auto reader = co_await reports.async_acquire_shared(asio::use_awaitable);  // with other readers
+  read_report("daily");
+  co_await reader.async_release(asio::use_awaitable);
+  auto writer = co_await reports.async_acquire(asio::use_awaitable);         // alone
+  co_await write_report(writer.fencing_token());
+  co_await writer.async_downgrade(asio::use_awaitable);  // now a reader: waiting readers come in
+  // [readme-shared-lock]
+}
 
-  zklock::mutex lock{session, "/locks/orders/42"};
-  auto guard = co_await lock.async_acquire(asio::use_awaitable);   // no thread blocks
-  write_to_store(order, guard.fencing_token());                      // the store rejects stale tokens
-  co_await guard.async_release(asio::use_awaitable);                 // or let the guard go out of scope
-  // [readme-first-program]
+// README.md, the semaphore.
+asio::awaitable<void> encode_video();
+asio::awaitable<void> semaphore(zklock::session& session) {
+  // [readme-semaphore]
+  zklock::semaphore encoders{session, "/locks/encoders", 2};  // at most 2 holders at once
+  auto lease = co_await encoders.async_acquire(asio::use_awaitable);
+  co_await encode_video();
+  co_await lease.async_release(asio::use_awaitable);
+  // [readme-semaphore]
+}
+
+// README.md, leader election.
+asio::awaitable<void> run_scheduler(asio::cancellation_slot stop_when_lost);
+asio::awaitable<void> election(zklock::session& session) {
+  // [readme-election]
+  zklock::election scheduler{session, "/elections/scheduler", "web-1"};
+  auto leadership = co_await scheduler.async_campaign(asio::use_awaitable);  // once we lead
+  co_await run_scheduler(leadership.lost_slot());  // cancelled if leadership is lost
+  co_await leadership.async_resign(asio::use_awaitable);
+  // [readme-election]
+}
+
+// README.md, several locks as one.
+asio::awaitable<void> multi(zklock::session& session) {
+  // [readme-multi-lock]
+  std::vector<std::string> accounts{"/locks/accounts/a", "/locks/accounts/b"};
+  zklock::multi_lock both{session, accounts};
+  auto guards = co_await both.async_acquire(asio::use_awaitable);  // all or nothing, in path order
+  // ... move money between a and b ...
+  co_await guards.async_release(asio::use_awaitable);
+  // [readme-multi-lock]
 }
 
 // README.md, the mutex's local queue.
@@ -64,6 +109,7 @@ asio::awaitable<void> revocation(zklock::mutex& lock) {
 #include <zklock/metrics.hpp>
 
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace readme {
@@ -75,7 +121,7 @@ std::string metrics(asio::io_context& ioc) {
   // [readme-metrics]
   zklock::session_options options;
   options.connect = "zk1:2181,zk2:2181,zk3:2181/app";
-  options.lock_metrics.max_paths = 500;  // (path, kind) pairs counted one by one; the rest as "(other)"
+  options.lock_metrics.max_paths = 50;   // (path, kind) pairs counted one by one; the rest as "(other)"
   options.lock_metrics.on_event = [](const zklock::lock_event& e) {  // on the session's executor
     if (e.type == zklock::lock_event_type::lost) page_someone(e.path);
   };

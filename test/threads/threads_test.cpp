@@ -28,16 +28,23 @@ struct pool {
     for (auto& t : threads) t.join();
   }
 };
+
+// A server, and a session on a strand of a 4-thread io_context, connected from main; the
+// session is destroyed first, on main, while the io_context runs.
+struct strand_session {
+  zk_server srv;
+  pool p{4};
+  asio::strand<asio::io_context::executor_type> strand = asio::make_strand(p.ioc);
+  session s{strand, options_for(srv.connect_string())};
+  strand_session() { s.async_connect(asio::use_future).get(); }
+};
 }  // namespace
 
-TEST_CASE("operations started from another thread: 4 threads, the session on a strand, use_future from main",
-          "[threads][promise]") {
-  zk_server srv;
-  pool p(4);
-  auto strand = asio::make_strand(p.ioc);
+TEST_CASE_METHOD(strand_session,
+                 "operations started from another thread: 4 threads, the session on a strand, use_future from main",
+                 "[threads][promise]") {
   {
-    session s(strand, options_for(srv.connect_string()));
-    s.async_connect(asio::use_future).get();  // from main: the session's own operations
+    // (connected from main: the session's own operations)
     CHECK(s.async_exists("/", asio::use_future).get().has_value());
     mutex m(s, "/locks/threads");
 
@@ -79,5 +86,43 @@ TEST_CASE("operations started from another thread: 4 threads, the session on a s
     CHECK(finished == 6);
     CHECK(most == 1);
     s.async_close(asio::use_future).get();
-  }  // the session is destroyed on main too
+  }
+}
+
+TEST_CASE_METHOD(strand_session,
+                 "a local-queue mutex's released guard destroyed on another thread holds the queue's last reference",
+                 "[threads][local]") {
+  {
+    // Meanwhile the session's executor subscribes to and unsubscribes from the session (each
+    // plain acquire and hold does), as a busy program's would.
+    std::atomic<bool> stop{false};
+    std::atomic<bool> finished{false};
+    mutex busy(s, "/locks/threads-busy");
+    asio::co_spawn(strand, [&]() -> asio::awaitable<void> {
+      while (!stop) {
+        auto g = co_await busy.async_acquire(asio::use_awaitable);
+        co_await g.async_release(asio::use_awaitable);
+      }
+      finished = true;
+    }, asio::detached);
+    mutex_options o;
+    o.local_queue = true;
+    for (int i = 0; i < 60; ++i) {
+      {
+        lock_guard g;
+        {
+          mutex m(s, "/locks/threads-local", o);
+          g = m.async_acquire(asio::use_future).get();
+          g.async_release(asio::use_future).get();
+        }
+        std::this_thread::sleep_for(20ms);  // the queue's node released: the guard keeps the queue alone
+      }  // the released guard, destroyed here on main, takes the queue with it
+      std::this_thread::sleep_for(20ms);  // the session's executor works meanwhile, main posts nothing
+    }
+    stop = true;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!finished && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    CHECK(finished);
+    s.async_close(asio::use_future).get();
+  }
 }

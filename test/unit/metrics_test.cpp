@@ -122,6 +122,25 @@ TEST_CASE("prometheus: every family has HELP and TYPE also with no paths", "[uni
   CHECK(to_prometheus({}, "app").find("# TYPE app_lock_held gauge\n") != std::string::npos);
 }
 
+TEST_CASE("metrics cardinality: 68 series per (path, kind), and the default max_paths keeps a session to 1,360",
+          "[unit][metrics]") {
+  // the figures the README and lock_metrics_options::max_paths state
+  lock_metrics_snapshot s;
+  lock_path_metrics p;
+  p.path = "/locks/a";
+  s.paths.push_back(p);
+  std::size_t series = 0;
+  for (const auto& l : lines_of(to_prometheus(s)))
+    if (!l.empty() && l[0] != '#') ++series;
+  CHECK(series == 68);
+  CHECK(lock_metrics_options{}.max_paths == 20);
+  CHECK(lock_metrics_options{}.max_paths * series == 1360);
+  // with every kind spilled into its "(other)" entry as well
+  constexpr std::size_t kinds = 5;  // exclusive, read, write, lease, candidate
+  CHECK(std::string(to_string(static_cast<lock_kind>(kinds - 1))) == "candidate");
+  CHECK((lock_metrics_options{}.max_paths + kinds) * series == 1700);
+}
+
 TEST_CASE("prometheus: samples and labels and histogram buckets of a snapshot", "[unit][metrics]") {
   lock_metrics_snapshot s;
   lock_path_metrics p;
