@@ -43,10 +43,13 @@ def main():
         assert int(r["violations"]) == 0, r
         assert int(r["threads"]) == 1, "a thread was added: %s" % r["threads"]
         assert float(r["throughput"]) > 0 and float(r["handoff_p50_us"]) > 0, r
-        # create + list + watch + release, plus one listing per handoff to a waiter that was not
-        # next when it listed (no data change grants: issue 22 bug 2), at most 5; never a herd
-        assert 3.0 <= float(r["requests_per_acq"]) <= 5.5, r
-        assert float(r["wakeups_per_release"]) <= 1.01, r
+        # create + list + the watch on our own node + release, plus a watch on each blocker of
+        # the listing (up to mutex_options::watched_blockers, here at most n - 1 = 3) and a
+        # listing when a deeper queue's watched blockers are gone: at most 8 with 4 contenders
+        assert 4.0 <= float(r["requests_per_acq"]) <= 8.0, r
+        # a release is heard by the waiters that watch the releaser (at most n - 1 here, and at
+        # most watched_blockers), and grants one of them with no request
+        assert float(r["wakeups_per_release"]) <= n - 1 + 0.01, r
         j = json.load(open(js))
         assert j["violations"] == 0 and j["contenders"] == n, j
         samples = [float(x) for x in open(cdf) if x.strip()]

@@ -41,7 +41,9 @@ def main():
         assert r["impl"] == "zklock" and r["kind"] == "election-resign", r
         assert int(r["violations"]) == 0, r
         assert int(r["resigns"]) == 20 and int(r["failovers"]) == 20 and int(r["mutex_handoffs"]) == 20, r
-        assert 3.5 <= float(r["requests_per_term"]) <= 5.5, r
+        # create, listing, the own-node watch, the blockers' watches, the leader's read of its
+        # own data (it keeps its identity through revocation requests), the resign's delete
+        assert 3.5 <= float(r["requests_per_term"]) <= 8.0, r
         assert float(r["failover_p50_us"]) > 0, r
         j = json.load(open(js))
         assert j["violations"] == 0 and j["failovers"] == 20, j

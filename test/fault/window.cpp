@@ -50,9 +50,10 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
   options oo = o;
   oo.hold_ms = 3600 * 1000;
   if (client == "zklock") {
-    // `zklock exec` as a user runs it; the command writes its pid and becomes `sleep`
+    // `zklock exec` as a user runs it; the command writes its pid (the host's, from /proc/self/stat:
+    // in zklock's PID namespace $$ is 2) and becomes `sleep`
     holder.pid = spawn({ZKLOCK_CLI, "exec", "-c", proxied, "--session-timeout", std::to_string(T / 1000.0),
-                        "--kill-grace", "1", dir, "--", "sh", "-c", "echo $$ > '" + pidfile + "'; exec sleep 3600"},
+                        "--kill-grace", "1", dir, "--", "sh", "-c", "read -r pid rest < /proc/self/stat; echo $pid > '" + pidfile + "'; exec sleep 3600"},
                        run_dir + "/holder.log");
   } else if (client == "curator-latch") {
     // a Curator LeaderLatch leader, its stop its LeaderLatchListener.notLeader()

@@ -136,13 +136,13 @@ TEST_CASE_METHOD(server_fixture,
     auto [tec, tl] = co_await e.async_campaign_for(200ms, tuple_awaitable);
     CHECK(tec == errc::lock_timeout);
     CHECK_FALSE(tl.is_leader());
-    CHECK(server_watches(srv) == 1);  // the leader's own data watch (it keeps its id through revocation requests)
+    CHECK(server_watches(srv) == 0);  // the leader's own data watch is not counted (server_watches: on its own node)
     for (int polls = 0; polls <= 40; polls += 2) {
       CAPTURE(polls);
       auto got = co_await cancel_after_polls([&](auto handler) { e.async_campaign(std::move(handler)); }, polls);
       CHECK(got == asio::error::operation_aborted);
       CHECK(co_await children_of(*sessions[0], path) == 1);  // the leader's node only
-      CHECK(server_watches(srv) == 1);  // the leader's only
+      CHECK(server_watches(srv) == 0);  // the leader's only, on its own node (not counted)
     }
     co_await held.async_resign(asio::use_awaitable);
     CHECK(co_await children_of(*sessions[0], path) == 0);
@@ -213,11 +213,11 @@ TEST_CASE_METHOD(server_fixture,
     REQUIRE(seen[3]);
     CHECK(seen[3]->node == la2.node_path());
     co_await sleep_for(50ms);
-    CHECK(server_watches(srv) == 2);  // the observer's on a's node, and a's own
+    CHECK(server_watches(srv) == 1);  // the observer's on a's node (a's own is not counted)
     stop = true;
     stop_sig.emit(asio::cancellation_type::terminal);
     co_await until([&] { return observer_done; });
-    CHECK(server_watches(srv) == 1);  // cancelled: its watch removed (a's own stays)
+    CHECK(server_watches(srv) == 0);  // cancelled: its watch removed (a's own stays, not counted)
     co_await la2.async_resign(asio::use_awaitable);
   }());
 }
@@ -598,7 +598,7 @@ TEST_CASE_METHOD(proxied_fixture,
         CHECK(*got == asio::error::operation_aborted);
         CHECK_FALSE(won.is_leader());
         CHECK(co_await children_of(s0, path) == (with_leader ? 1u : 0u));
-        CHECK(server_watches(srv) == (with_leader ? 1 : 0));  // the leader's own
+        CHECK(server_watches(srv) == 0);  // the leader's own is on its own node (not counted)
       }
       // the next campaign on the same object works
       std::optional<leadership> next;
@@ -635,7 +635,7 @@ TEST_CASE_METHOD(proxied_fixture,
     while (co_await children_of(s0, path) != 1 && clk::now() < deadline) co_await sleep_for(10ms);
     CHECK(co_await children_of(s0, path) == 1);  // found by its protected name and deleted
     co_await sleep_for(100ms);
-    CHECK(server_watches(srv) == 1);  // the leader's own
+    CHECK(server_watches(srv) == 0);  // the leader's own is on its own node (not counted)
     std::optional<leadership> next;
     ep.async_campaign([&](error_code ec, leadership l) {
       CHECK_FALSE(ec);

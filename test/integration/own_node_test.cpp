@@ -98,7 +98,7 @@ asio::awaitable<void> deleted_waiter(session& op, const std::string& path, three
 }  // namespace
 
 TEST_CASE_METHOD(server_fixture,
-                 "mutex: a waiter whose node is deleted by someone else queues again; the waiter behind it holds alone",
+                 "mutex: a waiter whose node is deleted by someone else queues again and the waiter behind it holds alone",
                  "[integration][own_node]") {
   std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
   auto& op = connect(20000ms);
@@ -125,7 +125,7 @@ TEST_CASE_METHOD(server_fixture,
 }
 
 TEST_CASE_METHOD(server_fixture,
-                 "election: a candidate whose node is deleted by someone else re-joins; the candidate behind it leads alone",
+                 "election: a candidate whose node is deleted by someone else re-joins and the candidate behind it leads alone",
                  "[integration][own_node][election]") {
   std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
   auto& op = connect(20000ms);

@@ -609,7 +609,7 @@ TEST_CASE("the ensemble gone for good: local-queue waiters fail with session_exp
   ensemble_gone(20);
 }
 
-TEST_CASE("after a local expiry the next async_connect starts a new session once a server is back; the old ephemerals expire",
+TEST_CASE("after a local expiry the next async_connect starts a new session once a server is back and the old ephemerals expire",
           "[integration][session][fault]") {
   zk_server srv;
   asio::io_context ioc;

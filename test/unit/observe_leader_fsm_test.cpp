@@ -389,7 +389,7 @@ TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][e
   }
 }
 
-TEST_CASE("observe_leader_fsm: cancellation removes the watch; while disconnected terminal and partial complete at once",
+TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconnected terminal and partial complete at once",
           "[unit][election][observe][cancel]") {
   SECTION("connected: the watch is removed, then operation_aborted") {
     driver d(observe_leader_fsm::mode::until_changed);
