@@ -16,10 +16,14 @@ using zklock::test::zk_server;
 TEST_CASE("a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
   // Server down longer than the validity deadline, then back: the session survives (the
   // server restores it with a fresh timeout), and so does our node. Before the fix it stayed
-  // for the life of the session and every other contender waited forever.
+  // for the life of the session and every other contender waited forever. The deadline comes
+  // well before the session timeout (a wide validity margin), so that the server's restart
+  // fits between them: past the timeout with no server answering, the session expires here.
   zk_server srv;
   asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string(), 3000ms));
+  auto so = options_for(srv.connect_string(), 8000ms);
+  so.validity_margin = 6000ms;
+  session s(ioc.get_executor(), so);
   session other(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);

@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -924,7 +925,10 @@ TEST_CASE("candidates: '-latch-' nodes parse as candidates, the head leads, the 
 
 namespace {
 void check_lock_property(bool faults) {
-  const std::uint32_t seed = std::random_device{}();
+  // ZKLOCK_PROPERTY_SEED=<seed> replays a failure this test printed (its seed; the run is
+  // counted from it)
+  const char* replay = std::getenv("ZKLOCK_PROPERTY_SEED");
+  const std::uint32_t seed = replay ? static_cast<std::uint32_t>(std::stoul(replay)) : std::random_device{}();
   for (int run = 0; run < 3000; ++run) {
     CAPTURE(seed, run);
     zklock::testing::seeded_source rng(seed + run);
