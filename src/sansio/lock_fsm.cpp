@@ -141,7 +141,12 @@ lock_fsm::actions lock_fsm::own_node_gone() {
   return out;
 }
 
-lock_fsm::actions lock_fsm::requeue() { return create_and_list(); }
+lock_fsm::actions lock_fsm::requeue() {
+  // A grant decided for the old node (waiting behind a watch removal that a lost connection
+  // delayed) is void: the new node waits its own turn.
+  grant_after_remove_ = false;
+  return create_and_list();
+}
 
 lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
   retry_ = what;
@@ -528,7 +533,10 @@ lock_fsm::actions lock_fsm::after_watch_removed() {
   if (blocker_requests_pending() || in_flight_.contains(request::remove_watch)) return {};
   if (grant_after_remove_) {
     grant_after_remove_ = false;
-    if (blockers_.empty() && !watch_active_) return acquired();
+    // Not while a listing is on its way, nor after a reconnect (unconfirmed_: is our node still
+    // there?): a listing decides.
+    if (blockers_.empty() && !watch_active_ && !unconfirmed_ && !in_flight_.contains(request::list))
+      return acquired();
   }
   // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
   return list_again();
