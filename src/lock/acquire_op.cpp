@@ -236,7 +236,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   // Creates the lock dir as a container; when its parent is missing too, the dir and every
   // ancestor, pipelined in one round trip. The dir alone first: its parents nearly always
   // exist (a server's items under one parent whose empty lock dirs the server reaped), and a
-  // create of an existing node is a failed write the server still logs (issue 20).
+  // create of an existing node is a failed write the server still logs.
   void ensure_parents(bool ancestors = false) {
     if (!ancestors) {
       ptr self(this);

@@ -87,7 +87,7 @@ struct grant_view {
   bool connected = true;
 };
 
-/// How a stop may answer its caller while the cleanup waits for the network (issue 18 §4):
+/// How a stop may answer its caller while the cleanup waits for the network:
 /// `total` only once the cleanup is done (Asio: nothing happened); `at_once` (terminal or
 /// partial cancellation, the timeout) at once while disconnected, the cleanup going on.
 enum class stop_kind { total, at_once };
@@ -210,7 +210,7 @@ class lock_fsm {
   // replies are dropped (a listing is awaited only to find a node whose create was lost).
   static constexpr flag_set<request> cleanup_waits_for{request::create, request::watch, request::remove_watch,
                                                        request::delete_node, request::delete_delay};
-  // The contact refresh before a grant (issue 18 §2): at most once per acquire.
+  // The contact refresh before a grant: at most once per acquire.
   enum class refresh { not_sent, sent, found_session_over };
 
   actions evaluate(const std::vector<std::string>& children);

@@ -1,4 +1,4 @@
-// Connecting to what is not a ZooKeeper server (issue 21 §3): an endpoint that answers HTTP,
+// Connecting to what is not a ZooKeeper server: an endpoint that answers HTTP,
 // a host that does not resolve, a port that refuses, a port that never answers. Each fails
 // with an error that says which endpoint and why; none is reported connected.
 #include "common.hpp"

@@ -5,7 +5,7 @@
 //
 // The inputs come from a `Source`: `operator()` gives the next choice (an unsigned number) and
 // `exhausted()` says the input is used up (a seeded generator never is; the fuzzer's bytes
-// are). The draws changed with issue 22 (node data, foreign writes, downgrades): a seed printed
+// are). The draws changed when node data, foreign writes and downgrades came in: a seed printed
 // by a failure before it replays another run.
 #pragma once
 

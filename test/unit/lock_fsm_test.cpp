@@ -963,7 +963,7 @@ TEST_CASE("lock_fsm property: the fault interleavings it once found stay fixed",
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 18 §2: the refresh before a grant, and the early answer while disconnected
+// The refresh before a grant, and the early answer while disconnected
 
 TEST_CASE("a grant after a long wait refreshes the contact first, once, then grants", "[unit][lock][grant]") {
   sim s;
@@ -1102,7 +1102,7 @@ TEST_CASE("a try-acquire answers at once when the connection drops, a blocking o
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 18 §3: "the session ended -> which error", one rule (src/sansio/session_end.hpp)
+// "The session ended -> which error", one rule (src/sansio/session_end.hpp)
 
 #include "sansio/session_end.hpp"
 
@@ -1148,7 +1148,7 @@ TEST_CASE("a request failing because the handle closed under a running acquire: 
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 18 §2: the try-acquire's look (lock_fsm::probe), also the semaphore's
+// The try-acquire's look (lock_fsm::probe), also the semaphore's
 
 TEST_CASE("probe: what a try-acquire's look decides, for every kind", "[unit][lock][semaphore]") {
   using zklock::testing::lease_prefix;
@@ -1190,7 +1190,7 @@ TEST_CASE("a try after its caller's probe writes at once: one round trip free, l
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 22, 8c (cleanup half): a cleanup delete the server refuses is never counted as done
+// A cleanup delete the server refuses is never counted as done
 
 namespace {
 // A try-acquire that found the lock taken after its create: its cleanup delete is on its way.
