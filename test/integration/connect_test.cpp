@@ -67,6 +67,22 @@ void record_states(session& s, std::vector<session_state>& states) {
   }, asio::detached);
 }
 
+// Drops the connection through `proxy` `drops` times; after each, the session (whose states
+// record_states appends to `states`) must reconnect to the same session within 10 s.
+asio::awaitable<void> drop_and_reconnect(zklock::test::tcp_proxy& proxy, session& s,
+                                         const std::vector<session_state>& states, int drops) {
+  auto id = s.session_id();
+  auto count = [&](session_state st) { return std::count(states.begin(), states.end(), st); };
+  auto before = count(session_state::reconnected);
+  for (int i = 1; i <= drops; ++i) {
+    proxy.drop_all();
+    co_await until([&] { return count(session_state::reconnected) == before + i || count(session_state::expired) > 0; },
+                   10s);
+    CHECK(count(session_state::expired) == 0);
+    CHECK(s.session_id() == id);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("an endpoint that answers HTTP is not reported connected", "[integration][session][connect]") {
@@ -215,20 +231,12 @@ TEST_CASE("a non-ZooKeeper endpoint met on a reconnect never ends the session", 
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);
-    auto id = s.session_id();
     record_states(s, states);
     http.close_at_once = false;
     // Each drop makes the C client go to the next endpoint of its list: the HTTP one, until
     // it is known not to be ZooKeeper.
     int http_before = http.connections;
-    auto count = [&](session_state st) { return std::count(states.begin(), states.end(), st); };
-    for (int i = 0; i < 4; ++i) {
-      proxy.drop_all();
-      co_await until([&] { return count(session_state::reconnected) == i + 1 || count(session_state::expired) > 0; },
-                     10s);
-      CHECK(count(session_state::expired) == 0);
-      CHECK(s.session_id() == id);
-    }
+    co_await drop_and_reconnect(proxy, s, states, 4);
     CHECK(http.connections > http_before);  // the reconnects met it ...
     CHECK(http.connections <= http_before + 1);  // ... once: then it left the list
     auto [ec_read, r] = co_await s.async_get_children("/", tuple_awaitable);
@@ -250,16 +258,28 @@ TEST_CASE("a non-ZooKeeper endpoint found at the connect is not tried on the rec
       co_await s->async_connect(asio::use_awaitable);
     }
     REQUIRE(http.connections == 1);
-    auto id = s->session_id();
     std::vector<session_state> states;
     record_states(*s, states);
-    for (int i = 0; i < 3; ++i) {
-      proxy.drop_all();
-      co_await until([&] { return std::count(states.begin(), states.end(), session_state::reconnected) == i + 1; },
-                     10s);
-      CHECK(s->session_id() == id);
-    }
+    co_await drop_and_reconnect(proxy, *s, states, 3);
     CHECK(http.connections == 1);
-    CHECK(std::count(states.begin(), states.end(), session_state::expired) == 0);
+  }());
+}
+
+// Hidden: fails. A port that refuses is an ordinary unreachable server, which stays in the C
+// client's list; with two servers the C client 3.8 moves two endpoints on per failed
+// connection (handle_error, then zookeeper_interest), so after a drop it keeps choosing the
+// refusing port and never the proxy: the session expires at its timeout while a server of its
+// connect string is up.
+TEST_CASE("a refusing endpoint met on a reconnect never ends the session", "[.][integration][session][connect]") {
+  zklock::test::zk_server srv;
+  asio::io_context ioc;
+  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+  auto refusing = "127.0.0.1:" + std::to_string(zklock::test::free_port());
+  session s(ioc.get_executor(), options_for(proxy.connect_string() + "," + refusing));
+  std::vector<session_state> states;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_connect(asio::use_awaitable);
+    record_states(s, states);
+    co_await drop_and_reconnect(proxy, s, states, 4);
   }());
 }
