@@ -61,10 +61,11 @@ struct mutex_options {
   /// release is not delayed. Each contender with it on keeps an ephemeral beacon per session
   /// ("<parent>/__zklock_sessions__/<session id>", created before its first node) and a waiter
   /// whose blocker went reads the owner's beacon (one exists): only a node that session owns
-  /// proves a release. The safe side when it cannot tell, so these are delayed too: the release
-  /// of a Curator, kazoo or zklock holder without the option (no beacon), a release whose
-  /// session ended before the successor's check, a node gone before the waiter read its
-  /// owner. A contender that queues after the node is gone is not delayed (it never saw it).
+  /// proves a release (a node gone before the waiter read its owner: the session its name
+  /// claims, "_c_<uuid>.<session hex>-lock-<seq>"). The safe side when it cannot tell, so these
+  /// are delayed too: the release of a Curator, kazoo or zklock holder without the option (no
+  /// beacon), a release whose session ended before the successor's check. A contender that
+  /// queues after the node is gone is not delayed (it never saw it).
   /// Not applied by the local queue (local_queue = true) yet. Costs, when on: one create per
   /// session and lock object, and one exists per vanished blocker (on the handoff path: one
   /// round trip per handoff); off, nothing.

@@ -27,7 +27,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   acquire_op(std::shared_ptr<lock_dir> m, const acquire_params& p)
       : m_(std::move(m)),
         s_(m_->s),
-        fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases, m_->max_watched),
+        fsm_(m_->path,
+             m_->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), s_->session_id()) : new_client_id(),
+             p.mode, p.kind, m_->max_leases, m_->max_watched),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
@@ -301,15 +303,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                create_handler([self, sid, path, parent_made](error_code ec, create_result) {
                  if (!ec || ec == zk_errc::node_exists) return;
                  if (ec == zk_errc::no_node && !parent_made) {
-                   // the beacons' dir (and its ancestors) first, pipelined, then the beacon again
+                   // the beacons' dir and its ancestors, then the beacon again, pipelined in one
+                   // round trip (the server applies them in order): it exists before our node does
                    std::vector<std::string> dirs;
                    for (std::string p = parent_path(path); !p.empty() && p != "/"; p = parent_path(p)) dirs.push_back(p);
-                   auto remaining = std::make_shared<std::size_t>(dirs.size());
                    session_impl::send_batch together(self->s_.get());
                    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
-                     self->s_->create(*it, {}, create_mode::container, create_handler([self, remaining](error_code, create_result) {
-                                        if (--*remaining == 0) self->create_beacon(true);
-                                      }));
+                     self->s_->create(*it, {}, create_mode::container, create_handler([](error_code, create_result) {}));
+                   self->create_beacon(true);
                    return;
                  }
                  if (self->m_->beacon_session == sid) self->m_->beacon_session = 0;  // the next acquire tries again

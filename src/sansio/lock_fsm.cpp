@@ -556,8 +556,10 @@ lock_fsm::actions lock_fsm::blocker_vanished(const std::string& path) {
   auto it = owners_.find(path);
   std::int64_t owner = it == owners_.end() ? 0 : it->second;
   if (it != owners_.end()) owners_.erase(it);
+  // Gone before we read its Stat: the session its name claims (only its creator names it).
+  if (owner == 0) owner = claimed_session(node_name(path));
   if (owner == 0) {
-    // Its owner never learnt (it went before our watch's reply): it may have ended. Safe side.
+    // Its owner unknown (a node of a peer without the option): it may have ended. Safe side.
     auto out = delay_grant();
     out.front().path = path;
     return out;
@@ -596,11 +598,27 @@ lock_fsm::actions lock_fsm::on_owner(const std::string& path, error_code ec, std
     it->second = owner;
     return {};
   }
-  // Gone before we learnt whose it was (or the read failed): the safe side, as a vanished node.
-  owners_.erase(it);
-  auto out = delay_grant();
-  out.front().path = path;
-  return out;
+  // Gone before we learnt whose it was (or the read failed): as any vanished node.
+  return blocker_vanished(path);
+}
+
+std::string lock_delay_client_id(std::string client_id, std::int64_t session) {
+  char id[18];
+  std::snprintf(id, sizeof id, ".%016llx", static_cast<unsigned long long>(session));
+  return client_id + id;
+}
+
+std::int64_t claimed_session(std::string_view name) {
+  // "_c_<uuid>.<16 hex>-<marker><seq>": the 16 hex digits between the first '.' and a '-'
+  auto dot = name.find('.');
+  if (dot == std::string_view::npos || name.size() < dot + 18 || name[dot + 17] != '-') return 0;
+  std::uint64_t v = 0;
+  for (char c : name.substr(dot + 1, 16)) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return 0;
+    v = v << 4 | static_cast<std::uint64_t>(d);
+  }
+  return static_cast<std::int64_t>(v);
 }
 
 lock_fsm::actions lock_fsm::on_session_checked(std::int64_t owner, error_code ec, std::int64_t beacon_owner) {

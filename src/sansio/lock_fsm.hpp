@@ -35,14 +35,17 @@
 //    ephemeral "beacon" <parent of the lock dir>/__zklock_sessions__/<session id, 16 hex>
 //    (create_beacon; once per session and lock object, pipelined: no round trip of its own);
 //  - a waiter learns each watched blocker's owner session from the Stat of its watch's getData
-//    reply (a lease waiter reads each holder's Stat: read_owner), which the server sets;
+//    reply (a lease waiter reads each holder's Stat: read_owner), which the server sets; a
+//    node gone before that reply is judged by the session its name claims
+//    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
+//    about its own successors' delay);
 //  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
 //    node there whose ephemeralOwner is that session proves the session outlived the deletion
 //    (the server deletes all of a session's ephemerals in the one transaction that ends it),
 //    so the deletion was a release (or a foreign delete). Only that session can create an
 //    ephemeral node it owns: no other client can forge a release. Anything else (no beacon, a
-//    node of another owner, an error, an owner never learnt because the node went before our
-//    watch was set) counts as an ended session: the safe side, delayed (start_lock_delay).
+//    node of another owner, an error, a node gone before our watch's reply whose name claims
+//    no session) counts as an ended session: the safe side, delayed (start_lock_delay).
 // Consequences: a Curator, kazoo, or zklock-without-the-option holder creates no beacon, so
 // each of its releases delays its successor (set the option on every contender); a holder
 // that releases and ends its session at once may be gone before the successor's check (the
@@ -113,6 +116,12 @@ struct lock_action {
 /// The beacon of `session` for a lock dir (see lock-delay above): an ephemeral node of that
 /// session, "<parent of lock_dir>/__zklock_sessions__/<session id as 16 hex digits>".
 std::string lock_delay_beacon(std::string_view lock_dir, std::int64_t session);
+/// With lock-delay our nodes' names carry our session: "_c_<client id>.<session, 16 hex>-lock-<seq>"
+/// (Curator, kazoo and zklock read only the marker and the sequence). The client id for that.
+std::string lock_delay_client_id(std::string client_id, std::int64_t session);
+/// The session a node's name claims (lock_delay_client_id), 0 when none. Only a node's creator
+/// names it: a node gone before a waiter read its Stat is judged by this claim.
+std::int64_t claimed_session(std::string_view name);
 
 /// What the runner says of its session when a won lock is to be handed out.
 struct grant_view {

@@ -1690,3 +1690,26 @@ TEST_CASE("lock-delay on a semaphore's leases: the holders' owners are read whil
   }
   SECTION("released: at once") { CHECK(has(f.on_session_checked(0x55, {}, 0x55), lock_action::check_grant)); }
 }
+
+TEST_CASE("lock-delay: a node's name carries its creator's session; one gone before our watch's reply is judged by it",
+          "[unit][lock][lock_delay]") {
+  auto id = lock_delay_client_id("8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c", holder_session);
+  CHECK(id == "8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c.000000001234abcd");
+  CHECK(claimed_session("_c_" + id + "-lock-0000000001") == holder_session);
+  CHECK(claimed_session("_c_" + id + "-__WRIT__0000000001") == holder_session);
+  CHECK(lock_sequence("_c_" + id + "-lease-0000000003") == 3);  // peers read the marker and sequence only
+  CHECK(claimed_session("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lock-0000000001") == 0);  // Curator's
+  CHECK(claimed_session("_c_x.12345-lock-0000000001") == 0);
+  CHECK(claimed_session("_c_x.000000001234abcZ-lock-0000000001") == 0);
+
+  lock_fsm f(delay_dir, "me", lock_mode::wait);
+  f.set_lock_delay(std::chrono::milliseconds(500));
+  f.start();
+  f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
+  const std::string named = "_c_" + id + "-lock-0000000001";
+  f.on_children({}, {named, "_c_me-lock-0000000002"});
+  auto a = f.on_watch_set(delay_dir + "/" + named, zk_errc::no_node);
+  CHECK(the(a, lock_action::check_session).owner == holder_session);
+  CHECK_FALSE(has(a, lock_action::start_lock_delay));
+  CHECK(has(f.on_session_checked(holder_session, {}, holder_session), lock_action::check_grant));
+}
