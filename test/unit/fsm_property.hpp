@@ -459,6 +459,12 @@ struct sim {
           --requests;
           ++cleanup_failures;
           break;
+        case lock_action::create_beacon:
+        case lock_action::read_owner:
+        case lock_action::check_session:
+        case lock_action::start_lock_delay:
+          forbid("a lock-delay action with lock-delay off");
+          break;
         case lock_action::complete:
           granted_node_heard_gone = !fsm.result().ec && heard_gone.count(fsm.result().node) > 0;
           ours_news_at_completion = ours_news;
@@ -512,6 +518,10 @@ struct sim {
       case lock_action::report_cleanup_failed:
       case lock_action::check_grant:
       case lock_action::answer_early:
+      case lock_action::create_beacon:
+      case lock_action::read_owner:
+      case lock_action::check_session:
+      case lock_action::start_lock_delay:
       case lock_action::complete: break;
     }
   }
