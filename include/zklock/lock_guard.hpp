@@ -143,12 +143,16 @@ class ZKLOCK_API lock_guard {
 
   /// Turns a shared_mutex write hold into a read hold without letting any writer in between:
   /// our node keeps its place in the queue (writers behind it keep waiting) and says it is a
-  /// reader now (one setData), so zklock readers behind it are granted. Curator and kazoo
-  /// readers do not read that mark: they wait until the node is deleted (still correct).
-  /// Handler: void(error_code). Errors: errc::not_downgradable (not a write hold: a mutex's
-  /// guard, or already read), errc::already_released, errc::lock_lost, and ZooKeeper errors
-  /// (connection_loss: the outcome is unknown, kind() still says write; downgrading again is
-  /// safe). Not cancellable (one short write). Captures the hold, not the guard.
+  /// reader now: one transaction creates our downgrade mark (an EPHEMERAL node of our session
+  /// in the lock dir, deleted at the release or a loss) and writes the downgraded marker into
+  /// our node, so zklock readers behind it are granted (they trust the mark's owner, never the
+  /// data). Curator and kazoo readers do not read that mark: they wait until the node is
+  /// deleted (still correct). Handler: void(error_code). Errors: errc::not_downgradable (not a
+  /// write hold: a mutex's guard, or already read), errc::already_released, errc::lock_lost,
+  /// zk_errc::node_exists (another session holds the mark's name: still a write hold), and
+  /// ZooKeeper errors (connection_loss: the outcome is unknown, kind() still says write;
+  /// downgrading again is safe). Not cancellable (two short requests). Captures the hold, not
+  /// the guard.
   template <class Token = asio::deferred_t>
   auto async_downgrade(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(

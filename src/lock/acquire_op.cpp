@@ -123,10 +123,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                          auto it = self->blocker_watches_.find(path);
                          auto w = it == self->blocker_watches_.end() ? nullptr : it->second;
                          if (ec && it != self->blocker_watches_.end()) self->blocker_watches_.erase(it);
-                         // An election candidate's data is its identity, never a marker.
-                         auto what = self->fsm_.kind() == lock_kind::candidate ? predecessor_data::other
-                                                                               : classify_predecessor(d.data);
-                         self->run(self->fsm_.on_watch_set(path, ec, what, d.stat.ephemeral_owner));
+                         self->run(self->fsm_.on_watch_set(path, ec, d.stat.ephemeral_owner));
                          if (!ec && w) self->wait(std::move(w));
                        }));
           break;
@@ -178,11 +175,20 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                        self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
                      }));
           break;
-        case lock_action::read_data:
-          s_->get_data(a.path, nullptr, data_handler([self](error_code ec, data_result d) {
-                         self->run(self->fsm_.on_data(ec, classify_predecessor(d.data)));
-                       }));
+        case lock_action::check_downgrade: {
+          // One segment; the replies come in order, so the mark's finds the writer's owner.
+          session_impl::send_batch together(s_.get());
+          auto writer_owner = std::make_shared<std::int64_t>(0);
+          s_->exists(a.path, nullptr, exists_handler([writer_owner](error_code, std::optional<node_stat> st) {
+                       if (st) *writer_owner = st->ephemeral_owner;
+                     }));
+          s_->exists(downgrade_mark_path(a.path), nullptr,
+                     exists_handler([self, writer_owner, path = a.path](error_code ec, std::optional<node_stat> st) {
+                       if (ec == zk_errc::no_node) ec = {};  // (not there: owner 0)
+                       self->run(self->fsm_.on_downgrade_checked(path, ec, *writer_owner, st ? st->ephemeral_owner : 0));
+                     }));
           break;
+        }
         case lock_action::wait_reconnect:
           if (is_connected(s_->state()))
             asio::post(s_->executor(), [self] { self->run(self->fsm_.on_reconnected()); });

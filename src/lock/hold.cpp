@@ -52,6 +52,7 @@ void hold::on_session_state(session_state st) {
     run(fsm.on_suspended());
   } else if (is_connected(st)) {
     run(fsm.on_connected(s->session_id() == session_id));
+    if (!owns()) remove_downgrade_mark();  // one a loss could not delete while disconnected
     if (st == session_state::reconnected) {
       // our node's watch lost with the connection: setting it again checks the node too
       if (node_watch) check_node();
@@ -161,6 +162,7 @@ void hold::run(const hold_fsm::actions& actions) {
         deadline_timer.cancel();
         metrics.lost();
         complete_lost_waiters(a.ec);  // errc::lock_lost naming its cause
+        remove_downgrade_mark();  // no longer a holder: readers must not count on it
         lost_signal.emit(asio::cancellation_type::terminal);
         break;
       case hold_action::complete_release:
@@ -241,6 +243,8 @@ void hold::end_released() {
 // The release: a plain delete. Its *deleted* event is our successor's turn when we were its
 // last blocker (no data write ever grants: see contender_marker).
 void hold::send_release() {
+  session_impl::send_batch together(s.get());
+  remove_downgrade_mark();  // first: a release seen complete leaves nothing
   s->remove(node, -1, void_handler([self = shared_from_this()](error_code ec) {
     self->run(self->fsm.on_release_reply(ec));
   }));

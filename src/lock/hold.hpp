@@ -76,6 +76,10 @@ struct hold : std::enable_shared_from_this<hold> {
   // (keep_data_through_revocation); a request nobody waited for then is kept for the next waiter.
   std::optional<std::string> kept_data;
   bool revoke_unheard = false;
+  // A shared lock's downgraded write hold (src/recipes/shared_mutex.cpp): the path of its
+  // downgrade mark, an ephemeral node of ours deleted at the release (ahead of our node, in
+  // the same segment) and at a loss; empty when there is none.
+  std::string downgrade_mark;
 
   /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
@@ -112,6 +116,8 @@ struct hold : std::enable_shared_from_this<hold> {
   void on_node_watch_reply(error_code ec, const node_stat& st);
   /// A local hold that ended: removes its revocation watch from the node it leaves behind.
   void drop_revoke_watch();
+  /// Deletes our downgrade mark, if any (src/recipes/shared_mutex.cpp).
+  void remove_downgrade_mark();
   /// The end of a hold its owner gave back (its last count), whoever releases the node:
   /// counted in the metrics, its timer stopped, its waits (lost, deadline, revoked) answered
   /// already_released, a local hold's revocation watch removed.

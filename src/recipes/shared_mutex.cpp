@@ -1,5 +1,5 @@
-// The shared lock's own operation: downgrading a write hold. (Its acquires are the lock
-// runner's, with the read and write grant rules of src/sansio/queue.hpp.)
+// The shared lock's own operation: downgrading a write hold, and its mark's cleanup. (Its
+// acquires are the lock runner's, with the read and write grant rules of src/sansio/queue.hpp.)
 #include "lock/hold.hpp"
 #include "sansio/queue.hpp"
 
@@ -8,9 +8,11 @@
 namespace zklock::detail {
 
 // The node keeps its place in the queue (writers behind it keep waiting) and says it is a
-// reader now: zklock readers behind it read the mark and are granted. The mark keeps the
-// node's identity, read back from the node (the hold does not carry it): one more round trip
-// on a downgrade, none on an acquire.
+// reader now, in one transaction: the downgrade mark (downgrade_mark_name), EPHEMERAL, so that
+// its owner proves the downgrade is our session's, and the downgraded marker in our node's
+// data, whose write wakes the readers watching our node. Both keep the node's identity, read
+// back from the node (the hold does not carry it): one more round trip on a downgrade, none on
+// an acquire.
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
   on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
     auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
@@ -23,18 +25,50 @@ void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
     h->s->get_data(h->node, nullptr, data_handler([h, op](error_code ec, data_result d) {
       if (ec == zk_errc::no_node) return op->complete(errc::lock_lost);  // deleted under us
       if (ec) return op->complete(ec);
+      if (h->fsm.status() == lock_status::released) return op->complete(errc::already_released);
       // Only a zklock marker's identity is ours: anything else was written by someone else
       // (a Revoker's "__REVOKE__").
       auto parts = parse_node_data(d.data);
       std::string_view identity = parts.marker.empty() ? std::string_view{} : parts.identity;
-      h->s->set_data(h->node, make_node_data(downgraded_marker, identity), -1,
-                     stat_handler([h, op](error_code ec2, node_stat) {
-                       if (!ec2 && h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
-                       if (ec2 == zk_errc::no_node) ec2 = errc::lock_lost;  // deleted under us
-                       op->complete(ec2);
-                     }));
+      auto data = make_node_data(downgraded_marker, identity);
+      auto mark = downgrade_mark_path(h->node);
+      // From now on our release deletes the mark too (a release sent before the transaction's
+      // reply comes behind it on the wire).
+      h->downgrade_mark = mark;
+      h->s->multi({multi_op::create(mark, data, create_mode::ephemeral), multi_op::set_data(h->node, data)},
+                  multi_handler([h, op, mark](error_code ec2, std::vector<multi_result> results) {
+                    const bool mark_taken = !results.empty() && results[0].ec == zk_errc::node_exists;
+                    if (ec2 && mark_taken) {
+                      // Ours from a try whose reply was lost with the connection (then both
+                      // writes committed), or another session's: only ours proves anything.
+                      return h->s->exists(mark, nullptr,
+                                          exists_handler([h, op, mark](error_code ec3, std::optional<node_stat> st) {
+                                            if (!ec3 && st && st->ephemeral_owner == h->session_id) {
+                                              if (h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
+                                              return op->complete({});
+                                            }
+                                            if (!ec3 && h->downgrade_mark == mark) h->downgrade_mark.clear();
+                                            op->complete(ec3 ? ec3 : error_code(zk_errc::node_exists));
+                                          }));
+                    }
+                    if (!ec2 && h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
+                    // Failed for sure (not lost with the connection): no mark of ours to delete.
+                    if (ec2 && ec2 != condition::connection_lost && h->downgrade_mark == mark) h->downgrade_mark.clear();
+                    if (ec2 == zk_errc::no_node) ec2 = errc::lock_lost;  // deleted under us
+                    op->complete(ec2);
+                  }));
     }));
   });
+}
+
+// Best effort: a mark that stays (the connection lost) goes with the release's retry or with
+// the session; until then it is the mark of a node that is gone, which nobody reads.
+void hold::remove_downgrade_mark() {
+  if (downgrade_mark.empty()) return;
+  s->remove(downgrade_mark, -1, void_handler([self = shared_from_this(), mark = downgrade_mark](error_code ec) {
+    bool gone = !ec || ec == zk_errc::no_node || ec == condition::session_lost;
+    if (gone && self->downgrade_mark == mark) self->downgrade_mark.clear();
+  }));
 }
 
 }  // namespace zklock::detail

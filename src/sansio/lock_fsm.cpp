@@ -216,10 +216,9 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
     if (!ec) {
       switch (probe(children, kind_, max_leases_)) {
         case probe_result::busy: return busy();
-        case probe_result::read_head_data:
-          in_flight_.insert(request::read_data);
-          read_node_ = queue_order(children)[0].name;
-          return {{lock_action::read_data, join_path(dir_, read_node_)}};
+        case probe_result::check_head_mark:
+          in_flight_.insert(request::check_downgrade);
+          return {{lock_action::check_downgrade, join_path(dir_, queue_order(children)[0].name)}};
         case probe_result::looks_free: break;
       }
     }
@@ -247,10 +246,12 @@ probe_result lock_fsm::probe(const std::vector<std::string>& children, lock_kind
   auto b = find_blockers(q, q.size() - 1, kind, max_leases);
   if (!b) return probe_result::looks_free;
   // A reader's one blocker at the head may be a writer that downgraded (it holds the read
-  // side; a blocking read would be granted beside it): read its data first. Only the head can
-  // be one: a writer holds (and may downgrade) with nobody ahead of it, and none can get ahead
-  // later; a second writer ahead of us waits, so it blocks us.
-  if (kind == lock_kind::read && b->count == 1 && b->nearest == 0) return probe_result::read_head_data;
+  // side; a blocking read would be granted beside it): with its mark listed, check the mark
+  // first. Only the head can be one: a writer holds (and may downgrade) with nobody ahead of
+  // it, and none can get ahead later; a second writer ahead of us waits, so it blocks us.
+  if (kind == lock_kind::read && b->count == 1 && b->nearest == 0 &&
+      std::find(children.begin(), children.end(), downgrade_mark_name(q[0].name)) != children.end())
+    return probe_result::check_head_mark;
   return probe_result::busy;
 }
 
@@ -260,17 +261,29 @@ lock_fsm::actions lock_fsm::busy() {
   return {{lock_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
-  if (phase_ == phase::done || !in_flight_.take(request::read_data)) return {};
+lock_fsm::actions lock_fsm::on_downgrade_checked(const std::string& writer, error_code ec, std::int64_t writer_owner,
+                                                 std::int64_t mark_owner) {
+  if (phase_ == phase::done || !in_flight_.take(request::check_downgrade)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);  // look again
-  if (ec && ec != zk_errc::no_node) return fail(failure(ec));
-  if (!ec && data != predecessor_data::downgraded) return busy();
-  // Downgraded (evaluate counts it as a reader from now on), or gone: the create-and-list
-  // decides, as for a dir that looks free.
-  if (!ec) downgraded_.push_back(read_node_);
-  probing_ = false;
-  return create_and_list();
+  if (ec) return fail(failure(ec));
+  // Proven: evaluate counts it as a reader from now on. A mark of another session's (or none
+  // left) proves nothing: the writer still blocks.
+  const bool proven = downgrade_proven(writer_owner, mark_owner);
+  if (proven) downgraded_.emplace_back(node_name(writer));
+  if (probing_) {
+    if (!proven && writer_owner != 0) return busy();
+    // Downgraded, or gone: the create-and-list decides, as for a dir that looks free.
+    probing_ = false;
+    return create_and_list();
+  }
+  if (!proven || phase_ != phase::acquiring) return {};
+  auto it = blockers_.find(writer);
+  if (it == blockers_.end()) return list_again();  // not watched now: look again
+  if (it->second != blocker_watch::set) return {};  // its watch's reply decides (on_watch_set)
+  // Not our blocker any more: remove its watch (nothing left behind), then look again.
+  it->second = blocker_watch::removing;
+  return {{lock_action::remove_watch, writer}};
 }
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
@@ -350,6 +363,12 @@ lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& child
   // lost (with the connection) or never set (a node found by its id).
   actions out;
   if (own_ == own_watch::none) out = watch_own();
+  // A reader blocked by the head writer, whose downgrade mark is listed: check the mark.
+  if (kind_ == lock_kind::read && q[0].kind == lock_kind::write && !in_flight_.contains(request::check_downgrade) &&
+      std::find(children.begin(), children.end(), downgrade_mark_name(q[0].name)) != children.end()) {
+    in_flight_.insert(request::check_downgrade);
+    out.push_back({lock_action::check_downgrade, join_path(dir_, q[0].name)});
+  }
   auto all = all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
   std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
   for (std::size_t i = first; i < all.size(); ++i) {
@@ -469,8 +488,7 @@ lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<st
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, predecessor_data data,
-                                         std::int64_t owner) {
+lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, std::int64_t owner) {
   auto it = blockers_.find(path);
   if (phase_ == phase::done || it == blockers_.end() || it->second != blocker_watch::setting) return {};
   if (!ec && lock_delay_.count() > 0) owners_[path] = owner;
@@ -481,10 +499,10 @@ lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec,
   }
   if (!ec) {
     it->second = blocker_watch::set;
-    if (data == predecessor_data::downgraded && kind_ == lock_kind::read) {
-      // A writer that now holds the read side: not our blocker any more. Remove the watch
-      // (nothing left behind), then look again.
-      downgraded_.push_back(std::string(node_name(path)));
+    if (kind_ == lock_kind::read &&
+        std::find(downgraded_.begin(), downgraded_.end(), node_name(path)) != downgraded_.end()) {
+      // Proven downgraded while its watch was being set (on_downgrade_checked): not our
+      // blocker any more. Remove the watch (nothing left behind), then look again.
       it->second = blocker_watch::removing;
       return {{lock_action::remove_watch, path}};
     }

@@ -21,11 +21,17 @@
 //     order. Each node is watched by at most the K waiters behind it: K events per release.
 //     A data change never grants: the event carries only its type, so a release cannot be told
 //     from a foreign write (Curator's Revoker writes "__REVOKE__" into the holder's node). It
-//     makes us list again, which watches that blocker again while it is there (a reader then
-//     sees a writer's downgrade in the data the watch returns).
+//     makes us list again, which watches that blocker again while it is there.
+//  5. a downgrade (shared lock): only the head writer can hold, so only it can downgrade. A
+//     reader whose listing shows the head writer's downgrade mark (downgrade_mark_name) checks
+//     it (check_downgrade: the writer's and the mark's ephemeral owners, two exists in one
+//     round trip, off the handoff path) and counts the writer as a reader once the mark is
+//     the writer's session's (downgrade_proven). The node's data is never trusted: any session
+//     may write "zklock/2:downgraded" into it, and a revocation request written over a
+//     downgraded writer's data leaves its mark. A listing without a mark costs nothing more.
 // A try-lock lists first and gives up on that read alone when a blocker is there (a busy lock
-// costs no write); a try-read whose one blocker is the head writer reads that writer's data
-// first (no watch): downgraded, it holds the read side, and the try goes on.
+// costs no write); a try-read whose one blocker is the head writer, with its mark listed,
+// checks the mark first: proven, the writer holds the read side, and the try goes on.
 //
 // Lock-delay (set_lock_delay; off by default, and then nothing below is sent): when a node
 // ahead of us vanished because its owner's session ended (an expiry, or a session closed while
@@ -91,7 +97,7 @@ struct lock_action {
     remove_watch,       ///< remove our watch on `path` (a blocker's, or the lease dir's)
     delete_node,        ///< delete `path`
     stat_node,          ///< exists `path` (to learn its czxid after recovery)
-    read_data,          ///< getData `path` without a watch: is the try-read's one blocker downgraded?
+    check_downgrade,    ///< exists on writer `path` and on its downgrade mark, pipelined: to on_downgrade_checked
     wait_reconnect,     ///< nothing to send until the session is connected again
     check_grant,        ///< the lock is ours: call on_grant_check with what the session says now
     refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
@@ -145,7 +151,7 @@ struct lock_result {
 enum class probe_result {
   looks_free,      ///< nobody would block us: create (the create-and-list decides)
   busy,            ///< a blocker is there: lock_busy, nothing written
-  read_head_data,  ///< a reader's one blocker is the head writer: read its data (downgraded?)
+  check_head_mark,  ///< a reader's one blocker is the head writer, its downgrade mark listed: check it
 };
 
 class lock_fsm {
@@ -171,10 +177,9 @@ class lock_fsm {
   actions on_parents(error_code ec);
   /// Reply to watch_dir: the listing, with the watch set when ec is empty.
   actions on_dir_watch_set(error_code ec, const std::vector<std::string>& children);
-  /// Reply to watch_blocker on `path`, with what the blocker's data says and its Stat's
-  /// ephemeralOwner (`owner`; read for lock-delay only).
-  actions on_watch_set(const std::string& path, error_code ec, predecessor_data data = predecessor_data::other,
-                       std::int64_t owner = 0);
+  /// Reply to watch_blocker on `path` (its data is not read: it proves nothing), with its
+  /// Stat's ephemeralOwner (`owner`; read for lock-delay only).
+  actions on_watch_set(const std::string& path, error_code ec, std::int64_t owner = 0);
   /// Reply to read_owner on `path`: the lease holder's ephemeralOwner (no_node: it went).
   actions on_owner(const std::string& path, error_code ec, std::int64_t owner);
   /// Reply to check_session for session `owner`: `beacon_owner` is the ephemeralOwner of the
@@ -186,8 +191,10 @@ class lock_fsm {
   actions on_own_watch_set(error_code ec);
   /// A watch of ours on `path` fired: a blocker's, our own node's, or the lease dir's.
   actions on_watch_event(const std::string& path, watch_change what);
-  /// Reply to read_data: what the node's data says (no_node: it went meanwhile).
-  actions on_data(error_code ec, predecessor_data data);
+  /// Reply to check_downgrade on `writer`: the ephemeral owners of the writer's node and of
+  /// its downgrade mark (0: not there, or not ephemeral); `ec` only for a failed request.
+  actions on_downgrade_checked(const std::string& writer, error_code ec, std::int64_t writer_owner,
+                               std::int64_t mark_owner);
   /// Reply to remove_watch on `path`.
   actions on_watch_removed(const std::string& path, error_code ec);
   actions on_deleted(error_code ec);
@@ -256,7 +263,7 @@ class lock_fsm {
     remove_watch,
     delete_node,
     stat,
-    read_data,     // the try-read's look at its one blocker's data
+    check_downgrade,  // a look at the head writer's downgrade mark (one at a time)
     refresh,       // refresh_contact, before a grant
     delete_delay,  // a retry_delete's delay is running (a timer, not a server request)
   };
@@ -339,8 +346,7 @@ class lock_fsm {
   // the events the client's re-registration brings come in no set order, so a blocker's deletion
   // is no grant until a listing shows our node again.
   bool unconfirmed_ = false;
-  std::vector<std::string> downgraded_;  // writers' nodes seen downgraded to readers
-  std::string read_node_;                // the try-read's blocker whose data we read
+  std::vector<std::string> downgraded_;  // writers' nodes whose downgrade mark proved them readers
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
   int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now

@@ -68,10 +68,37 @@ inline constexpr std::string_view release_marker = "zklock/2:released";
 /// Data of a shared lock's nodes (not contender_marker: zklock 2 waiters trusted a data change
 /// on a contender_marker node, never on these).
 inline constexpr std::string_view shared_marker = "zklock/2:rw";
-/// What a downgraded writer writes into its node: it holds the read side now. zklock readers
-/// stop counting it as a writer; writers still wait for it (it stays where it is in the queue,
-/// so no writer gets in between). Curator and kazoo readers keep waiting until it is deleted.
+/// What a downgraded writer writes into its node: it holds the read side now. The write wakes
+/// the zklock readers that watch the node; it proves nothing (any session may write any data
+/// into the node): the proof is the writer's downgrade mark below. Writers still wait for it
+/// (it stays where it is in the queue, so no writer gets in between). Curator and kazoo readers
+/// keep waiting until it is deleted.
 inline constexpr std::string_view downgraded_marker = "zklock/2:downgraded";
+
+/// The downgrade mark of writer node `writer` (a name in the lock dir): "zklock-downgraded-"
+/// and the writer's sequence. The downgrading holder creates it EPHEMERAL, in one transaction
+/// with the downgraded_marker write, and deletes it before its node; its ephemeral owner, set
+/// by the server, is the writer's session: no other session can make one that proves a
+/// downgrade (downgrade_proven). No lock marker in the name: Curator and kazoo sort it after
+/// every contender and never wait for it; zklock's queue ignores it (parse_contender).
+/// Empty for a node that is no writer's.
+inline std::string downgrade_mark_name(std::string_view writer) {
+  auto at = writer.rfind("__WRIT__");
+  if (at == std::string_view::npos) return {};
+  return "zklock-downgraded-" + std::string(writer.substr(at + 8));
+}
+/// downgrade_mark_name of a writer node's full path, in the same dir; empty for a non-writer.
+inline std::string downgrade_mark_path(std::string_view writer_path) {
+  auto slash = writer_path.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  auto name = downgrade_mark_name(writer_path.substr(slash + 1));
+  return name.empty() ? name : std::string(writer_path.substr(0, slash + 1)) + name;
+}
+/// A writer downgraded when its mark's ephemeral owner is the writer node's (both from the
+/// server's Stat: 0 for a node that is not there, or not ephemeral).
+inline bool downgrade_proven(std::int64_t writer_owner, std::int64_t mark_owner) noexcept {
+  return writer_owner != 0 && mark_owner == writer_owner;
+}
 
 /// A zklock node's data: its marker, then, after one space, the identity of its creator
 /// ("zklock/3 web-1:4242": who holds or waits; session_options::identity). Without an

@@ -1,7 +1,7 @@
-// Writes by other clients to lock nodes: no data write may grant a
-// waiter while the holder still holds (Curator's Revoker writes "__REVOKE__" into the holder's
-// node; an operator may `set` anything), and a try-read reads the downgrade mark that a
-// blocking read honours.
+// Writes by other clients to lock nodes: no data write may grant a waiter while the holder
+// still holds (Curator's Revoker writes "__REVOKE__" into the holder's node; an operator may
+// `set` anything, "zklock/2:downgraded" included), a downgrade is proven only by its holder's
+// own mark, and a try-read checks the mark that a blocking read honours.
 #include "common.hpp"
 #include "zk_server.hpp"
 
@@ -96,6 +96,112 @@ TEST_CASE("try_acquire_shared behind a downgraded writer succeeds, as a blocking
     }
     co_await w.async_release(asio::use_awaitable);
     auto left = co_await a.async_get_children("/locks/trydown", asio::use_awaitable);
+    CHECK(left.children.empty());
+  }());
+}
+
+namespace {
+// The downgrade mark a zklock writer's holder creates (src/sansio/queue.hpp): the writer's
+// sequence after "zklock-downgraded-", in the same dir.
+std::string mark_of(const std::string& writer_path) {
+  auto slash = writer_path.rfind('/');
+  return writer_path.substr(0, slash + 1) + "zklock-downgraded-" + writer_path.substr(writer_path.size() - 10);
+}
+}  // namespace
+
+TEST_CASE("a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  session forger(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    for (auto* s : {&a, &b, &forger}) co_await s->async_connect(asio::use_awaitable);
+    const std::string dir = "/locks/forged";
+    shared_mutex ma(a, dir), mb(b, dir);
+    auto w = co_await ma.async_acquire(asio::use_awaitable);
+    REQUIRE(w.owns_lock());
+    bool r_in = false;
+    lock_guard r;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+      r = co_await mb.async_acquire_shared(asio::use_awaitable);
+      r_in = true;
+    }, asio::detached);
+    co_await until_children(a, dir, 2);
+    co_await sleep_for(100ms);  // the reader watches the writer
+    REQUIRE_FALSE(r_in);
+
+    // the marker alone, written by another session
+    co_await forger.async_set_data(w.node_path(), "zklock/2:downgraded", -1, asio::use_awaitable);
+    co_await sleep_for(300ms);
+    CHECK_FALSE(r_in);  // two holders otherwise: the writer never downgraded
+    CHECK(w.kind() == lock_kind::write);
+    CHECK(w.status() == lock_status::held);
+    {
+      auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
+      CHECK(ec == errc::lock_busy);
+    }
+    // and a mark of the forger's own (ephemeral: its session owns it), the marker written again
+    const auto mark = mark_of(w.node_path());
+    co_await forger.async_create(mark, "", create_mode::ephemeral, asio::use_awaitable);
+    co_await forger.async_set_data(w.node_path(), "zklock/2:downgraded web-1:1", -1, asio::use_awaitable);
+    co_await sleep_for(300ms);
+    CHECK_FALSE(r_in);
+    {
+      auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
+      CHECK(ec == errc::lock_busy);
+    }
+    // the writer's own downgrade finds the mark's name taken by another session: refused, it
+    // still holds the write side
+    auto [dec] = co_await w.async_downgrade(asio::as_tuple(asio::use_awaitable));
+    CHECK(dec == zk_errc::node_exists);
+    CHECK(w.kind() == lock_kind::write);
+    CHECK(w.owns_lock());
+    co_await sleep_for(200ms);
+    CHECK_FALSE(r_in);
+
+    // the forger's mark gone, the writer's own downgrade lets the reader in
+    co_await forger.async_delete(mark, -1, asio::use_awaitable);
+    co_await w.async_downgrade(asio::use_awaitable);
+    CHECK(w.kind() == lock_kind::read);
+    co_await until(r_in);
+    CHECK(r_in);
+    if (r_in) co_await r.async_release(asio::use_awaitable);
+    co_await w.async_release(asio::use_awaitable);
+    auto left = co_await forger.async_get_children(dir, asio::use_awaitable);
+    CHECK(left.children.empty());  // the writer's mark went with its release
+  }());
+}
+
+TEST_CASE("a revocation request written over a downgraded writer's node leaves it a reader",
+          "[integration][shared][foreign]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session a(ioc.get_executor(), options_for(srv.connect_string()));
+  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  session revoker(ioc.get_executor(), options_for(srv.connect_string()));
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    for (auto* s : {&a, &b, &revoker}) co_await s->async_connect(asio::use_awaitable);
+    const std::string dir = "/locks/revdown";
+    shared_mutex ma(a, dir), mb(b, dir);
+    auto w = co_await ma.async_acquire(asio::use_awaitable);
+    co_await w.async_downgrade(asio::use_awaitable);
+    REQUIRE(w.kind() == lock_kind::read);
+    // what Curator's Revoker writes
+    co_await revoker.async_set_data(w.node_path(), "__REVOKE__", -1, asio::use_awaitable);
+    {
+      auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
+      CHECK_FALSE(ec);
+      CHECK(g.owns_lock());
+      if (g.owns_lock()) co_await g.async_release(asio::use_awaitable);
+    }
+    auto [ec, g] = co_await mb.async_acquire_shared_for(5s, tuple_awaitable);
+    CHECK_FALSE(ec);
+    CHECK(g.owns_lock());
+    CHECK(w.owns_lock());
+    if (g.owns_lock()) co_await g.async_release(asio::use_awaitable);
+    co_await w.async_release(asio::use_awaitable);
+    auto left = co_await revoker.async_get_children(dir, asio::use_awaitable);
     CHECK(left.children.empty());
   }());
 }

@@ -196,9 +196,50 @@ TEST_CASE("shared_mutex: cancelled and timed-out reads and writes leave no node 
     auto [e3, g3] = co_await b.async_acquire_for(50ms, tuple_awaitable);  // behind a reader now
     CHECK(e3 == errc::lock_timeout);
     auto ch = co_await f[0].async_get_children("/locks/rwc", asio::use_awaitable);
-    CHECK(ch.children.size() == 1);
+    CHECK(ch.children.size() == 2);  // the downgraded writer's node and its downgrade mark
     for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
     CHECK(server_watches(srv) == 0);
     co_await w.async_release(asio::use_awaitable);
+    CHECK(co_await children_of(f[0], "/locks/rwc") == 0);
+  }());
+}
+
+TEST_CASE("shared_mutex: a downgraded writer's mark goes with its release and with its loss, no watch left",
+          "[integration][shared]") {
+  zk_server srv;
+  asio::io_context ioc;
+  session_group f(ioc, srv.connect_string(), 3);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await f.connect();
+    const std::string dir = "/locks/markgone";
+    shared_mutex a(f[0], dir), b(f[1], dir);
+    // released: the mark is deleted ahead of the node, so nothing is left once the release completes
+    auto w = co_await a.async_acquire(asio::use_awaitable);
+    co_await w.async_downgrade(asio::use_awaitable);
+    auto ch = co_await f[2].async_get_children(dir, asio::use_awaitable);
+    REQUIRE(ch.children.size() == 2);
+    auto mark = std::string(ch.children[0].starts_with("zklock-downgraded-") ? ch.children[0] : ch.children[1]);
+    auto st = co_await f[2].async_exists(dir + "/" + mark, asio::use_awaitable);
+    REQUIRE(st);
+    CHECK(st->ephemeral_owner == f[0].session_id());  // ephemeral, the writer's session's
+    auto r = co_await b.async_acquire_shared(asio::use_awaitable);  // granted beside it
+    co_await w.async_release(asio::use_awaitable);
+    CHECK(co_await children_of(f[2], dir) == 1);  // the reader's node only
+    co_await r.async_release(asio::use_awaitable);
+    CHECK(co_await children_of(f[2], dir) == 0);
+    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
+    CHECK(server_watches(srv) == 0);
+
+    // lost (an operator deletes the writer's node): the holder deletes its mark too
+    auto w2 = co_await a.async_acquire(asio::use_awaitable);
+    co_await w2.async_downgrade(asio::use_awaitable);
+    REQUIRE(co_await children_of(f[2], dir) == 2);
+    co_await f[2].async_delete(w2.node_path(), -1, asio::use_awaitable);
+    co_await until([&] { return w2.status() == lock_status::lost; });
+    co_await until_children(f[2], dir, 0);
+    auto [rec] = co_await w2.async_release(asio::as_tuple(asio::use_awaitable));
+    CHECK(rec == errc::lock_lost);
+    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
+    CHECK(server_watches(srv) == 0);
   }());
 }

@@ -9,6 +9,9 @@
 // steady clock, CLOCK_MONOTONIC, at the handler) and releases (run_revocation.py).
 // With --rw, cycle i takes the write side when i % 3 == 0 and the read side otherwise; a read
 // is held longer (5 ms) than a write (1 ms) so that readers of different processes overlap.
+// Every other write (i % 6 == 3) downgrades at once and is logged as a read: the peers see a
+// downgraded writer (its node, and its downgrade mark in the lock dir) and must still treat it
+// as a writer until its release.
 // With --semaphore=N, each cycle takes a lease, logs enter/leave around a 30 ms hold, gives it
 // back (run_interop.py checks that at most N are inside at once). The hold is long next to a
 // lease's round trips, so that the leases are all taken most of the time: with a shorter one
@@ -100,12 +103,14 @@ int main(int argc, char** argv) {
     } else if (rw) {
       zklock::shared_mutex m{s, path};
       for (int i = 0; i < cycles; ++i) {
-        const bool write = i % 3 == 0;
+        const bool downgrade = i % 6 == 3;
+        const bool write = i % 3 == 0 && !downgrade;
         zklock::lock_guard g;
-        if (write)
+        if (write || downgrade)
           g = co_await m.async_acquire(asio::use_awaitable);
         else
           g = co_await m.async_acquire_shared(asio::use_awaitable);
+        if (downgrade) co_await g.async_downgrade(asio::use_awaitable);
         write ? log.enter_write(who) : log.enter_read(who);
         co_await hold_for(std::chrono::milliseconds(write ? 1 : 5));
         write ? log.leave_write(who) : log.leave_read(who);

@@ -104,12 +104,13 @@ struct sim {
   std::set<std::string> watches;                 // paths watched by the fsm
   std::map<std::string, std::string> data;       // node name -> its data (absent: empty)
   std::set<std::string> downgraded;              // writers whose holder downgraded (hold the read side)
+  std::map<std::string, std::int64_t> owners;    // node name -> its ephemeral owner (absent: 1000 + czxid)
   std::deque<reply> replies;
   std::deque<std::function<lock_fsm::actions()>> held_events;  // fired while disconnected
   lock_fsm fsm;
   bool completed = false, waiting_reconnect = false;
   int completions = 0;
-  int requests = 0, lists = 0, syncs = 0;
+  int requests = 0, lists = 0, syncs = 0, mark_checks = 0;
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
@@ -148,6 +149,27 @@ struct sim {
     if (!node_data.empty()) data[name] = std::string(node_data);
     return name;
   }
+  // the ephemeral owner the server reports for `name` (0: no such node)
+  std::int64_t owner_of(const std::string& name) const {
+    auto it = children.find(name);
+    if (it == children.end()) return 0;
+    auto o = owners.find(name);
+    return o == owners.end() ? 1000 + it->second : o->second;
+  }
+  // a writer's node goes: its holder's downgrade mark goes with it (first)
+  void drop_mark_of(const std::string& name) {
+    auto mark = detail::downgrade_mark_name(name);
+    if (mark.empty()) return;
+    children.erase(mark);
+    owners.erase(mark);
+  }
+  // another session creates the downgrade mark of `writer` (forged: its owner is not the writer's)
+  void forge_mark(const std::string& writer) {
+    auto mark = detail::downgrade_mark_name(writer);
+    if (mark.empty() || children.count(mark)) return;
+    children[mark] = ++zxid;
+    owners[mark] = 1;
+  }
   std::string data_of(const std::string& name) const {
     auto it = data.find(name);
     return it == data.end() ? std::string() : it->second;
@@ -170,6 +192,7 @@ struct sim {
   // a zklock 2 holder releases: multi(setData(release_marker), delete), so a watcher sees
   // "changed" (the data watch fires once, on the setData)
   void release_zklock(const std::string& name) {
+    drop_mark_of(name);
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
@@ -187,6 +210,11 @@ struct sim {
     auto q = detail::queue_order(listing());
     if (q.empty() || !q.front().name.starts_with(writer_prefix) || downgraded.count(q.front().name)) return false;
     downgraded.insert(q.front().name);
+    // one transaction: the mark, owned by the writer's session, and the marker in its data
+    auto mark = detail::downgrade_mark_name(q.front().name);
+    auto owner = owner_of(q.front().name);
+    children[mark] = ++zxid;
+    owners[mark] = owner;
     change_data(q.front().name, detail::downgraded_marker);
     return true;
   }
@@ -199,6 +227,7 @@ struct sim {
     return {head, second};
   }
   void delete_foreign(const std::string& name) {
+    drop_mark_of(name);
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
@@ -307,12 +336,11 @@ struct sim {
           if (a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("our own node watched as a blocker");
           if (watches.count(a.path)) forbid("a second watch on " + a.path);
           bool exists = children.count(name) > 0;
-          auto seen = exists ? detail::classify_predecessor(data_of(name)) : predecessor_data::other;
           if (exists) watches.insert(a.path);
           // lost: the C client registers a watcher only with a reply
           replies.push_back(reply(
-              [this, exists, seen, path = a.path] {
-                return fsm.on_watch_set(path, exists ? error_code{} : error_code(zk_errc::no_node), seen);
+              [this, exists, path = a.path] {
+                return fsm.on_watch_set(path, exists ? error_code{} : error_code(zk_errc::no_node));
               },
               [this, path = a.path] {
                 watches.erase(path);
@@ -395,13 +423,17 @@ struct sim {
               }));
           break;
         }
-        case lock_action::read_data: {
+        case lock_action::check_downgrade: {
+          // two exists, answered together (the owners as the server has them now)
+          ++requests;
+          ++mark_checks;
           std::string name(node_name(a.path));
-          bool exists = children.count(name) > 0;
-          auto seen = exists ? detail::classify_predecessor(data_of(name)) : predecessor_data::other;
+          auto writer_owner = owner_of(name), mark_owner = owner_of(detail::downgrade_mark_name(name));
           replies.push_back(reply(
-              [this, exists, seen] { return fsm.on_data(exists ? error_code{} : error_code(zk_errc::no_node), seen); },
-              [this] { return fsm.on_data(zk_errc::connection_loss, predecessor_data::other); }));
+              [this, writer_owner, mark_owner, path = a.path] {
+                return fsm.on_downgrade_checked(path, {}, writer_owner, mark_owner);
+              },
+              [this, path = a.path] { return fsm.on_downgrade_checked(path, zk_errc::connection_loss, 0, 0); }));
           break;
         }
         case lock_action::stat_node: {
@@ -508,8 +540,8 @@ struct sim {
         break;
       case lock_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
       case lock_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
-      case lock_action::read_data:
-        replies.push_back([this, loss] { return fsm.on_data(loss, predecessor_data::other); });
+      case lock_action::check_downgrade:
+        replies.push_back([this, loss, path = a.path] { return fsm.on_downgrade_checked(path, loss, 0, 0); });
         break;
       case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case lock_action::wait_reconnect:
@@ -644,8 +676,9 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
 /// One run of the lock property: random kind, mode, K (blockers watched), queue, releases,
 /// arrivals, data changes, deletions of any contender's node ours included (an operator's),
 /// cancellation, expiry (and with `faults`, connection drops and reconnects) in random order.
-/// Data changes: foreign writes to any contender, the holder included ("__REVOKE__", anything:
-/// never a grant), the head writer's downgrade (readers may join it), the release transaction
+/// Data changes: foreign writes to any contender, the holder included ("__REVOKE__", anything,
+/// a forged downgrade with or without a forged mark: never a grant), the head writer's
+/// downgrade (its mark and its marker: readers may join it), the release transaction
 /// of a zklock 2 holder (setData then delete).
 /// Invariants: one completion and nothing after it; never two nodes of ours; no request the
 /// state forbids (sim::violation: among them a second watch on a node, queueing again while our
@@ -730,7 +763,17 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
             case 0:
               // A foreign write to any contender, the holder included (Curator's Revoker,
               // an operator's set): the holder still holds, nobody may be granted by it.
-              s.change_data(foreign[i], rng() % 2 ? "__REVOKE__" : "operator data");
+              switch (rng() % 4) {
+                case 0: s.change_data(foreign[i], "__REVOKE__"); break;
+                case 1: s.change_data(foreign[i], "operator data"); break;
+                // a forged downgrade: the marker written by another session, with or without
+                // a mark of its own (never a grant: the writer still holds the write side)
+                case 2: s.change_data(foreign[i], detail::downgraded_marker); break;
+                default:
+                  s.forge_mark(foreign[i]);
+                  s.change_data(foreign[i], detail::downgraded_marker);
+                  break;
+              }
               break;
             case 1:
               s.downgrade_head();  // the head writer downgrades (when the head is one)

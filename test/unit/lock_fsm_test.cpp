@@ -635,9 +635,10 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
 }
 
 TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a writer", "[unit][lock][shared]") {
-  // (writer W holding), (reader: us). W writes downgraded_marker: its watch fires (data
-  // changed), we list, watch W again and read its data: downgraded. We remove our watch and
-  // list again: granted.
+  // (writer W holding), (reader: us). W creates its downgrade mark and writes downgraded_marker
+  // in one transaction: its watch fires (data changed), we list, see the mark, watch W again and
+  // check the mark (its owner is W's session): downgraded. We remove our watch and list again:
+  // granted.
   sim s;
   s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
   auto w = s.add_foreign(writer_prefix, shared_marker);
@@ -668,10 +669,121 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
   CHECK_FALSE(t.fsm.result().ec);
 }
 
+TEST_CASE("shared lock: a downgrade marker written by another session grants no reader", "[unit][lock][shared][foreign]") {
+  // (writer W holding), (reader: us). Another session writes downgraded_marker into W's node:
+  // we list again, no mark is listed, W still blocks us: no request more, no grant.
+  sim s;
+  s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+  auto w = s.add_foreign(writer_prefix, shared_marker);
+  s.apply(s.fsm.start());
+  s.drain();
+  REQUIRE_FALSE(s.completed);
+  s.change_data(w, downgraded_marker);
+  s.drain();
+  CHECK_FALSE(s.completed);  // two holders otherwise
+  CHECK(s.mark_checks == 0);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, w)});
+  // with a mark of its own (its owner is not W's session): checked, still no grant
+  s.forge_mark(w);
+  s.change_data(w, downgraded_marker);
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.mark_checks == 1);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, w)});
+  // W releases: granted
+  s.delete_foreign(w);
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+}
+
+TEST_CASE("shared lock: a revocation written over a downgraded writer's data leaves it a reader",
+          "[unit][lock][shared][foreign]") {
+  // W downgraded (its mark is there), then a Revoker writes "__REVOKE__" over its data: a new
+  // reader, blocking or trying, checks the mark, not the data, and joins W.
+  for (auto mode : {lock_mode::wait, lock_mode::try_once}) {
+    CAPTURE(static_cast<int>(mode));
+    sim s;
+    s.fsm = lock_fsm(s.dir, testing::our_id, mode, lock_kind::read);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    s.change_data(w, "__REVOKE__");
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.mark_checks == 1);
+    CHECK(s.blocker_watches().empty());
+    CHECK(s.children.count(w) == 1);
+  }
+}
+
+TEST_CASE("shared lock: only the head writer's mark is checked, only its own session's proves a downgrade",
+          "[unit][lock][shared][foreign]") {
+  SECTION("a forged mark on the head writer: a try-read is busy") {
+    sim s;
+    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.forge_mark(w);
+    s.change_data(w, downgraded_marker);
+    s.apply(s.fsm.start());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK(s.fsm.result().ec == errc::lock_busy);
+    CHECK(s.mark_checks == 1);
+    CHECK(s.ours() == 0);  // nothing written
+  }
+  SECTION("a mark persistent or of no session proves nothing") {
+    CHECK_FALSE(downgrade_proven(0x17, 0));
+    CHECK_FALSE(downgrade_proven(0, 0));
+    CHECK_FALSE(downgrade_proven(0x17, 0x18));
+    CHECK(downgrade_proven(0x17, 0x17));
+  }
+  SECTION("a writer behind a reader (it waits): its mark is not even checked") {
+    sim s;
+    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+    s.add_foreign(reader_prefix, shared_marker);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    s.forge_mark(w);
+    s.change_data(w, downgraded_marker);
+    s.apply(s.fsm.start());
+    s.drain();
+    CHECK_FALSE(s.completed);
+    CHECK(s.mark_checks == 0);
+  }
+  SECTION("the mark's name: no lock marker in it, not a contender for anyone") {
+    auto mark = downgrade_mark_name(writer_prefix + testing::seq10(7));
+    CHECK(mark == "zklock-downgraded-" + testing::seq10(7));
+    CHECK_FALSE(parse_contender(mark));
+    CHECK(downgrade_mark_name(reader_prefix + testing::seq10(7)).empty());
+    CHECK(downgrade_mark_path("/locks/a/" + writer_prefix + testing::seq10(7)) == "/locks/a/" + mark);
+  }
+  SECTION("the check loses the connection while waiting: listed and checked again after the reconnect") {
+    sim s;
+    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+    auto w = s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
+    s.apply(s.fsm.start());
+    while (s.mark_checks == 0 && s.step()) {
+    }
+    REQUIRE(s.mark_checks == 1);
+    s.apply(s.fsm.on_downgrade_checked(join_path(s.dir, w), zk_errc::connection_loss, 0, 0));
+    REQUIRE(s.waiting_reconnect);
+    s.drain();  // (the check's own reply comes after: stale, ignored)
+    CHECK_FALSE(s.completed);
+    s.apply(s.fsm.on_reconnected());
+    s.drain();
+    REQUIRE(s.completed);
+    CHECK_FALSE(s.fsm.result().ec);
+    CHECK(s.mark_checks == 2);
+    CHECK(s.violation.empty());
+  }
+}
+
 TEST_CASE("try-read behind a downgraded writer reads its data and is granted, behind a holding writer busy",
           "[unit][lock][shared][foreign]") {
   auto try_read = [](sim& s) { s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read); };
-  SECTION("downgraded head writer, a reader beside it: list, read its data, create and list") {
+  SECTION("downgraded head writer, a reader beside it: list, check its mark, create and list") {
     sim s;
     try_read(s);
     auto w = s.add_foreign(writer_prefix, shared_marker);
@@ -681,17 +793,17 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
     REQUIRE(a.size() == 1);
     CHECK(a[0].type == lock_action::list);
     s.apply(a);
-    REQUIRE(s.step());  // the listing: one blocker, the head writer -> read its data
+    REQUIRE(s.step());  // the listing: one blocker, the head writer, its mark listed -> check it
     REQUIRE(s.replies.size() == 1);
     s.drain();
     REQUIRE(s.completed);
     CHECK_FALSE(s.fsm.result().ec);
-    CHECK(s.requests == 4);  // list, getData (no watch), create-and-list, our node's watch
+    CHECK(s.requests == 5);  // list, two exists (the writer, its mark), create-and-list, our node's watch
     CHECK(s.blocker_watches().empty());
     CHECK(s.ours() == 1);
     CHECK(s.children.count(w) == 1);
   }
-  SECTION("the head writer holds (not downgraded): busy on two reads, nothing written") {
+  SECTION("the head writer holds (not downgraded, no mark): busy on the listing alone, nothing written") {
     sim s;
     try_read(s);
     s.add_foreign(writer_prefix, shared_marker);
@@ -699,7 +811,7 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
     s.drain();
     REQUIRE(s.completed);
     CHECK(s.fsm.result().ec == errc::lock_busy);
-    CHECK(s.requests == 2);
+    CHECK(s.requests == 1);
     CHECK(s.next_seq == 1);
     CHECK(s.ours() == 0);
   }
@@ -747,27 +859,28 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
     CHECK(s.fsm.result().ec == errc::lock_busy);
     CHECK(s.requests == 1);
   }
-  SECTION("the writer goes between the listing and the read: the create-and-list decides") {
+  SECTION("the writer goes between the listing and the check: the create-and-list decides") {
     sim s;
     try_read(s);
     auto w = s.add_foreign(writer_prefix, shared_marker);
-    s.apply(s.fsm.start());  // the listing sees the writer
+    REQUIRE(s.downgrade_head());
+    s.apply(s.fsm.start());  // the listing sees the writer and its mark
     s.delete_foreign(w);     // gone before the read reaches the server: no_node
     s.drain();
     REQUIRE(s.completed);
     CHECK_FALSE(s.fsm.result().ec);
     CHECK(s.ours() == 1);
   }
-  SECTION("the read loses the connection: look again after the reconnect") {
+  SECTION("the check loses the connection: look again after the reconnect") {
     sim s;
     try_read(s);
     auto w = s.add_foreign(writer_prefix, shared_marker);
+    REQUIRE(s.downgrade_head());
     s.apply(s.fsm.start());
     REQUIRE(s.step());
     s.replies.clear();
-    s.apply(s.fsm.on_data(zk_errc::connection_loss, predecessor_data::other));
+    s.apply(s.fsm.on_downgrade_checked(join_path(s.dir, w), zk_errc::connection_loss, 0, 0));
     REQUIRE(s.waiting_reconnect);
-    REQUIRE(s.downgrade_head());
     int lists = s.lists;
     s.apply(s.fsm.on_reconnected());
     s.drain();
@@ -1157,7 +1270,10 @@ TEST_CASE("probe: what a try-acquire's look decides, for every kind", "[unit][lo
   CHECK(lock_fsm::probe({}, lock_kind::exclusive) == probe_result::looks_free);
   CHECK(lock_fsm::probe({mutex_prefix + seq10(1)}, lock_kind::exclusive) == probe_result::busy);
   CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::read) == probe_result::looks_free);
-  CHECK(lock_fsm::probe({writer_prefix + seq10(1)}, lock_kind::read) == probe_result::read_head_data);
+  CHECK(lock_fsm::probe({writer_prefix + seq10(1)}, lock_kind::read) == probe_result::busy);
+  // its downgrade mark listed: check it first
+  CHECK(lock_fsm::probe({writer_prefix + seq10(1), downgrade_mark_name(writer_prefix + seq10(1))}, lock_kind::read) ==
+        probe_result::check_head_mark);
   CHECK(lock_fsm::probe({writer_prefix + seq10(1), writer_prefix + seq10(2)}, lock_kind::read) == probe_result::busy);
   CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::write) == probe_result::busy);
   // leases: busy once max_leases are there
@@ -1534,7 +1650,7 @@ lock_fsm waiting_behind_holder(std::chrono::milliseconds delay, std::int64_t own
   auto w = f.on_children({}, {holder_node, "_c_me-lock-0000000002"});
   CHECK(the(w, lock_action::watch_blocker).path == holder_path);
   CHECK(f.on_own_watch_set({}).empty());
-  CHECK(f.on_watch_set(holder_path, {}, predecessor_data::other, owner).empty());
+  CHECK(f.on_watch_set(holder_path, {}, owner).empty());
   return f;
 }
 }  // namespace
@@ -1630,8 +1746,8 @@ TEST_CASE("lock-delay: the grant waits for every check and the latest delay", "[
   auto w = f.on_children({}, {holder_node, "_c_two-lock-0000000002", "_c_me-lock-0000000003"});
   CHECK(w.size() == 2);
   f.on_own_watch_set({});
-  f.on_watch_set(holder_path, {}, predecessor_data::other, holder_session);
-  f.on_watch_set(second, {}, predecessor_data::other, 0x2222);
+  f.on_watch_set(holder_path, {}, holder_session);
+  f.on_watch_set(second, {}, 0x2222);
   // the holder expires: off the handoff path, the second still stands ahead
   CHECK(has(f.on_watch_event(holder_path, watch_change::deleted), lock_action::check_session));
   CHECK(has(f.on_session_checked(holder_session, zk_errc::no_node, 0), lock_action::start_lock_delay));
