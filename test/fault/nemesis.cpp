@@ -400,13 +400,21 @@ std::string nemesis::who_has_session(const std::string& owner) const {
   return who;
 }
 
-// ensemble-gone: every member killed (kill -9) and kept down 1.5-2 session timeouts, then all
-// started again. The clients' sessions expire locally meanwhile (no server answers for the
-// session timeout): every waiter must fail with an expiry and every holder stop within the
-// session timeout plus a margin (checker: check_fault_rules). After the restart the servers
-// expire the old sessions a session timeout after they serve again: the fault waits 1.5 of
-// them, so that the run's leftover check (no node, no watch) sees what they left, if anything.
+// ensemble-gone: every member killed (kill -9) while a holder holds (asked to hold two session
+// timeouts: its guard must turn lost at its deadline) and the others queue behind it, kept down
+// 1.5-2 session timeouts, then all started again. The clients' sessions expire locally
+// meanwhile (no server answers for the session timeout): every waiter must fail with an expiry
+// and every holder stop within the session timeout plus a margin (checker: check_fault_rules).
+// After the restart the servers expire the old sessions a session timeout after they serve
+// again: the fault waits 1.5 of them, so that the run's leftover check (no node, no watch) sees
+// what they left, if anything.
 void nemesis::ensemble_gone(const std::string&, std::ostream& d) {
+  const int hold = 2 * e_.o.session_timeout_ms;
+  e_.res.arm("grant", [hold](const record&) { return "HOLD " + std::to_string(hold); },
+             [this](const record& x) { return from_zklock(x); });
+  auto fired = e_.res.wait_fired(T(4) + 10s);
+  const auto queued = std::chrono::milliseconds(int(uniform(100, 300)));
+  std::this_thread::sleep_for(queued);  // the others queue behind it
   const auto down = T(uniform(1.5, 2.0));
   outage o;
   o.down = mono_ns();
@@ -418,7 +426,8 @@ void nemesis::ensemble_gone(const std::string&, std::ostream& d) {
   o.up = mono_ns();
   e_.outages.push_back(o);
   d << ": every member killed (in " << std::chrono::duration_cast<std::chrono::milliseconds>(killed).count()
-    << " ms), ports closed for " << down.count() << " ms, serving again after " << (o.up - o.down) / 1000000 << " ms";
+    << " ms) " << queued.count() << " ms after " << (fired ? fired->who + "'s grant (asked to hold " + std::to_string(hold) + " ms)" : std::string("no grant"))
+    << ", ports closed for " << down.count() << " ms, serving again after " << (o.up - o.down) / 1000000 << " ms";
   std::this_thread::sleep_for(T(1.5));
 }
 

@@ -416,6 +416,13 @@ struct worker {
         directive(mine.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok"), ss, res);
       } else {
         mine.send("released", 0, std::string("not-owned:") + zklock::to_string(g.status()));
+        // A lost guard is kept while its session is suspended (its node cannot be deleted
+        // before a reconnect anyway) and, once the session expired, a session timeout more, as
+        // a user still busy with it would: the local waiters behind it must fail at the expiry
+        // all the same, not when the guard goes (ensemble-gone).
+        while (!stopping && !ss->over() && ss->s->state() == zklock::session_state::suspended) co_await sleep(50ms);
+        if (!stopping && !ss->ended && ss->s && ss->s->state() == zklock::session_state::expired)
+          co_await sleep(cfg.session_timeout);
         g = zklock::lock_guard();
       }
       co_await sleep(std::chrono::milliseconds(rng() % 20));
