@@ -181,11 +181,20 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
     }
   }
   // overlaps, in grant order
+  // local-close: when a contender's (or a local-queue process's) session was closed by its owner
+  std::vector<std::pair<std::string, std::int64_t>> closes;
+  for (auto& x : j)
+    if (x.kind == "close") closes.push_back({x.who, x.t_client});
   std::vector<section> v;
   for (auto& [k, s] : secs) {
-    // operator-delete: the section holding the node when it was deleted
+    // operator-delete: the section holding the node when it was deleted; local-close: a section
+    // of a session its owner closed (its holder's next report may come late: a destroy may
+    // block the thread while the C client waits for the close's reply)
     for (auto& d : deletions)
-      if (!s.node.empty() && s.node == d.node && s.start <= d.at && s.end >= d.at) s.node_deleted_at = d.at;
+      if (!s.node.empty() && s.node == d.node && s.start <= d.at && s.end >= d.at) s.taken_at = d.at;
+    for (auto& [owner, at] : closes)
+      if ((s.who == owner || process_of(s.who) == owner) && s.start <= at && s.end >= at)
+        s.taken_at = s.taken_at ? std::min(s.taken_at, at) : at;
     v.push_back(s);
   }
   std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
@@ -245,9 +254,9 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
     for (std::size_t b = a + 1; b < v.size() && v[b].start < v[a].end; ++b) {
       if (v[b].who == v[a].who) continue;
       if (v[b].start >= v[a].effective_end()) {
-        // granted after a's node was deleted: a is no holder any more (its late writes are the
-        // fencing check's)
-        if (rule.conflict(v[a], v[b])) ++r.overlaps_deleted;
+        // granted after a's node was deleted or its session closed: a is no holder any more (its
+        // late writes are the fencing check's)
+        if (rule.conflict(v[a], v[b])) ++r.overlaps_ended;
         continue;
       }
       if (!rule.conflict(v[a], v[b])) {

@@ -60,7 +60,9 @@ struct run_result {
   int fault_failures = 0;    // of those, the ones that broke the rule (must be 0)
   double worst_fail_ms = 0;  // the slowest failure or loss it expected, ms after the fault
   int grants_after_close = 0;   // local-close: acquires that succeeded after their session's close (must be 0)
-  int overlaps_deleted = 0;     // operator-delete: overlaps with a holder after its node was deleted (reported)
+  // operator-delete, local-close: overlaps with a holder after its node was deleted or its
+  // session closed by its owner (reported; its writes after that are the fencing check's)
+  int overlaps_ended = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
@@ -114,10 +116,12 @@ struct section {
   std::int64_t released_at = 0;
   bool lost = false;
   std::int64_t child_events = -1;  // local-queue: the session's child watch events at the grant ("ev=N")
-  std::int64_t node_deleted_at = 0;  // operator-delete: when another session deleted its node while it held
-  // the end that counts for overlaps: a holder's section is over once its node was deleted (the
+  // when the lock was taken from it while it held: another session deleted its node
+  // (operator-delete), or its owner closed or destroyed its session (local-close)
+  std::int64_t taken_at = 0;
+  // the end that counts for overlaps: a holder's section is over once its lock was taken (the
   // lock is the successor's from then on; its late writes are the fencing check's)
-  std::int64_t effective_end() const { return node_deleted_at ? std::min(end, node_deleted_at) : end; }
+  std::int64_t effective_end() const { return taken_at ? std::min(end, taken_at) : end; }
 };
 
 // What the recipe lets hold together: the mutex (and the election, and the local-queue mutex)
@@ -169,7 +173,7 @@ double max_free_grant_delay_ms(const std::vector<section>& v, const recipe_rule&
 // kazoo), for the per-kind overlap counts; a wait longer than `stuck_bound_ns`, or still open
 // at `t_end` past it, is a stuck waiter.
 // `deletions`: operator-delete's, whose holders' sections end for the overlap count at the
-// deletion.
+// deletion (as a closed session's do at the worker's "close").
 void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
            const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
            const recipe_rule& rule = {}, const std::vector<node_deletion>& deletions = {});

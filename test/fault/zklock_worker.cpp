@@ -231,6 +231,14 @@ struct worker {
     co_return cause_name(zklock::lock_lost_cause(ec));
   }
 
+  // The resource refused a write: a newer holder wrote (we were paused, or our node was deleted
+  // and the successor's grant reached the resource before our guard heard of it). The section
+  // stops at once; the guard's loss and its cause are reported when it turns lost (up to 200 ms).
+  asio::awaitable<void> rejected(zklock::lock_guard& g, resource_client& res, std::int64_t token) {
+    res.send("lost", token, "rejected");
+    res.send("lost_cause", token, co_await lost_cause_of(g));
+  }
+
   // One critical section; returns when it ended (normally, lost, or rejected). `ss`, `owner`:
   // the session and its owner, for the replies' directives (local-close).
   asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, const std::shared_ptr<session_slot>& ss,
@@ -247,7 +255,7 @@ struct worker {
                                                      " ev=" + std::to_string(child_events));
     directive(reply, ss, owner);
     if (!ok(reply)) {
-      res.send("lost", token, "rejected");
+      co_await rejected(g, res, token);
       co_return;
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(reply, cfg.hold_ms));
@@ -277,12 +285,12 @@ struct worker {
       const std::string wreply = res.send(last ? "end" : "write", token);
       directive(wreply, ss, owner);
       if (!ok(wreply)) {
-        res.send("lost", token, "rejected");
+        co_await rejected(g, res, token);
         co_return;
       }
       if (last) co_return;
     }
-    if (!ok(res.send("end", token))) res.send("lost", token, "rejected");
+    if (!ok(res.send("end", token))) co_await rejected(g, res, token);
   }
 
   // This contender is idle: report it (with several, once all are), and park with the session
