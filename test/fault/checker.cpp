@@ -156,6 +156,20 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       r.notes.push_back(who + " still waiting after " + std::to_string((t_end - since) / 1000000) + " ms");
     }
   }
+  // local-close: when a contender's (or a local-queue process's) session was closed by its owner
+  std::vector<std::pair<std::string, std::int64_t>> closes;
+  for (auto& x : j)
+    if (x.kind == "close") closes.push_back({x.who, x.t_client});
+  for (auto& [k, s] : secs) {
+    // operator-delete: the section holding the node when it was deleted; local-close: a section
+    // of a session its owner closed (its holder's next report may come late: a destroy may
+    // block the thread while the C client waits for the close's reply)
+    for (auto& d : deletions)
+      if (!s.node.empty() && s.node == d.node && s.start <= d.at && s.end >= d.at) s.taken_at = d.at;
+    for (auto& [owner, at] : closes)
+      if ((s.who == owner || process_of(s.who) == owner) && s.start <= at && s.end >= at)
+        s.taken_at = s.taken_at ? std::min(s.taken_at, at) : at;
+  }
   // stale writes: received after a holder with a higher token was granted (shared: a
   // conflicting holder, i.e. a writer, or anyone for a writer's write). The semaphore has no
   // stale writes by token order: its leases are not exclusive (see the over-capacity writes).
@@ -173,7 +187,15 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       }
     }
     if (!stale) continue;
-    if (x.verdict > 0) {
+    if (x.verdict > 0 && sec != secs.end() && sec->second.taken_at && x.t_client >= sec->second.taken_at) {
+      // sent after its node was deleted (or its session closed), before its holder could know,
+      // and received before the successor's first message: only the fencing check can stop
+      // such a write, and it was not late for it yet (reported, as a paused holder's overlap is)
+      ++r.stale_after_taken;
+      r.notes.push_back("write of a holder whose lock was taken, accepted: " + x.kind + " by " + x.who + " token " +
+                        std::to_string(x.token) + " sent " +
+                        std::to_string((x.t_client - sec->second.taken_at) / 1000000) + " ms after");
+    } else if (x.verdict > 0) {
       ++r.stale_accepted;
       r.notes.push_back("stale write ACCEPTED: " + x.kind + " by " + x.who + " token " + std::to_string(x.token));
     } else {
@@ -181,22 +203,8 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
     }
   }
   // overlaps, in grant order
-  // local-close: when a contender's (or a local-queue process's) session was closed by its owner
-  std::vector<std::pair<std::string, std::int64_t>> closes;
-  for (auto& x : j)
-    if (x.kind == "close") closes.push_back({x.who, x.t_client});
   std::vector<section> v;
-  for (auto& [k, s] : secs) {
-    // operator-delete: the section holding the node when it was deleted; local-close: a section
-    // of a session its owner closed (its holder's next report may come late: a destroy may
-    // block the thread while the C client waits for the close's reply)
-    for (auto& d : deletions)
-      if (!s.node.empty() && s.node == d.node && s.start <= d.at && s.end >= d.at) s.taken_at = d.at;
-    for (auto& [owner, at] : closes)
-      if ((s.who == owner || process_of(s.who) == owner) && s.start <= at && s.end >= at)
-        s.taken_at = s.taken_at ? std::min(s.taken_at, at) : at;
-    v.push_back(s);
-  }
+  for (auto& [k, s] : secs) v.push_back(s);
   std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
   // a pause stops the whole process (SIGSTOP): every contender of it
   auto paused_in = [&](const section& s) {

@@ -63,6 +63,10 @@ struct run_result {
   // operator-delete, local-close: overlaps with a holder after its node was deleted or its
   // session closed by its owner (reported; its writes after that are the fencing check's)
   int overlaps_ended = 0;
+  // writes such a holder sent after its node was deleted (its session closed) that reached the
+  // resource after its successor's grant but before the successor's first message, so accepted
+  // (reported, not stale-acc: nothing could stop them but the fencing check)
+  int stale_after_taken = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {

@@ -467,3 +467,20 @@ TEST_CASE("fault rules: a closed session's holder is no holder after the close",
   check(without, k.sorted(), {}, kinds, bound, 1'000 * ms);
   CHECK(without.overlaps == 1);
 }
+
+TEST_CASE("fault rules: a deleted holder's in-flight write, accepted before its successor's first message", "[fault][checker]") {
+  // a's node deleted at 100; a writes at 104 (received 106), b granted at 105 (received 107):
+  // only the fencing check could have stopped a's write, and it was not late for it
+  journal j;
+  j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1, "/l/a").add("write", "a", 10, 90);
+  j.add("write", "a", 10, 104, "", 1, 106).add("lost", "a", 10, 108, "status=lost");
+  j.add("acquire", "b", 0, 2).add("grant", "b", 20, 105, "/l/b", 1, 107).add("end", "b", 20, 130);
+  run_result r;
+  check(r, j.sorted(), {}, kinds, bound, 1'000 * ms, {}, {{"/l/a", "a", true, 100 * ms}});
+  CHECK(r.stale_accepted == 0);
+  CHECK(r.stale_after_taken == 1);
+  CHECK(r.overlaps == 0);
+  run_result without;
+  check(without, j.sorted(), {}, kinds, bound, 1'000 * ms);
+  CHECK(without.stale_accepted == 1);
+}

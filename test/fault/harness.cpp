@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
           t.worst_fail_ms = std::max(t.worst_fail_ms, r.worst_fail_ms);
           t.grants_after_close += r.grants_after_close;
           t.overlaps_ended += r.overlaps_ended;
+          t.stale_after_taken += r.stale_after_taken;
           t.wait_grants_max = std::max(t.wait_grants_max, r.wait_grants_max);
           t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
           t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
@@ -280,14 +281,15 @@ int main(int argc, char** argv) {
              << ",\"foreign_writes\":" << t.foreign_writes << ",\"user_socket_stalls\":" << t.user_socket_stalls
              << ",\"injected\":" << t.injected << ",\"fault_checked\":" << t.fault_waits
              << ",\"fault_failures\":" << t.fault_failures << ",\"worst_fail_ms\":" << t.worst_fail_ms
-             << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended
+             << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
         if (t.injected > 0) {
           std::ostringstream row;
           row << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(10) << t.injected << std::setw(9)
               << t.fault_waits << std::setw(10) << t.fault_failures << std::setw(15) << fmt(t.worst_fail_ms)
-              << std::setw(14) << t.grants_after_close << t.overlaps_ended << (ok ? "" : "  FAILED") << "\n";
+              << std::setw(14) << t.grants_after_close << std::setw(11) << t.overlaps_ended << t.stale_after_taken
+              << (ok ? "" : "  FAILED") << "\n";
           fault_rows.push_back(row.str());
         }
       }
@@ -299,7 +301,7 @@ int main(int argc, char** argv) {
                      "outage + the session timeout + 1000 ms; local-close: no grant after the close, every waiter "
                      "fails within a session timeout; operator-delete: the holder stops within a quarter session "
                      "timeout, lost with node_deleted, no waiter fails)\n"
-                  << "scenario            runs  injected  checked  failures  worst-fail-ms  grants-after  ended-ovl\n";
+                  << "scenario            runs  injected  checked  failures  worst-fail-ms  grants-after  ended-ovl  ended-acc\n";
         for (auto& row : fault_rows) std::cout << row;
       }
     }
