@@ -1,4 +1,4 @@
-// zklock-bench --kind busy-process (issue 20, "same key, one busy process"): one busy process of
+// zklock-bench --kind busy-process ("same key, one busy process"): one busy process of
 // --coroutines coroutines (or threads) and --others other processes, every one on ONE lock path.
 // The variants, one after another in one run, each on its own path:
 //   plain   the busy process's coroutines through a plain zklock::mutex (a node each)

@@ -1,4 +1,4 @@
-// zklock-bench --kind distinct-keys (issue 20, "a lock per request on different items"): C
+// zklock-bench --kind distinct-keys ("a lock per request on different items"): C
 // concurrent coroutines of ONE session, each taking and releasing its own uncontended lock path
 // (PATH/k<i>) --cycles times. A warm-up cycle per key first (creates the lock dirs, not timed:
 // a busy server's items are locked again and again). Prints throughput, CPU per acquisition

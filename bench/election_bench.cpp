@@ -1,5 +1,5 @@
-// zklock-election-bench: failover of zklock::election, the election phase of scripts/bench
-// (issue 19). The same two modes as the Curator and kazoo election peers
+// zklock-election-bench: failover of zklock::election, the election phase of scripts/bench.
+// The same two modes as the Curator and kazoo election peers
 // (bench/peers/curator/CuratorElection.java, bench/peers/kazoo/kazoo_election.py):
 //
 //   --mode resign --candidates N --resigns R [--hold-ms H]

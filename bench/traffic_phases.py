@@ -1,4 +1,4 @@
-"""scripts/bench's server-traffic phases (issue 20): --kinds busy-process, distinct-keys, requeue.
+"""scripts/bench's server-traffic phases: --kinds busy-process, distinct-keys, requeue.
 
   busy-process   zklock-bench --kind busy-process (bench/busy_process.cpp): 1,000 coroutines of
                  one busy process plus 8 other processes on one path; plain mutex, local queue

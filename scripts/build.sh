@@ -10,7 +10,9 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 # UNITY_BUILD=ON (the demo's): each target's sources compiled as one, half the time for the
 # library on 2 cores (64 s -> 32 s). Always passed, so a later build in the same dir without it
 # (the test command's) compiles file by file again, as every other build does.
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" >&2
+# CMAKE_ARGS: more -D options (the demo's: a build without optimization or debug info).
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" ${CMAKE_ARGS:-} >&2
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$BUILD_DIR" -j "${JOBS:-2}" "${targets[@]}" >&2

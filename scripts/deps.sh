@@ -50,7 +50,9 @@ step() {
     exit 1
   fi
 }
-apt=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get)
+# force-unsafe-io: dpkg does not sync each unpacked file (Boost's headers are 14,000 files); a
+# crash mid-install is fixed by running this again, as for any interrupted install.
+apt=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o Dpkg::Options::=--force-unsafe-io)
 step "apt-get update" "${apt[@]}" update
 step "installing ${#missing[@]} packages (${missing[*]})" \
   "${apt[@]}" install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"

@@ -55,6 +55,7 @@ struct exec_options {
   double timeout = 0;  // 0: wait as long as needed
   double kill_grace = 5;
   double max_hold = 0;  // > 0: release (stopping the command) after this many seconds of holding
+  double lock_delay = 0;  // --lock-delay: mutex_options::lock_delay (and the other recipes'), in seconds
   std::string process_tree = "auto";  // --process-tree / $ZKLOCK_PROCESS_TREE: auto, namespace, group
   std::string leader_id;  // elect: campaign as this participant id (instead of taking a lock)
   bool elect() const { return !leader_id.empty(); }

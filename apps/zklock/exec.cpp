@@ -24,6 +24,10 @@ namespace {
 
 using namespace asio::experimental::awaitable_operators;
 
+// --lock-delay: how long zklock keeps its session after a release before closing it, so that
+// the successor's read of our beacon (one round trip after it heard the release) finds it.
+constexpr auto lock_delay_release_grace = std::chrono::milliseconds(200);
+
 // Connects, acquires (racing with the termination signals and --timeout), runs the command
 // under supervision, and leaves: the command's status, or one of zklock's own.
 asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, asio::signal_set& sigs,
@@ -49,9 +53,10 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     st->done.cancel();
   };
   // (the lock objects may go: a pending acquire keeps what it needs)
+  const auto lock_delay = to_ms(o.lock_delay);
   if (!o.leader_id.empty()) {
     // elect: the leadership's guard is supervised like a lock's
-    zklock::election e(s, o.path, o.leader_id);
+    zklock::election e(s, o.path, o.leader_id, {.lock_delay = lock_delay});
     auto on_leading = [on_acquired](error_code ec, zklock::leadership l) mutable {
       on_acquired(ec, std::move(l.guard()));
     };
@@ -60,19 +65,19 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
     else
       e.async_campaign(std::move(on_leading));
   } else if (o.semaphore > 0) {
-    zklock::semaphore m(s, o.path, o.semaphore);
+    zklock::semaphore m(s, o.path, o.semaphore, {.lock_delay = lock_delay});
     if (o.try_once)
       m.async_try_acquire(std::move(on_acquired));
     else
       m.async_acquire(std::move(on_acquired));
   } else if (o.shared) {
-    zklock::shared_mutex m(s, o.path);
+    zklock::shared_mutex m(s, o.path, {.lock_delay = lock_delay});
     if (o.try_once)
       m.async_try_acquire_shared(std::move(on_acquired));
     else
       m.async_acquire_shared(std::move(on_acquired));
   } else {
-    zklock::mutex m(s, o.path);
+    zklock::mutex m(s, o.path, {.lock_delay = lock_delay});
     if (o.try_once)
       m.async_try_acquire(std::move(on_acquired));
     else
@@ -142,9 +147,10 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   if (lost || guard.status() == zklock::lock_status::lost) {
     if (!lost) say(o.path + ": " + o.held() + " lost (session expired) while the command ran");
     code = exit_lost;
-  } else if (guard.status() == zklock::lock_status::held && zklock::is_connected(s.state())) {
+  } else if (o.lock_delay <= 0 && guard.status() == zklock::lock_status::held && zklock::is_connected(s.state())) {
     // Closing the session (below) deletes our node: the next contender gets the lock from
-    // that, without a separate delete to wait for.
+    // that, without a separate delete to wait for. (With --lock-delay that would look like
+    // the end of a session to a successor, which waits: a release first, below.)
   } else {
     // Release, but wait no longer than a session timeout: with ZooKeeper unreachable the
     // release would wait for a reconnection; the session's expiry removes the node anyway.
@@ -170,6 +176,12 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       code = exit_lost;
     } else if (*rs->result) {
       say(o.path + (o.elect() ? ": resign: " : ": release: ") + rs->result->message());
+    } else if (o.lock_delay > 0) {
+      // A successor tells our release from our session's end by our beacon (lock-delay): it
+      // reads it once it heard the release. Closing at once could remove the beacon before that
+      // read (the successor would wait --lock-delay): give its read a moment first.
+      asio::steady_timer grace(ex, lock_delay_release_grace);
+      co_await grace.async_wait(use_tuple);
     }
   }
   co_await s.async_close(use_tuple);
@@ -179,7 +191,7 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
 // exec's and elect's options, as given (numbers as text: checked after parsing).
 struct run_state {
   exec_options o;
-  std::string timeout, kill_grace = "5", semaphore, max_hold;
+  std::string timeout, kill_grace = "5", semaphore, max_hold, lock_delay;
 };
 
 // The checks exec and elect share, after parsing.
@@ -196,6 +208,11 @@ int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
   }
   if (sub->get_option("--max-hold")->count())
     if (auto problem = parse_seconds("--max-hold", st.max_hold, false, o.max_hold)) {
+      say(*problem);
+      return exit_usage;
+    }
+  if (sub->get_option("--lock-delay")->count())
+    if (auto problem = parse_seconds("--lock-delay", st.lock_delay, true, o.lock_delay)) {
       say(*problem);
       return exit_usage;
     }
@@ -227,6 +244,12 @@ void add_run_options(CLI::App* sub, run_state& st, const char* held) {
   sub->add_option("--max-hold", st.max_hold,
                   std::string("release the ") + held + " SECONDS after it was granted: the command gets SIGTERM, "
                   "SIGKILL after --kill-grace (at most 2/5 of the session timeout); status 77")
+      ->type_name("SECONDS");
+  sub->add_option("--lock-delay", st.lock_delay,
+                  std::string("when the holder ahead went with its session (it expired: a stopped or cut-off "
+                  "process) rather than releasing, wait SECONDS more before the command starts, so that what "
+                  "it left in flight lands first; a release is not delayed. Give every contender the same "
+                  "(a Curator, kazoo or zklock holder without it looks expired): see README.md"))
       ->type_name("SECONDS");
   sub->add_option("--process-tree", st.o.process_tree,
                   "how everything the command starts is stopped with it: 'namespace' (a PID namespace "

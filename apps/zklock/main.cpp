@@ -138,10 +138,8 @@ int main(int argc, char** argv) {
   if (!app.get_option("--connect")->count() && !cmd->app->get_option("--connect")->count())
     common.connect = default_connect();
   if (auto ec = zklock::validate_connect_string(common.connect)) {
-    if (common.connect.empty())
-      say("--connect: " + ec.message());
-    else
-      say("bad connect string '" + common.connect + "': " + connect_problem(common.connect, ec));
+    // (the message quotes the connect string and names its bad entry)
+    say(common.connect.empty() ? "--connect: " + ec.message() : ec.message());
     return exit_usage;
   }
   if (int rc = cmd->check()) return rc;

@@ -6,10 +6,7 @@
 
 #include <netdb.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -53,66 +50,20 @@ asio::awaitable<int> connect(zklock::session& s, asio::signal_set& sigs, const c
   co_return 0;
 }
 
-namespace {
-
-bool valid_host_name(std::string_view h) {
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  return !h.empty() && std::all_of(h.begin(), h.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':';
-  });
-}
-
-// host:port entries of a connect string (without the chroot).
-std::vector<std::string_view> connect_entries(std::string_view connect) {
-  std::vector<std::string_view> r;
-  std::string_view hosts = connect.substr(0, connect.find('/'));
-  for (std::size_t start = 0;;) {
-    auto end = hosts.find(',', start);
-    r.push_back(hosts.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return r;
-}
-
-}  // namespace
-
-std::string connect_problem(std::string_view connect, zklock::error_code ec) {
-  auto slash = connect.find('/');
-  if (slash != std::string_view::npos)
-    if (auto pec = zklock::validate_path(connect.substr(slash)))
-      return "chroot '" + std::string(connect.substr(slash)) + "': " + pec.message();
-  if (slash == 0) return "no host:port before the chroot";
-  for (auto hp : connect_entries(connect)) {
-    std::string e(hp);
-    if (hp.empty()) return "empty host:port entry (stray ',')";
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos || (hp.front() == '[' && hp.back() == ']'))
-      return "'" + e + "' has no port (expected host:port)";
-    auto host = hp.substr(0, colon), port = hp.substr(colon + 1);
-    if (host.empty()) return "'" + e + "' has no host";
-    if (!valid_host_name(host)) return "host '" + std::string(host) + "' is not a host name or address";
-    unsigned value = 0;
-    auto [p, pec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || pec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535)
-      return "port '" + std::string(port) + "' of '" + e + "' is not a number in 1..65535";
-  }
-  return ec.message();
-}
-
 std::optional<std::string> unresolvable_host(std::string_view connect) {
-  for (auto hp : connect_entries(connect)) {
-    std::string host(hp.substr(0, hp.rfind(':')));
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  zklock::error_code ec;
+  auto parts = zklock::parse_connect_string(connect, ec);  // (checked by the caller: the one grammar)
+  for (const auto& e : parts.endpoints) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
-    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    int rc = ::getaddrinfo(e.host.c_str(), nullptr, &hints, &res);
     if (res) ::freeaddrinfo(res);
     if (rc != 0)
-      return "cannot resolve host '" + host + "'" + (connect_entries(connect).size() > 1 ? " of '" + std::string(connect) + "'" : std::string()) +
-             ": " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+      return "cannot resolve host '" + e.host + "'" +
+             (parts.endpoints.size() > 1 ? " of '" + std::string(connect) + "'" : std::string()) + ": " +
+             (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
   }
   return std::nullopt;
 }

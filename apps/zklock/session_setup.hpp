@@ -80,9 +80,6 @@ asio::awaitable<int> connect(zklock::session& s, asio::signal_set& sigs, const c
 // $ZKLOCK_CONNECT, else 127.0.0.1:2181.
 std::string default_connect();
 
-// Which part of a connect string the library rejected, for the message.
-std::string connect_problem(std::string_view connect, zklock::error_code ec);
-
 // The C client reports a host it cannot resolve as errno ENOENT ("No such file or
 // directory"), after a log line: resolve them first, for a message that names the host.
 std::optional<std::string> unresolvable_host(std::string_view connect);

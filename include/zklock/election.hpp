@@ -26,6 +26,13 @@ struct leader_info {
 
 class leadership;
 
+/// Options of an election.
+struct election_options {
+  /// Lock-delay (zero: off): a candidate whose leader ahead went with its session (an expiry,
+  /// not a resignation) takes the lead this long later. See mutex_options::lock_delay.
+  std::chrono::milliseconds lock_delay{0};
+};
+
 namespace detail {
 struct election_state;
 using leadership_handler = asio::any_completion_handler<void(error_code, leadership)>;
@@ -182,6 +189,12 @@ class basic_election {
   basic_election(basic_session<SessionExecutor>& s, std::string path, std::string identity)
       : state_(detail::make_election_state(detail::access::impl(s), std::move(path), std::move(identity))),
         ex_(executor_type(s.get_executor())) {}
+  /// With options (lock_delay).
+  template <class SessionExecutor>
+  basic_election(basic_session<SessionExecutor>& s, std::string path, std::string identity, election_options o)
+      : basic_election(s, std::move(path), std::move(identity)) {
+    detail::set_lock_delay(detail::election_dir(state_), o.lock_delay);
+  }
   /// Takes over an election of another executor type (what `as_default_on` does).
   template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_election(basic_election<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}

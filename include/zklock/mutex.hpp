@@ -54,6 +54,22 @@ struct mutex_options {
   /// workers, the benchmark's 8 contenders) with one event per handoff, and keeps a release's
   /// events to 8 however deep the queue is.
   int watched_blockers = 8;
+  /// Lock-delay (zero: off). When the contender ahead of an acquire vanished because its
+  /// owner's session ended (an expiry, or a session closed while it held; not a release), the
+  /// grant waits this long more, counted from when the waiter learnt it: the requests a dead
+  /// holder left in flight land first, for resources that cannot check a fencing token. A
+  /// release is not delayed. Each contender with it on keeps an ephemeral beacon per session
+  /// ("<parent>/__zklock_sessions__/<session id>", created before its first node) and a waiter
+  /// whose blocker went reads the owner's beacon (one exists): only a node that session owns
+  /// proves a release (a node gone before the waiter read its owner: the session its name
+  /// claims, "_c_<uuid>.<session hex>-lock-<seq>"). The safe side when it cannot tell, so these
+  /// are delayed too: the release of a Curator, kazoo or zklock holder without the option (no
+  /// beacon), a release whose session ended before the successor's check. A contender that
+  /// queues after the node is gone is not delayed (it never saw it).
+  /// Not applied by the local queue (local_queue = true) yet. Costs, when on: one create per
+  /// session and lock object, and one exists per vanished blocker (on the handoff path: one
+  /// round trip per handoff); off, nothing.
+  std::chrono::milliseconds lock_delay{0};
 };
 
 template <class Executor>
@@ -65,6 +81,8 @@ using contenders_handler = asio::any_completion_handler<void(error_code, std::ve
 ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
 ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
 ZKLOCK_API const std::string& lock_dir_path(const lock_dir& d) noexcept;
+/// mutex_options::lock_delay for a dir made without mutex_options (the other recipes' options).
+ZKLOCK_API void set_lock_delay(const std::shared_ptr<lock_dir>& dir, std::chrono::milliseconds delay) noexcept;
 ZKLOCK_API void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
 ZKLOCK_API void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
 }  // namespace detail

@@ -23,6 +23,10 @@ struct semaphore_options {
   /// `zklock holders PATH/leases`): this instead of session_options::identity (default
   /// "<hostname>:<pid>"); empty: none.
   std::optional<std::string> identity = std::nullopt;
+  /// Lock-delay for the leases (zero: off): see mutex_options::lock_delay. A waiter reads each
+  /// lease holder's owner while it waits (one exists each); when a holder's lease went with its
+  /// session, the grant waits this long more. The beacons are in "<path>/__zklock_sessions__".
+  std::chrono::milliseconds lock_delay{0};
 };
 
 /// At most `max_leases` holders at once of the leases of `path`. A lease is a lock_guard on an
@@ -60,7 +64,9 @@ class basic_semaphore {
   explicit basic_semaphore(basic_session<SessionExecutor>& s, std::string path, int max_leases,
                            semaphore_options o = {})
       : state_(detail::make_semaphore_state(detail::access::impl(s), std::move(path), max_leases, o.identity)),
-        ex_(executor_type(s.get_executor())) {}
+        ex_(executor_type(s.get_executor())) {
+    detail::set_lock_delay(detail::semaphore_leases(state_), o.lock_delay);
+  }
   /// Takes over a semaphore of another executor type (what `as_default_on` does).
   template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_semaphore(basic_semaphore<OtherExecutor>&& other) noexcept : state_(std::move(other.state_)), ex_(other.ex_) {}

@@ -12,6 +12,8 @@ struct shared_mutex_options {
   /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none. A
   /// downgraded writer keeps it.
   std::optional<std::string> identity = std::nullopt;
+  /// Lock-delay for readers and writers (zero: off): see mutex_options::lock_delay.
+  std::chrono::milliseconds lock_delay{0};
 };
 
 /// A distributed read/write lock on `path` (a lock dir): any number of readers hold it
@@ -51,7 +53,7 @@ class basic_shared_mutex {
   /// A read/write lock on `path` through session `s`, with options (the identity in our nodes' data).
   template <class SessionExecutor>
   basic_shared_mutex(basic_session<SessionExecutor>& s, std::string path, shared_mutex_options o)
-      : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity)}) {}
+      : m_(s, std::move(path), mutex_options{.identity = std::move(o.identity), .lock_delay = o.lock_delay}) {}
   /// Takes over a shared mutex of another executor type (what `as_default_on` does).
   template <detail::converts_to_executor<Executor> OtherExecutor>
   basic_shared_mutex(basic_shared_mutex<OtherExecutor>&& other) noexcept : m_(std::move(other.m_)) {}

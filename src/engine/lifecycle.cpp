@@ -177,24 +177,28 @@ std::string unresolvable_hosts(std::string_view connect) {
   return r;
 }
 
-// Every address the hosts of `connect` resolve to, named as the C client names its current
-// server ("127.0.0.1:2181", "[::1]:2181"), resolved as it resolves them.
-std::set<std::string> resolved_endpoints(std::string_view connect) {
-  std::set<std::string> r;
+// Each server of `connect` with every address it resolves to, named as the C client names its
+// current server ("127.0.0.1:2181", "[::1]:2181"), resolved as it resolves them.
+std::vector<resolved_server> resolve_servers(std::string_view connect) {
+  std::vector<resolved_server> r;
   for (const auto& e : endpoints_of(connect)) {
+    auto& server = r.emplace_back(resolved_server{e, {}});
     addrinfo* res = nullptr;
     resolve(e, res);
     for (addrinfo* a = res; a; a = a->ai_next) {
       char text[INET6_ADDRSTRLEN] = {};
+      std::string name;
       if (a->ai_family == AF_INET6) {
         auto* in6 = reinterpret_cast<sockaddr_in6*>(a->ai_addr);
         ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
-        r.insert("[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port)));
+        name = "[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
       } else if (a->ai_family == AF_INET) {
         auto* in = reinterpret_cast<sockaddr_in*>(a->ai_addr);
         ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-        r.insert(std::string(text) + ":" + std::to_string(ntohs(in->sin_port)));
+        name = std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
       }
+      if (!name.empty() && std::find(server.addresses.begin(), server.addresses.end(), name) == server.addresses.end())
+        server.addresses.push_back(std::move(name));
     }
     if (res) ::freeaddrinfo(res);
   }
@@ -283,7 +287,10 @@ void session_impl::open_handle() {
   ever_connected_ = false;
   dropped_in_send_ = false;
   not_zookeeper_.clear();
-  endpoints_ = resolved_endpoints(opts_->connect);
+  drop_pending_ = false;
+  servers_ = resolve_servers(opts_->connect);
+  endpoints_.clear();
+  for (const auto& server : servers_) endpoints_.insert(server.addresses.begin(), server.addresses.end());
   errno = 0;
   clientid_t resume{};
   if (opts_->resume) {
@@ -464,9 +471,12 @@ bool session_impl::reject_handshake() {
 // An endpoint answered the connect request with something that is not ZooKeeper's
 // (check_handshake_answer dropped the connection): one unreachable server, reported once per
 // outage as the others are. A connect fails at once only when every endpoint answered so; a
-// reconnect never fails for it (the session stays suspended, see the local expiry).
+// reconnect never fails for it. While others are left, it leaves the C client's list once the
+// C client has let its connection go (drop_not_zookeeper): a reconnect would otherwise keep
+// choosing it (see engine/server_list.hpp) until the session expired.
 void session_impl::on_not_zookeeper(const std::string& server, const std::string& why) {
   not_zookeeper_[server] = why;
+  drop_pending_ = true;
   if (auto line = log_summary_.note_failure(server, "not a ZooKeeper server (" + why + ")")) log(line->level, line->text);
   if (ever_connected_ || !connect_op_ || endpoints_.empty()) return;
   std::string answers;
@@ -482,6 +492,31 @@ void session_impl::on_not_zookeeper(const std::string& server, const std::string
   close_handle(errc::not_zookeeper);
   finish_connect(ec);
   set_state(session_state::disconnected);
+}
+
+// The endpoints that answered something else than ZooKeeper leave the handle's server list
+// (zoo_set_servers: the session, its id and its requests are kept), for the life of this
+// handle: a new session (async_connect) tries every server of the connect string again. Only
+// between connections (the C client's state 0, its socket closed and cleaned up): with a
+// socket open, zoo_set_servers would close it without that cleanup.
+void session_impl::drop_not_zookeeper() {
+  if (!drop_pending_ || !zh_ || zoo_state(zh_) != 0) return;
+  drop_pending_ = false;
+  std::set<std::string> dropped;
+  for (const auto& [endpoint, why] : not_zookeeper_) dropped.insert(endpoint);
+  auto hosts = servers_without(servers_, dropped);
+  if (!hosts) return;  // dropped already, or none would be left
+  int rc;
+  {
+    in_session guard(this);
+    rc = zoo_set_servers(zh_, hosts->c_str());
+  }
+  if (rc != ZOK) {
+    log(log_level::error, std::string("zklock: zoo_set_servers(\"") + *hosts + "\") failed: " + zerror(rc));
+    return;
+  }
+  log(log_level::info, "zklock: endpoints that are not ZooKeeper servers are no longer tried by this session; servers: " +
+                           *hosts);
 }
 
 // ---------------------------------------------------------------------------------------------

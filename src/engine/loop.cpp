@@ -177,6 +177,7 @@ void session_impl::process(int events) {
   }
   recover_dropped_in_send(-1);  // before pump: see recover_dropped_in_send
   if (!zh_) return;
+  drop_not_zookeeper();  // before pump's zookeeper_interest chooses the next server
   pump();
 }
 

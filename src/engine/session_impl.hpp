@@ -16,6 +16,7 @@
 #include <zklock/types.hpp>
 
 #include "engine/log_summary.hpp"
+#include "engine/server_list.hpp"
 #include "lock/metrics.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -143,6 +144,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// answer cannot be ZooKeeper's, as an unreachable server (engine/loop.cpp).
   void check_handshake_answer();
   void on_not_zookeeper(const std::string& server, const std::string& why);
+  /// Takes the endpoints of not_zookeeper_ out of the C client's server list, between
+  /// connections (engine/server_list.hpp).
+  void drop_not_zookeeper();
   void close_handle(error_code reason) noexcept;
   /// Suspended: the session expires here when no server answered within the negotiated
   /// timeout (lifecycle.cpp, "local expiry").
@@ -188,7 +192,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   // to ("HOST:PORT", as the C client names them), to know when none is left.
   std::uint64_t handshake_checked_ = 0;
   std::map<std::string, std::string> not_zookeeper_;  // endpoint -> what it answered
-  std::set<std::string> endpoints_;
+  std::vector<resolved_server> servers_;              // the connect string's, resolved at zookeeper_init
+  std::set<std::string> endpoints_;                   // all their addresses
+  bool drop_pending_ = false;  // not_zookeeper_ grew: drop_not_zookeeper at the next chance
 
   asio::steady_timer connect_timer_;
   asio::steady_timer expiry_timer_;       // the local expiry of a suspended session

@@ -27,11 +27,16 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   acquire_op(std::shared_ptr<lock_dir> m, const acquire_params& p)
       : m_(std::move(m)),
         s_(m_->s),
-        fsm_(m_->path, new_client_id(), p.mode, p.kind, m_->max_leases, m_->max_watched),
+        fsm_(m_->path,
+             m_->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), s_->session_id()) : new_client_id(),
+             p.mode, p.kind, m_->max_leases, m_->max_watched),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
-        retry_timer_(s_->executor()) {}
+        retry_timer_(s_->executor()),
+        delay_timer_(s_->executor()) {
+    fsm_.set_lock_delay(m_->lock_delay);
+  }
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
   }
@@ -121,7 +126,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                          // An election candidate's data is its identity, never a marker.
                          auto what = self->fsm_.kind() == lock_kind::candidate ? predecessor_data::other
                                                                                : classify_predecessor(d.data);
-                         self->run(self->fsm_.on_watch_set(path, ec, what));
+                         self->run(self->fsm_.on_watch_set(path, ec, what, d.stat.ephemeral_owner));
                          if (!ec && w) self->wait(std::move(w));
                        }));
           break;
@@ -211,6 +216,31 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case lock_action::complete:
           complete();
           break;
+        case lock_action::create_beacon:
+          create_beacon();
+          break;
+        case lock_action::read_owner:
+          s_->exists(a.path, nullptr, exists_handler([self, path = a.path](error_code ec, std::optional<node_stat> st) {
+                       if (!ec && !st) ec = zk_errc::no_node;
+                       self->run(self->fsm_.on_owner(path, ec, st ? st->ephemeral_owner : 0));
+                     }));
+          break;
+        case lock_action::check_session:
+          s_->exists(a.path, nullptr, exists_handler([self, owner = a.owner](error_code ec, std::optional<node_stat> st) {
+                       self->run(self->fsm_.on_session_checked(owner, ec, st ? st->ephemeral_owner : 0));
+                     }));
+          break;
+        case lock_action::start_lock_delay:
+          s_->log(log_level::info, "zklock: " + (a.path.empty() ? std::string("a contender ahead") : a.path) +
+                                       " went with its session (or could not be told from a release): the grant of " +
+                                       m_->path + " waits its lock-delay");
+          // (a restart replaces the wait; a completion already queued finds a later expiry)
+          delay_timer_.expires_after(a.delay);
+          delay_timer_.async_wait([self](error_code ec) {
+            if (!ec && self->delay_timer_.expiry() <= std::chrono::steady_clock::now())
+              self->run(self->fsm_.on_lock_delay_due());
+          });
+          break;
       }
     }
   }
@@ -236,7 +266,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   // Creates the lock dir as a container; when its parent is missing too, the dir and every
   // ancestor, pipelined in one round trip. The dir alone first: its parents nearly always
   // exist (a server's items under one parent whose empty lock dirs the server reaped), and a
-  // create of an existing node is a failed write the server still logs (issue 20).
+  // create of an existing node is a failed write the server still logs.
   void ensure_parents(bool ancestors = false) {
     if (!ancestors) {
       ptr self(this);
@@ -261,8 +291,37 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     }
   }
 
+  // Lock-delay: our session's beacon (lock_fsm.hpp), once per session and lock object; its
+  // parent a container, made when missing. Best effort: without it our releases are delayed.
+  void create_beacon(bool parent_made = false) {
+    auto sid = s_->session_id();
+    if (!parent_made && m_->beacon_session == sid) return;
+    m_->beacon_session = sid;
+    auto path = lock_delay_beacon(m_->path, sid);
+    ptr self(this);
+    s_->create(path, {}, create_mode::ephemeral,
+               create_handler([self, sid, path, parent_made](error_code ec, create_result) {
+                 if (!ec || ec == zk_errc::node_exists) return;
+                 if (ec == zk_errc::no_node && !parent_made) {
+                   // the beacons' dir and its ancestors, then the beacon again, pipelined in one
+                   // round trip (the server applies them in order): it exists before our node does
+                   std::vector<std::string> dirs;
+                   for (std::string p = parent_path(path); !p.empty() && p != "/"; p = parent_path(p)) dirs.push_back(p);
+                   session_impl::send_batch together(self->s_.get());
+                   for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
+                     self->s_->create(*it, {}, create_mode::container, create_handler([](error_code, create_result) {}));
+                   self->create_beacon(true);
+                   return;
+                 }
+                 if (self->m_->beacon_session == sid) self->m_->beacon_session = 0;  // the next acquire tries again
+                 self->s_->log(log_level::warn, "zklock: could not create the lock-delay beacon " + path + " (" +
+                                                    ec.message() + "); releases of this session will look like its end");
+               }));
+  }
+
   void complete() {
     timer_.cancel();
+    delay_timer_.cancel();
     if (listener_) s_->unsubscribe(listener_), listener_ = 0;
     const auto& r = fsm_.result();
     if (r.ec) {
@@ -305,6 +364,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
   asio::steady_timer retry_timer_;  // lock_action::retry_delete
+  asio::steady_timer delay_timer_;  // lock_action::start_lock_delay
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;  // the lease dir's
   std::map<std::string, boost::intrusive_ptr<watch_state>> blocker_watches_;  // by the blocker's path

@@ -67,7 +67,10 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         self->feed([&] { return self->fsm_.cancel(id, why); });
       });
     }
-    feed([&] { return fsm_.enqueue(id, p.mode == lock_mode::try_once); });
+    feed([&] {
+      members_session_ = s_->session_id();  // (a previous session's end was told just before)
+      return fsm_.enqueue(id, p.mode == lock_mode::try_once);
+    });
   }
 
  private:
@@ -85,7 +88,19 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   template <class Input>
   void feed(Input input) {
     see_node_loss();
+    see_session_end();
     run(input());
+  }
+
+  // The session our holder and waiters joined on ended (closed, expired, or replaced by a new
+  // one): the machine is told once, whatever it knew of the node before (a node lost at its
+  // validity deadline, then the local expiry, tells see_node_loss nothing new).
+  void see_session_end() {
+    if (!members_session_) return;
+    auto end = session_end_error(s_->state(), /*ran_on_session=*/true, s_->session_id() != members_session_);
+    if (!end) return;
+    members_session_ = 0;
+    run(fsm_.on_session_ended(end));
   }
 
   void see_node_loss() {
@@ -135,6 +150,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         auto self = weak.lock();
         if (!self) return;
         self->see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
+        self->see_session_end();
         auto h = self->holder_.held.lock();
         if (!h) return;
         if (st == session_state::suspended)
@@ -284,6 +300,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   std::int64_t node_session_ = 0;  // the ZooKeeper session the node belongs to
   error_code node_lost_;  // why the node's hold was lost (errc::lock_lost naming the cause); empty while held
   std::uint64_t holder_id_ = 0;
+  std::int64_t members_session_ = 0;  // the session the holder and waiters joined on; 0: told its end
 };
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,

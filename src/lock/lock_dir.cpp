@@ -12,6 +12,8 @@
 #include <zklock/lock_view.hpp>
 #include <zklock/path.hpp>
 
+#include <algorithm>
+
 namespace zklock::detail {
 
 static_assert(mutex_options{}.watched_blockers == default_watched_blockers, "one default for K");
@@ -30,6 +32,7 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
   auto m = make_lock_dir(s, path);
   if (o.identity) m->identity = *o.identity;
   m->max_watched = o.watched_blockers;
+  m->lock_delay = std::max(o.lock_delay, std::chrono::milliseconds(0));
   if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs, m->identity);
   return m;
 }
@@ -48,6 +51,10 @@ bool reentrant_hold::reenter(const acquire_params& p, const pending<void(error_c
 }
 
 const std::string& lock_dir_path(const lock_dir& d) noexcept { return d.path; }
+
+void set_lock_delay(const std::shared_ptr<lock_dir>& dir, std::chrono::milliseconds delay) noexcept {
+  dir->lock_delay = std::max(delay, std::chrono::milliseconds(0));
+}
 
 void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler h) {
   on_executor(state->s->executor(), std::move(h), [state](auto h) mutable {

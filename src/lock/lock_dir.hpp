@@ -42,6 +42,8 @@ struct lock_dir {
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;
   lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)
+  std::chrono::milliseconds lock_delay{0};  // mutex_options::lock_delay
+  std::int64_t beacon_session = 0;  // the session whose lock-delay beacon was created (lock_fsm.hpp)
 };
 
 }  // namespace zklock::detail

@@ -165,6 +165,16 @@ local_queue_fsm::actions local_queue_fsm::on_node_lost(error_code session_end) {
   return out;
 }
 
+local_queue_fsm::actions local_queue_fsm::on_session_ended(error_code ec) {
+  if (node_ == node_state::held) return on_node_lost(ec);
+  // No node held (none, acquiring, releasing) or lost already, its holder told: only the
+  // waiters are left to fail; next() cancels an acquire nobody waits for any more.
+  actions out;
+  fail_all(out, ec);
+  next(out);
+  return out;
+}
+
 local_queue_fsm::actions local_queue_fsm::on_queue(bool others_waiting) {
   actions out;
   if (node_ != node_state::held || !listing_) return out;

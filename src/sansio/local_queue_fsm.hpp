@@ -28,6 +28,11 @@
 //    error (as the mutex's waiters do); when the session lives (node deleted, validity
 //    deadline passed) the waiters stay queued: the lost node is released once its local
 //    holder lets go, and a new one is acquired for them.
+//  - The session's end reaches every state, a loss already told or not (a node lost at its
+//    validity deadline, then the session expired): every waiter fails with that error, the
+//    holder of a node still held is lost, an acquire in flight is cancelled. The lost holder
+//    stays the local holder until it lets go (no local overlap with a holder told late); then
+//    the node is released and the queue serves the acquires of a new session as at its start.
 #pragma once
 
 #include <zklock/error.hpp>
@@ -82,6 +87,9 @@ class local_queue_fsm {
   /// Our node is lost. `session_end`: errc::session_expired / session_closed when the session
   /// ended, empty when it lives (node deleted by someone else, validity deadline passed).
   actions on_node_lost(error_code session_end);
+  /// The session ended (closed, expired, or replaced by a new one): `ec` is the error its
+  /// waiters get (session_end.hpp). Any state; told once per session by the runner.
+  actions on_session_ended(error_code ec);
   /// Reply to watch_queue: whether another contender than our node is in the lock dir.
   actions on_queue(bool others_waiting);
   /// watch_queue failed: counted as "someone may wait" (the fair choice).

@@ -3,6 +3,7 @@
 #include <zklock/path.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 
@@ -44,6 +45,12 @@ lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_
       max_leases_(max_leases),
       max_watched_(std::max(1, max_watched)) {}
 
+std::string lock_delay_beacon(std::string_view lock_dir, std::int64_t session) {
+  char id[17];
+  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(session));
+  return join_path(join_path(parent_path(std::string(lock_dir)), "__zklock_sessions__"), id);
+}
+
 std::string lock_fsm::predecessor() const {
   if (!predecessor_.empty()) return predecessor_;
   auto w = watched_blockers();
@@ -67,13 +74,19 @@ std::string_view lock_fsm::node_data() const noexcept {
 
 lock_fsm::actions lock_fsm::start() {
   phase_ = phase::acquiring;
+  // Lock-delay: our beacon exists before our node, so that our release is told from our end.
+  actions out;
+  if (lock_delay_.count() > 0) out.push_back({lock_action::create_beacon, {}});
   if (mode_ == lock_mode::try_once) {
     // Look before writing: when a blocker is already there, give up on this read alone.
     probing_ = true;
     in_flight_.insert(request::list);
-    return {{lock_action::list, dir_}};
+    out.push_back({lock_action::list, dir_});
+    return out;
   }
-  return create_and_list();
+  auto c = create_and_list();
+  out.insert(out.end(), c.begin(), c.end());
+  return out;
 }
 
 lock_fsm::actions lock_fsm::create_and_list() {
@@ -85,6 +98,7 @@ lock_fsm::actions lock_fsm::create_and_list() {
   own_ = own_watch::none;  // (a reply or an event of an older node of ours is ignored)
   own_gone_ = false;
   all_watched_ = false;  // blockers still watched are ahead of the new node too: they stay
+  grant_waiting_ = false;  // (a lock-delay running still holds the new node's grant back)
   return {{lock_action::create_and_list, create_path_}};
 }
 
@@ -141,7 +155,12 @@ lock_fsm::actions lock_fsm::own_node_gone() {
   return out;
 }
 
-lock_fsm::actions lock_fsm::requeue() { return create_and_list(); }
+lock_fsm::actions lock_fsm::requeue() {
+  // A grant decided for the old node (waiting behind a watch removal that a lost connection
+  // delayed) is void: the new node waits its own turn.
+  grant_after_remove_ = false;
+  return create_and_list();
+}
 
 lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
   retry_ = what;
@@ -255,6 +274,16 @@ lock_fsm::actions lock_fsm::on_data(error_code ec, predecessor_data data) {
 }
 
 lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
+  // Lock-delay: nodes ahead that this listing no longer shows went without our hearing it
+  // (their watch spent on a data change): checked first, so that a grant below waits for it.
+  actions out;
+  if (lock_delay_.count() > 0 && phase_ == phase::acquiring) out = vanished_from(children);
+  auto rest = evaluate_queue(children);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& children) {
   unconfirmed_ = false;  // this listing says whether our node is there
   // Our node's deletion was heard while this listing was on its way: it may predate it.
   const bool own_gone = std::exchange(own_gone_, false);
@@ -302,12 +331,20 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   }
   if (mode_ != lock_mode::wait) return fail(errc::lock_busy);
   if (kind_ == lock_kind::lease) {
+    actions out;
+    // Lock-delay: each holder's owner session, read while we wait (off the handoff path).
+    if (lock_delay_.count() > 0)
+      for (auto i : all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_)) {
+        auto path = join_path(dir_, q[i].name);
+        if (owners_.emplace(path, 0).second) out.push_back({lock_action::read_owner, path});
+      }
     // Any holder's release frees a lease: watch the dir (one waiter at a time does, behind
     // the semaphore's internal mutex, so no herd). A watch already set stays.
-    if (watch_active_) return {};
+    if (watch_active_) return out;
     predecessor_ = dir_;  // what we watch (and remove the watch of)
     in_flight_.insert(request::watch);
-    return {{lock_action::watch_dir, dir_}};
+    out.push_back({lock_action::watch_dir, dir_});
+    return out;
   }
   // Watch the nearest K blockers (those not watched yet); our own node too when its watch was
   // lost (with the connection) or never set (a node found by its id).
@@ -345,6 +382,12 @@ lock_fsm::actions lock_fsm::after_blocker_gone() {
 }
 
 lock_fsm::actions lock_fsm::acquired() {
+  if (grant_held_back()) {
+    // Lock-delay: a vanished node's session is being checked, or the delay runs; nothing can
+    // get ahead of our node meanwhile (its watch still tells us if it goes).
+    grant_waiting_ = true;
+    return {};
+  }
   if (czxid_ == 0) {
     in_flight_.insert(request::stat);
     return {{lock_action::stat_node, node_}};
@@ -426,9 +469,11 @@ lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<st
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, predecessor_data data) {
+lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, predecessor_data data,
+                                         std::int64_t owner) {
   auto it = blockers_.find(path);
   if (phase_ == phase::done || it == blockers_.end() || it->second != blocker_watch::setting) return {};
+  if (!ec && lock_delay_.count() > 0) owners_[path] = owner;
   if (!ec && (phase_ != phase::acquiring || grant_after_remove_)) {
     // stopping, or granted meanwhile: the watch just set goes again
     it->second = blocker_watch::removing;
@@ -448,7 +493,12 @@ lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec,
   blockers_.erase(it);  // (getData sets no watch on a missing node, nor when it fails)
   if (ec != zk_errc::no_node) all_watched_ = false;  // still there, unwatched
   if (phase_ != phase::acquiring) return after_watch_removed();
-  if (ec == zk_errc::no_node) return after_blocker_gone();  // gone before we could watch it
+  if (ec == zk_errc::no_node) {  // gone before we could watch it
+    auto out = blocker_vanished(path);
+    auto rest = after_blocker_gone();
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  }
   if (is_connection_loss(ec)) return after_connection_loss(retry::list);
   return fail(failure(ec));
 }
@@ -500,7 +550,104 @@ lock_fsm::actions lock_fsm::on_watch_event(const std::string& path, watch_change
     all_watched_ = false;  // still there, its watch spent
     return list_again();
   }
-  return after_blocker_gone();
+  auto out = blocker_vanished(path);
+  auto rest = after_blocker_gone();
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+lock_fsm::actions lock_fsm::blocker_vanished(const std::string& path) {
+  if (lock_delay_.count() <= 0 || phase_ != phase::acquiring) return {};
+  auto it = owners_.find(path);
+  std::int64_t owner = it == owners_.end() ? 0 : it->second;
+  if (it != owners_.end()) owners_.erase(it);
+  // Gone before we read its Stat: the session its name claims (only its creator names it).
+  if (owner == 0) owner = claimed_session(node_name(path));
+  if (owner == 0) {
+    // Its owner unknown (a node of a peer without the option): it may have ended. Safe side.
+    auto out = delay_grant();
+    out.front().path = path;
+    return out;
+  }
+  ++checks_pending_;
+  lock_action a{lock_action::check_session, lock_delay_beacon(dir_, owner)};
+  a.owner = owner;
+  return {a};
+}
+
+lock_fsm::actions lock_fsm::vanished_from(const std::vector<std::string>& children) {
+  actions out;
+  std::vector<std::string> gone;
+  for (const auto& [path, owner] : owners_)
+    if (std::find(children.begin(), children.end(), node_name(path)) == children.end()) gone.push_back(path);
+  for (const auto& path : gone) {
+    // a lease holder whose Stat is still on its way: on_owner decides
+    if (kind_ == lock_kind::lease && owners_[path] == 0) continue;
+    auto more = blocker_vanished(path);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+lock_fsm::actions lock_fsm::delay_grant() {
+  delay_running_ = true;
+  lock_action a{lock_action::start_lock_delay, {}};
+  a.delay = lock_delay_;
+  return {a};
+}
+
+lock_fsm::actions lock_fsm::on_owner(const std::string& path, error_code ec, std::int64_t owner) {
+  auto it = owners_.find(path);
+  if (phase_ != phase::acquiring || it == owners_.end() || it->second != 0) return {};
+  if (!ec && owner != 0) {
+    it->second = owner;
+    return {};
+  }
+  // Gone before we learnt whose it was (or the read failed): as any vanished node.
+  return blocker_vanished(path);
+}
+
+std::string lock_delay_client_id(std::string client_id, std::int64_t session) {
+  char id[18];
+  std::snprintf(id, sizeof id, ".%016llx", static_cast<unsigned long long>(session));
+  return client_id + id;
+}
+
+std::int64_t claimed_session(std::string_view name) {
+  // "_c_<uuid>.<16 hex>-<marker><seq>": the 16 hex digits between the first '.' and a '-'
+  auto dot = name.find('.');
+  if (dot == std::string_view::npos || name.size() < dot + 18 || name[dot + 17] != '-') return 0;
+  std::uint64_t v = 0;
+  for (char c : name.substr(dot + 1, 16)) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return 0;
+    v = v << 4 | static_cast<std::uint64_t>(d);
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+lock_fsm::actions lock_fsm::on_session_checked(std::int64_t owner, error_code ec, std::int64_t beacon_owner) {
+  if (phase_ == phase::done || checks_pending_ == 0) return {};
+  --checks_pending_;
+  if (phase_ != phase::acquiring) return {};
+  actions out;
+  // Only a node that session owns proves it outlived the deletion (a release); anything else
+  // (no beacon, another owner, the check lost) counts as its end.
+  if (ec || owner == 0 || beacon_owner != owner) out = delay_grant();
+  if (grant_waiting_ && !grant_held_back()) {
+    grant_waiting_ = false;
+    auto g = acquired();
+    out.insert(out.end(), g.begin(), g.end());
+  }
+  return out;
+}
+
+lock_fsm::actions lock_fsm::on_lock_delay_due() {
+  if (phase_ == phase::done || !delay_running_) return {};
+  delay_running_ = false;
+  if (phase_ != phase::acquiring || !grant_waiting_ || grant_held_back()) return {};
+  grant_waiting_ = false;
+  return acquired();
 }
 
 lock_fsm::actions lock_fsm::on_watch_removed(const std::string& path, error_code ec) {
@@ -528,7 +675,10 @@ lock_fsm::actions lock_fsm::after_watch_removed() {
   if (blocker_requests_pending() || in_flight_.contains(request::remove_watch)) return {};
   if (grant_after_remove_) {
     grant_after_remove_ = false;
-    if (blockers_.empty() && !watch_active_) return acquired();
+    // Not while a listing is on its way, nor after a reconnect (unconfirmed_: is our node still
+    // there?): a listing decides.
+    if (blockers_.empty() && !watch_active_ && !unconfirmed_ && !in_flight_.contains(request::list))
+      return acquired();
   }
   // removed while acquiring: a reader's blocker downgraded (see on_watch_set); look again
   return list_again();
@@ -622,6 +772,9 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   blockers_.clear();
   own_ = own_watch::none;
   retry_ = retry::none;
+  checks_pending_ = 0;
+  delay_running_ = false;
+  grant_waiting_ = false;
   result_ = {ec, {}, 0};
   return {{lock_action::complete, {}}};
 }

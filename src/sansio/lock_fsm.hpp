@@ -26,6 +26,33 @@
 // A try-lock lists first and gives up on that read alone when a blocker is there (a busy lock
 // costs no write); a try-read whose one blocker is the head writer reads that writer's data
 // first (no watch): downgraded, it holds the read side, and the try goes on.
+//
+// Lock-delay (set_lock_delay; off by default, and then nothing below is sent): when a node
+// ahead of us vanished because its owner's session ended (an expiry, or a session closed while
+// it held), our grant waits lock_delay more, counted from when we learnt it. A release is not
+// delayed. How we tell them apart without trusting data another client can write:
+//  - every contender with the option on has its session create, before its lock node, an
+//    ephemeral "beacon" <parent of the lock dir>/__zklock_sessions__/<session id, 16 hex>
+//    (create_beacon; once per session and lock object, pipelined: no round trip of its own);
+//  - a waiter learns each watched blocker's owner session from the Stat of its watch's getData
+//    reply (a lease waiter reads each holder's Stat: read_owner), which the server sets; a
+//    node gone before that reply is judged by the session its name claims
+//    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
+//    about its own successors' delay);
+//  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
+//    node there whose ephemeralOwner is that session proves the session outlived the deletion
+//    (the server deletes all of a session's ephemerals in the one transaction that ends it),
+//    so the deletion was a release (or a foreign delete). Only that session can create an
+//    ephemeral node it owns: no other client can forge a release. Anything else (no beacon, a
+//    node of another owner, an error, a node gone before our watch's reply whose name claims
+//    no session) counts as an ended session: the safe side, delayed (start_lock_delay).
+// Consequences: a Curator, kazoo, or zklock-without-the-option holder creates no beacon, so
+// each of its releases delays its successor (set the option on every contender); a holder
+// that releases and ends its session at once may be gone before the successor's check (the
+// check is sent on the deletion's event, one round trip) and is then delayed too. The check
+// is one round trip on the handoff path of the last blocker only (the others' checks run
+// while we still wait). A contender that queues after the node is gone never saw it and is
+// not delayed: lock-delay is a rule of the successors, not of the server.
 #pragma once
 
 #include "sansio/flag_set.hpp"
@@ -73,12 +100,28 @@ struct lock_action {
     retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
     report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
     complete,           ///< the operation is over: see lock_fsm::result()
+    // lock-delay only (set_lock_delay):
+    create_beacon,      ///< create our session's beacon (lock_delay_beacon) if not yet done; no reply
+    read_owner,         ///< exists `path` (a lease holder ahead): its ephemeralOwner to on_owner
+    check_session,      ///< exists `path`, the beacon of session `owner`: its reply to on_session_checked
+    start_lock_delay,   ///< call on_lock_delay_due() after `delay` (replaces one running); `path` vanished
   };
   kind type;
   std::string path;
   error_code ec{};
   std::chrono::milliseconds delay{0};
+  std::int64_t owner = 0;  ///< check_session: the session whose beacon is read
 };
+
+/// The beacon of `session` for a lock dir (see lock-delay above): an ephemeral node of that
+/// session, "<parent of lock_dir>/__zklock_sessions__/<session id as 16 hex digits>".
+std::string lock_delay_beacon(std::string_view lock_dir, std::int64_t session);
+/// With lock-delay our nodes' names carry our session: "_c_<client id>.<session, 16 hex>-lock-<seq>"
+/// (Curator, kazoo and zklock read only the marker and the sequence). The client id for that.
+std::string lock_delay_client_id(std::string client_id, std::int64_t session);
+/// The session a node's name claims (lock_delay_client_id), 0 when none. Only a node's creator
+/// names it: a node gone before a waiter read its Stat is judged by this claim.
+std::int64_t claimed_session(std::string_view name);
 
 /// What the runner says of its session when a won lock is to be handed out.
 struct grant_view {
@@ -87,7 +130,7 @@ struct grant_view {
   bool connected = true;
 };
 
-/// How a stop may answer its caller while the cleanup waits for the network (issue 18 §4):
+/// How a stop may answer its caller while the cleanup waits for the network:
 /// `total` only once the cleanup is done (Asio: nothing happened); `at_once` (terminal or
 /// partial cancellation, the timeout) at once while disconnected, the cleanup going on.
 enum class stop_kind { total, at_once };
@@ -118,14 +161,27 @@ class lock_fsm {
   lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
            int max_leases = 1, int max_watched = default_watched_blockers);
 
+  /// Lock-delay (see the recipe above): on when `delay` is above zero. Before start().
+  void set_lock_delay(std::chrono::milliseconds delay) noexcept { lock_delay_ = delay; }
+  std::chrono::milliseconds lock_delay() const noexcept { return lock_delay_; }
+
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
   actions on_children(error_code ec, const std::vector<std::string>& children);
   actions on_parents(error_code ec);
   /// Reply to watch_dir: the listing, with the watch set when ec is empty.
   actions on_dir_watch_set(error_code ec, const std::vector<std::string>& children);
-  /// Reply to watch_blocker on `path`, with what the blocker's data says.
-  actions on_watch_set(const std::string& path, error_code ec, predecessor_data data = predecessor_data::other);
+  /// Reply to watch_blocker on `path`, with what the blocker's data says and its Stat's
+  /// ephemeralOwner (`owner`; read for lock-delay only).
+  actions on_watch_set(const std::string& path, error_code ec, predecessor_data data = predecessor_data::other,
+                       std::int64_t owner = 0);
+  /// Reply to read_owner on `path`: the lease holder's ephemeralOwner (no_node: it went).
+  actions on_owner(const std::string& path, error_code ec, std::int64_t owner);
+  /// Reply to check_session for session `owner`: `beacon_owner` is the ephemeralOwner of the
+  /// node found at its beacon (0: none, or ec says why not).
+  actions on_session_checked(std::int64_t owner, error_code ec, std::int64_t beacon_owner);
+  /// The delay asked by start_lock_delay has passed.
+  actions on_lock_delay_due();
   /// Reply to watch_own: ok (the watch is set), no_node (our node is gone: queue again), ...
   actions on_own_watch_set(error_code ec);
   /// A watch of ours on `path` fired: a blocker's, our own node's, or the lease dir's.
@@ -210,10 +266,11 @@ class lock_fsm {
   // replies are dropped (a listing is awaited only to find a node whose create was lost).
   static constexpr flag_set<request> cleanup_waits_for{request::create, request::watch, request::remove_watch,
                                                        request::delete_node, request::delete_delay};
-  // The contact refresh before a grant (issue 18 §2): at most once per acquire.
+  // The contact refresh before a grant: at most once per acquire.
   enum class refresh { not_sent, sent, found_session_over };
 
-  actions evaluate(const std::vector<std::string>& children);
+  actions evaluate(const std::vector<std::string>& children);  // vanished_from, then evaluate_queue
+  actions evaluate_queue(const std::vector<std::string>& children);
   actions after_blocker_gone();       // a watched blocker went (or was never there): grant, list, or wait
   actions own_node_gone();            // our node was deleted by someone else
   actions requeue();                  // queue again with a new node (our node is gone)
@@ -230,6 +287,10 @@ class lock_fsm {
   actions create_and_list();
   actions after_connection_loss(retry what);
   actions list_dir();  // after a lost create, behind a sync (protected-create recovery)
+  actions blocker_vanished(const std::string& path);  // lock-delay: check its owner's session, or delay
+  actions delay_grant();                               // lock-delay: (re)start the delay
+  actions vanished_from(const std::vector<std::string>& children);  // owners_ not in the listing
+  bool grant_held_back() const noexcept { return checks_pending_ > 0 || delay_running_; }
 
   // State. The requests in flight are one set (in_flight_); phase_, retry_ and refresh_ are one
   // variable each. The booleans left are facts of their own, each true or false in any phase
@@ -283,6 +344,14 @@ class lock_fsm {
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
   int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now
+  // Lock-delay: the owner sessions of the nodes ahead we watch (or, for a lease, read; 0 until
+  // known), the checks of vanished ones' sessions in flight, the delay running, and a grant
+  // that waits for both.
+  std::chrono::milliseconds lock_delay_{0};
+  std::map<std::string, std::int64_t> owners_;
+  int checks_pending_ = 0;
+  bool delay_running_ = false;
+  bool grant_waiting_ = false;
   lock_result result_;
 };
 

@@ -636,7 +636,7 @@ def refusing_port():
 
 
 def case_messages(c):
-    # issue 12: numeric options say what they expect (exit 2)
+    # numeric options say what they expect (exit 2)
     for opt, value, expect in (("--timeout", "abc", "> 0"), ("--timeout", "0", "> 0"), ("--timeout", "-1", "> 0"),
                                ("--session-timeout", "x", "> 0"), ("--connect-timeout", "0", "> 0"),
                                ("--kill-grace", "-1", ">= 0"), ("--kill-grace", "soon", ">= 0")):

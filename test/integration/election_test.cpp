@@ -426,7 +426,7 @@ TEST_CASE("election: destroying the session racing a grant never yields a leader
   grant_against_close(true);
 }
 
-// ---- races that bit the peers (issue 19, "Under faults") ----------------------------------
+// ---- races that bit the peers (Curator's and kazoo's bug trackers) ----------------------------------
 
 // Resign during a reconnect. Three candidates a (through the proxy), b, c; a leads. How a's
 // connection fails:

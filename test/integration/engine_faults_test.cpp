@@ -1,4 +1,4 @@
-// Faults of the session engine that the proxies of the other tests do not make (issue 22):
+// Faults of the session engine that the proxies of the other tests do not make:
 // a server that is killed or a port that refuses while requests are in flight, fd exhaustion,
 // several sessions and a user socket on one io_context while a connection dies inside a send,
 // an authentication the server rejects.

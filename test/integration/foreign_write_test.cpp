@@ -1,4 +1,4 @@
-// Writes by other clients to lock nodes (issue 22, bug 2 and 8b): no data write may grant a
+// Writes by other clients to lock nodes: no data write may grant a
 // waiter while the holder still holds (Curator's Revoker writes "__REVOKE__" into the holder's
 // node; an operator may `set` anything), and a try-read reads the downgrade mark that a
 // blocking read honours.

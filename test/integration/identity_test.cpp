@@ -1,4 +1,4 @@
-// Who holds and waits (issue 21 §4): every recipe's nodes carry an identity after their
+// Who holds and waits: every recipe's nodes carry an identity after their
 // marker, async_contenders reports it, and the marker rules (the downgrade) still hold.
 #include "common.hpp"
 #include "zk_server.hpp"

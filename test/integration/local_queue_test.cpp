@@ -239,6 +239,40 @@ TEST_CASE("local queue: session expiry under a local holder: its guard is lost, 
   }());
 }
 
+TEST_CASE_METHOD(server_fixture,
+                 "local queue: after its node was deleted by someone else the same queue serves its waiter and "
+                 "later acquires on new nodes",
+                 "[integration][local]") {
+  auto& s = connect();
+  auto& other = connect();
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(s, "/locks/local-deleted", local());
+    auto g = co_await m.async_acquire(asio::use_awaitable);
+    const auto old_node = g.node_path();
+    std::optional<std::pair<error_code, lock_guard>> waiter;
+    m.async_acquire([&](error_code ec, lock_guard w) { waiter.emplace(ec, std::move(w)); });
+    co_await sleep_for(100ms);
+    co_await other.async_delete(old_node, -1, asio::use_awaitable);
+    co_await wait_until([&] { return g.status() == lock_status::lost; });
+    co_await sleep_for(100ms);
+    CHECK_FALSE(waiter);  // the session lives: it stays queued for a new node
+    auto [rec] = co_await g.async_release(tuple_awaitable);
+    CHECK(rec == errc::lock_lost);
+    co_await wait_until([&] { return waiter.has_value(); });
+    REQUIRE_FALSE(waiter->first);
+    CHECK(waiter->second.owns_lock());
+    CHECK(waiter->second.node_path() != old_node);
+    co_await waiter->second.async_release(asio::use_awaitable);
+    for (int i = 0; i < 3; ++i) {
+      auto again = co_await m.async_acquire(asio::use_awaitable);
+      CHECK(again.owns_lock());
+      CHECK(again.status() == lock_status::held);
+      co_await again.async_release(asio::use_awaitable);
+    }
+    CHECK(co_await children_of(other, "/locks/local-deleted") == 0);
+  }());
+}
+
 TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing, try-acquire busy leaves nothing",
           "[integration][local]") {
   zk_server srv;

@@ -554,7 +554,7 @@ TEST_CASE("while suspended: a try-acquire fails at once, a timed acquire does no
 
 TEST_CASE("the lost error names its cause: a validity deadline passed behind a blackholed proxy, a node deleted by someone else",
           "[integration][fault][validity]") {
-  // issue 21 §2: "session expired or lock node deleted" when the deadline passed said neither
+  // The lost error names its cause: "session expired or lock node deleted" when the deadline passed said neither
   zk_server srv;
   asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());

@@ -553,7 +553,7 @@ TEST_CASE("async_contenders lists the queue in order with each contender's sessi
     CHECK(q[0].stat.ephemeral_owner == a.session_id());
     CHECK(q[1].stat.ephemeral_owner == b.session_id());
     CHECK(q[0].sequence < q[1].sequence);
-    CHECK(q[0].data.starts_with("zklock/3 "));  // the marker, then who holds (issue 21 §4)
+    CHECK(q[0].data.starts_with("zklock/3 "));  // the marker, then who holds
     CHECK(q[0].identity == q[1].identity);    // both sessions of this process: hostname:pid
     co_await g.async_release(asio::use_awaitable);
     while (!b_done) co_await sleep_for(5ms);

@@ -1,4 +1,4 @@
-// Revocation by Curator's protocol (issue 22): a holder learns of a request ("__REVOKE__"
+// Revocation by Curator's protocol: a holder learns of a request ("__REVOKE__"
 // written into its node) through lock_guard::async_wait_revoked; async_request_revoke and
 // async_revoke_holders write it. Cooperative: the guard keeps the lock until the holder
 // releases it. Every guard kind: mutex, both sides of a shared lock, a semaphore lease, an

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Revocation interop (issue 22): Curator 5.4's protocol both ways, on one local server.
+"""Revocation interop: Curator 5.4's protocol both ways, on one local server.
     run_revocation.py ZKLOCK_CONTENDER ZKLOCK_CLI SCRIPTS_DIR WORK_DIR
 1. Curator's Revoker.attemptRevoke against a zklock holder (zklock_contender --revocable): its
    lock_guard::async_wait_revoked completes, TRIES times; prints the latency from just before

@@ -1,4 +1,4 @@
-// Issue 21 §3 and §4 without a server: which handshake answers cannot be ZooKeeper's, error
+// Connecting and identities without a server: which handshake answers cannot be ZooKeeper's, error
 // codes that carry their own message, and the node data that carries an identity.
 #include "engine/handshake.hpp"
 #include "error_message.hpp"

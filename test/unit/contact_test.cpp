@@ -1,4 +1,4 @@
-// The validity deadline moves only on replies a server sent (issue 22, bug 3).
+// The validity deadline moves only on replies a server sent.
 #include "engine/contact.hpp"
 #include "engine/handshake.hpp"
 

@@ -5,7 +5,7 @@
 //
 // The inputs come from a `Source`: `operator()` gives the next choice (an unsigned number) and
 // `exhausted()` says the input is used up (a seeded generator never is; the fuzzer's bytes
-// are). The draws changed with issue 22 (node data, foreign writes, downgrades): a seed printed
+// are). The draws changed when node data, foreign writes and downgrades came in: a seed printed
 // by a failure before it replays another run.
 #pragma once
 
@@ -93,6 +93,7 @@ struct sim {
         : ok(std::move(ok)), lost(std::move(lost)), undo(std::move(undo)) {}
     std::function<lock_fsm::actions()> ok, lost;
     std::function<void()> undo;  // the request did not reach the server after all
+    bool event = false;          // a watch event the server sent (see drop_connection)
     lock_fsm::actions operator()() const { return ok(); }
   };
 
@@ -127,6 +128,10 @@ struct sim {
   // What the above were at the completion (the checks may run a few replies later).
   bool granted_node_heard_gone = false;
   int ours_news_at_completion = 0;
+  // Our node's watch asked while the connection was down: its reply (a loss) is on its way, and
+  // no watch is on the server. What it was at the completion.
+  int own_watch_failing = 0, own_watch_failing_at_completion = 0;
+  bool own_watch_set_at_completion = false;  // on the server (a reply lost later is the hold's to handle)
   int delete_retries = 0, cleanup_failures = 0;
   // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
   std::function<bool()> throttle_delete;
@@ -156,9 +161,10 @@ struct sim {
       if (about_ours && what == watch_change::deleted) heard_gone.insert(path);
       return fsm.on_watch_event(path, what);
     };
-    if (connected)
+    if (connected) {
       replies.push_back(event);
-    else
+      replies.back().event = true;
+    } else
       held_events.push_back(event);
   }
   // a zklock 2 holder releases: multi(setData(release_marker), delete), so a watcher sees
@@ -453,9 +459,17 @@ struct sim {
           --requests;
           ++cleanup_failures;
           break;
+        case lock_action::create_beacon:
+        case lock_action::read_owner:
+        case lock_action::check_session:
+        case lock_action::start_lock_delay:
+          forbid("a lock-delay action with lock-delay off");
+          break;
         case lock_action::complete:
           granted_node_heard_gone = !fsm.result().ec && heard_gone.count(fsm.result().node) > 0;
           ours_news_at_completion = ours_news;
+          own_watch_failing_at_completion = own_watch_failing;
+          own_watch_set_at_completion = !fsm.result().ec && watches.count(fsm.result().node) > 0;
           completed = true;
           ++completions;
           --requests;
@@ -484,7 +498,10 @@ struct sim {
       case lock_action::watch_blocker:
         replies.push_back([this, loss, path = a.path] { return fsm.on_watch_set(path, loss); });
         break;
-      case lock_action::watch_own: replies.push_back([this, loss] { return fsm.on_own_watch_set(loss); }); break;  // (no news)
+      case lock_action::watch_own:  // (no news; no watch on the server)
+        ++own_watch_failing;
+        replies.push_back([this, loss] { return --own_watch_failing, fsm.on_own_watch_set(loss); });
+        break;
       case lock_action::watch_dir: replies.push_back([this, loss] { return fsm.on_dir_watch_set(loss, {}); }); break;
       case lock_action::remove_watch:
         replies.push_back([this, loss, path = a.path] { return fsm.on_watch_removed(path, loss); });
@@ -501,20 +518,33 @@ struct sim {
       case lock_action::report_cleanup_failed:
       case lock_action::check_grant:
       case lock_action::answer_early:
+      case lock_action::create_beacon:
+      case lock_action::read_owner:
+      case lock_action::check_session:
+      case lock_action::start_lock_delay:
       case lock_action::complete: break;
     }
   }
-  // The connection drops: every reply still on its way fails with connection_loss, delivered
-  // now (the C client fails them when it notices); `reached(...)` says whether a create or a
-  // delete in flight reached the server first. Watch events already received stay queued.
+  // The connection drops. The queue is the order the server sent its replies and events in,
+  // on one connection: the watch events already received, and every reply ahead of one, were
+  // received, and the C client delivers them as they came, first. Every reply still on its way
+  // fails with connection_loss, delivered now (the C client fails them when it notices);
+  // `reached(...)` says whether a create or a delete in flight reached the server first.
   template <class Coin>
   void drop_connection(Coin reached) {
     if (!connected) return;
     connected = false;
+    std::size_t received = 0;
+    for (std::size_t i = 0; i < replies.size(); ++i)
+      if (replies[i].event) received = i + 1;
+    std::deque<reply> arrived(std::make_move_iterator(replies.begin()),
+                              std::make_move_iterator(replies.begin() + static_cast<std::ptrdiff_t>(received)));
+    replies.erase(replies.begin(), replies.begin() + static_cast<std::ptrdiff_t>(received));
+    for (auto& r : arrived) apply(r());
     std::deque<reply> in_flight;
-    std::deque<reply> events;
-    for (auto& r : replies) (r.lost ? in_flight : events).push_back(std::move(r));
-    replies = std::move(events);
+    std::deque<reply> kept;  // (what the machine posted to itself, and the replies to requests made since)
+    for (auto& r : replies) (r.lost ? in_flight : kept).push_back(std::move(r));
+    replies = std::move(kept);
     bool reaching = true;  // one connection, in order: once one did not reach it, none after did
     for (auto& r : in_flight) {
       if (r.undo && reaching && !reached()) reaching = false;
@@ -581,8 +611,11 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   if (s.granted_node_heard_gone) return "granted on a node the machine was told is gone: " + r.node;
   // Deleted after the grant was decided (the listing that granted predates it): the hold hears
   // it first thing (its watch's event or reply on the way, or the watch it sets when it has none).
+  // (Or its watch's request went out with the connection down: the hold sets it again, or looks
+  // at our node, after the reconnect.)
   if (s.ours() == 0 && s.operator_deletes > 0 &&
-      (s.ours_news_at_completion > 0 || s.fsm.own_node_watch() == lock_fsm::own_watch::none))
+      (s.ours_news_at_completion > 0 || s.own_watch_failing_at_completion > 0 ||
+       s.fsm.own_node_watch() == lock_fsm::own_watch::none))
     return std::nullopt;
   if (s.ours() != 1) return "granted with " + std::to_string(s.ours()) + " nodes of ours";
   auto q = detail::queue_order(s.listing());
@@ -598,8 +631,12 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   // event or reply after it.
   for (const auto& w : s.watches)
     if (w != r.node) return "granted with a watch left on " + w;
-  bool own_set = s.watches.count(r.node) > 0;
-  if (own_set != (s.fsm.own_node_watch() != lock_fsm::own_watch::none))  // (set, or its reply on its way)
+  bool own_set = s.own_watch_set_at_completion;
+  auto own = s.fsm.own_node_watch();
+  // (set, or its reply on its way; a reply that will say the connection was lost leaves the hold
+  // to set the watch again after the reconnect)
+  bool failing = own == lock_fsm::own_watch::setting && s.own_watch_failing_at_completion > 0;
+  if (own_set != (own != lock_fsm::own_watch::none) && !(failing && !own_set))
     return "our node's watch: the machine and the server disagree";
   return std::nullopt;
 }

@@ -176,7 +176,7 @@ TEST_CASE("random interleavings keep the hold's invariants", "[unit][hold][prope
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 22, 8c: a delete the server refuses is never counted as done
+// A delete the server refuses is never counted as done
 
 TEST_CASE("a release the server throttles is sent again after a growing delay, and succeeds", "[unit][hold][fault]") {
   driver d;
@@ -289,7 +289,7 @@ TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", 
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 18 §2: the validity deadline and the keepalive (hold_fsm::on_clock)
+// The validity deadline and the keepalive (hold_fsm::on_clock)
 
 TEST_CASE("clock: a keepalive once a third of the session timeout passed without a reply, one at a time",
           "[unit][hold][deadline]") {
@@ -397,7 +397,7 @@ TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serv
 }
 
 // ---------------------------------------------------------------------------------------------
-// issue 21 §2: the lost error names its cause
+// The lost error names its cause
 
 TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold][error]") {
   struct scenario {

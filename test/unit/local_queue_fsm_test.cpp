@@ -31,6 +31,7 @@ struct driver {
   bool watch_set = false;     // its child watch, set by the reply
   bool others = false;        // truth: another process has a node in the dir
   bool session_ended = false;
+  bool acquire_doomed = false;  // the acquire in flight ran on a session that ended since
   std::deque<std::uint64_t> waiting;  // oracle FIFO of waiters not completed
   std::optional<std::uint64_t> holder;
   std::map<std::uint64_t, int> completions;
@@ -55,6 +56,7 @@ struct driver {
           node_ = node::acquiring;
           acquire_try = a.try_once;
           acquire_cancelled = false;
+          acquire_doomed = session_ended;
           ++requests;
           break;
         case local_action::cancel_node:
@@ -143,6 +145,19 @@ struct driver {
     apply(fsm.on_node_lost(end));
     if (end && !waiting.empty()) bad("waiters left after the session ended");
   }
+  // The session ended (the runner tells it once per session, whatever the machine knew).
+  void session_end(error_code ec) {
+    session_ended = true;
+    if (node_ == node::held) node_ = node::lost;
+    if (node_ == node::acquiring) acquire_doomed = true;
+    listing = false;
+    watch_set = false;
+    known_no = false;
+    apply(fsm.on_session_ended(ec));
+    if (!waiting.empty()) bad("waiters left after the session ended");
+  }
+  // async_connect started a new session: acquires from here on run on it.
+  void new_session() { session_ended = false; }
   void listing_reply() {
     listing = false;
     watch_set = true;
@@ -162,7 +177,7 @@ struct driver {
   bool step_environment(std::mt19937* rng) {
     if (node_ == node::acquiring) {
       error_code ec;
-      if (session_ended) ec = errc::session_expired;
+      if (session_ended || acquire_doomed) ec = errc::session_expired;
       else if (acquire_cancelled && (!rng || (*rng)() % 2)) ec = aborted;
       else if (acquire_try && others && (!rng || (*rng)() % 2)) ec = errc::lock_busy;
       node_acquired(ec);
@@ -333,6 +348,106 @@ TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters, other
   }
 }
 
+TEST_CASE("local_queue_fsm: the session's end after a loss at the deadline fails every waiter",
+          "[unit][local]") {
+  driver d(1);
+  auto a = d.enqueue(false);
+  auto b = d.enqueue(false);
+  auto c = d.enqueue(false);
+  d.node_acquired({});
+  REQUIRE(d.holder == a);
+  d.node_lost({});  // validity deadline passed while suspended: the session may live
+  CHECK(d.completions[b] == 0);
+  CHECK(d.completions[c] == 0);
+  d.session_end(errc::session_expired);  // then no server answered for the session timeout
+  CHECK(d.result[b] == errc::session_expired);
+  CHECK(d.result[c] == errc::session_expired);
+  CHECK(d.holder == a);  // the lost holder stays until it lets go: no local overlap
+  CHECK(d.node_ == driver::node::lost);
+  d.release();
+  CHECK(d.node_ == driver::node::releasing);  // nothing acquired for nobody
+  d.node_released();
+  CHECK(d.node_ == driver::node::none);
+  CHECK(d.violation == "");
+}
+
+TEST_CASE("local_queue_fsm: the session's end fails the waiters in every node state", "[unit][local]") {
+  for (auto ec : {error_code(errc::session_expired), error_code(errc::session_closed)}) {
+    INFO(ec.message());
+    {
+      driver d(1);
+      auto a = d.enqueue(false);
+      CHECK(d.node_ == driver::node::acquiring);
+      d.session_end(ec);  // acquiring
+      CHECK(d.result[a] == ec);
+      CHECK(d.acquire_cancelled);  // nobody waits for it any more
+      d.node_acquired(errc::session_expired);
+      CHECK(d.node_ == driver::node::none);
+      CHECK(d.violation == "");
+    }
+    {
+      driver d(1);
+      auto a = d.enqueue(false);
+      auto b = d.enqueue(false);
+      d.node_acquired({});
+      d.session_end(ec);  // held, not yet known lost
+      CHECK(d.result[b] == ec);
+      CHECK(d.completions[a] == 1);  // a holds (lost): its guard was told
+      CHECK(d.node_ == driver::node::lost);
+      d.release();
+      d.node_released();
+      CHECK(d.node_ == driver::node::none);
+      CHECK(d.violation == "");
+    }
+    {
+      driver d(1);
+      d.others = true;
+      d.enqueue(false);
+      auto b = d.enqueue(false);
+      d.node_acquired({});
+      d.listing_reply();  // someone else waits: the release gives the node up
+      d.release();
+      REQUIRE(d.node_ == driver::node::releasing);
+      REQUIRE(d.completions[b] == 0);
+      d.session_end(ec);  // releasing
+      CHECK(d.result[b] == ec);
+      d.node_released();
+      CHECK(d.node_ == driver::node::none);  // nothing acquired for nobody
+      CHECK(d.violation == "");
+    }
+    {
+      driver d(1);
+      d.session_end(ec);  // none, nobody: nothing happens
+      CHECK(d.node_ == driver::node::none);
+      CHECK(d.violation == "");
+    }
+  }
+}
+
+TEST_CASE("local_queue_fsm: after the session's end the queue serves a new session's acquires", "[unit][local]") {
+  driver d(1);
+  d.enqueue(false);
+  auto b = d.enqueue(false);
+  d.node_acquired({});
+  d.node_lost({});
+  d.session_end(errc::session_expired);
+  CHECK(d.result[b] == errc::session_expired);
+  d.new_session();
+  auto c = d.enqueue(false);  // behind the lost holder, who has not let go yet
+  CHECK(d.completions[c] == 0);
+  d.release();
+  d.node_released();
+  REQUIRE(d.node_ == driver::node::acquiring);
+  d.node_acquired({});
+  CHECK(d.holder == c);
+  d.release();
+  d.node_released();
+  auto e = d.enqueue(false);  // and the one after
+  d.node_acquired({});
+  CHECK(d.holder == e);
+  CHECK(d.violation == "");
+}
+
 TEST_CASE("local_queue_fsm: a node gives way after 2^16 local generations", "[unit][local]") {
   driver d(1);
   d.enqueue(false);
@@ -356,7 +471,7 @@ TEST_CASE("local_queue_fsm property: random acquires, cancels, releases, replies
     driver d(max);
     std::vector<std::uint64_t> ids;
     for (int step = 0; step < 120 && d.violation.empty(); ++step) {
-      switch (rng() % 10) {
+      switch (rng() % 11) {
         case 0:
         case 1: ids.push_back(d.enqueue(rng() % 5 == 0)); break;
         case 2:
@@ -372,11 +487,21 @@ TEST_CASE("local_queue_fsm property: random acquires, cancels, releases, replies
           if (d.listing && d.node_ == driver::node::held) d.listing_reply();
           break;
         case 8:
-          if (d.node_ == driver::node::held && rng() % 8 == 0)
-            d.node_lost(rng() % 2 ? error_code(errc::session_expired) : error_code{});
+          if (d.node_ == driver::node::held && rng() % 8 == 0) {
+            auto end = rng() % 2 ? error_code(errc::session_expired) : error_code{};
+            d.node_lost(end);
+            if (end && rng() % 2) d.session_end(end);  // the runner's next look at the session
+          }
           break;
         case 9:
           if (d.node_ == driver::node::acquiring) d.step_environment(&rng);
+          break;
+        case 10:  // the session ends in any state (told once), or a new one starts
+          if (d.session_ended) {
+            if (rng() % 2) d.new_session();
+          } else if (rng() % 6 == 0) {
+            d.session_end(rng() % 2 ? error_code(errc::session_expired) : error_code(errc::session_closed));
+          }
           break;
       }
     }

@@ -197,7 +197,7 @@ public final class CuratorBench {
     return out;
   }
 
-  // --kind distinct-keys (issue 20): ONE client, C threads, each taking and releasing its own
+  // --kind distinct-keys: ONE client, C threads, each taking and releasing its own
   // uncontended InterProcessMutex PATH/k<i> M times after one warm-up cycle (as zklock-bench's
   // kind): throughput, CPU per acquisition (the process's), cycle latency.
   private static void runDistinctKeys(String connect, String path, int threads, int cycles, String jsonFile)
@@ -267,7 +267,7 @@ public final class CuratorBench {
     PeerSupport.emit(r, jsonFile);
   }
 
-  // --kind busy-process (issue 20): the busy process of zklock-bench's busy-process kind as
+  // --kind busy-process: the busy process of zklock-bench's busy-process kind as
   // Curator has it: ONE client, T threads, an InterProcessMutex each (a node per thread),
   // each acquiring M times. Says ready (--ready file) once connected, starts when the --go file
   // exists, and logs each acquisition's request, grant and release (System.nanoTime is

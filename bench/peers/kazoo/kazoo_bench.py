@@ -244,7 +244,7 @@ def run_semaphore(args):
 
 
 def run_distinct_keys(args):
-    """--kind distinct-keys (issue 20): ONE client, C (--contenders) threads, each taking and
+    """--kind distinct-keys: ONE client, C (--contenders) threads, each taking and
     releasing its own uncontended Lock PATH/k<i> M times after one warm-up cycle (as
     zklock-bench's kind): throughput, CPU per acquisition (the process's), cycle latency."""
     client = connect_all(args.connect, 1)[0]
