@@ -84,7 +84,7 @@ void check_fairness(run_result& r, const std::vector<section>& v, const std::vec
 
 void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
            const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
-           const recipe_rule& rule) {
+           const recipe_rule& rule, const std::vector<node_deletion>& deletions) {
   // sections, keyed by holder and token
   std::map<std::pair<std::string, std::int64_t>, section> secs;
   std::map<std::string, std::pair<std::string, std::int64_t>> current;  // who -> its open section
@@ -121,6 +121,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       auto& s = secs[{x.who, x.token}];
       s.who = x.who;
       s.side = side_of_grant(x.extra);
+      s.node = x.extra.substr(0, x.extra.find(' '));
       if (s.side == "write") ++r.write_sections;
       s.token = x.token;
       if (auto it = last_acquire.find(x.who); it != last_acquire.end()) s.acquired_at = it->second;
@@ -155,6 +156,20 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       r.notes.push_back(who + " still waiting after " + std::to_string((t_end - since) / 1000000) + " ms");
     }
   }
+  // local-close: when a contender's (or a local-queue process's) session was closed by its owner
+  std::vector<std::pair<std::string, std::int64_t>> closes;
+  for (auto& x : j)
+    if (x.kind == "close") closes.push_back({x.who, x.t_client});
+  for (auto& [k, s] : secs) {
+    // operator-delete: the section holding the node when it was deleted; local-close: a section
+    // of a session its owner closed (its holder's next report may come late: a destroy may
+    // block the thread while the C client waits for the close's reply)
+    for (auto& d : deletions)
+      if (!s.node.empty() && s.node == d.node && s.start <= d.at && s.end >= d.at) s.taken_at = d.at;
+    for (auto& [owner, at] : closes)
+      if ((s.who == owner || process_of(s.who) == owner) && s.start <= at && s.end >= at)
+        s.taken_at = s.taken_at ? std::min(s.taken_at, at) : at;
+  }
   // stale writes: received after a holder with a higher token was granted (shared: a
   // conflicting holder, i.e. a writer, or anyone for a writer's write). The semaphore has no
   // stale writes by token order: its leases are not exclusive (see the over-capacity writes).
@@ -172,7 +187,15 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       }
     }
     if (!stale) continue;
-    if (x.verdict > 0) {
+    if (x.verdict > 0 && sec != secs.end() && sec->second.taken_at && x.t_client >= sec->second.taken_at) {
+      // sent after its node was deleted (or its session closed), before its holder could know,
+      // and received before the successor's first message: only the fencing check can stop
+      // such a write, and it was not late for it yet (reported, as a paused holder's overlap is)
+      ++r.stale_after_taken;
+      r.notes.push_back("write of a holder whose lock was taken, accepted: " + x.kind + " by " + x.who + " token " +
+                        std::to_string(x.token) + " sent " +
+                        std::to_string((x.t_client - sec->second.taken_at) / 1000000) + " ms after");
+    } else if (x.verdict > 0) {
       ++r.stale_accepted;
       r.notes.push_back("stale write ACCEPTED: " + x.kind + " by " + x.who + " token " + std::to_string(x.token));
     } else {
@@ -202,7 +225,7 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       int open = 1, live = 1;
       bool any_paused = paused_in(v[b]);
       for (std::size_t a = 0; a < b; ++a)
-        if (v[a].who != v[b].who && v[a].end > v[b].start) {
+        if (v[a].who != v[b].who && v[a].effective_end() > v[b].start) {
           ++open;
           if (paused_in(v[a])) any_paused = true;
           else ++live;
@@ -238,6 +261,12 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
   for (std::size_t a = 0; a < v.size(); ++a) {
     for (std::size_t b = a + 1; b < v.size() && v[b].start < v[a].end; ++b) {
       if (v[b].who == v[a].who) continue;
+      if (v[b].start >= v[a].effective_end()) {
+        // granted after a's node was deleted or its session closed: a is no holder any more (its
+        // late writes are the fencing check's)
+        if (rule.conflict(v[a], v[b])) ++r.overlaps_ended;
+        continue;
+      }
       if (!rule.conflict(v[a], v[b])) {
         ++r.reader_overlaps;
         continue;
@@ -275,6 +304,178 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
       free_from = std::max(free_from, acq);
     }
     r.max_grant_delay_ms = std::max(r.max_grant_delay_ms, (v[i].start - free_from) / 1e6);
+  }
+}
+
+namespace {
+
+// One acquire's wait, from the journal: how it ended ("grant", "dead_grant", "acquire_error",
+// "idle", or "open" at the run's end) and the record's extra.
+struct wait_span {
+  std::string who;
+  std::int64_t from = 0, to = 0;
+  std::string how, extra;
+};
+
+// One section, from the journal: its node, its end, and its loss.
+struct held_span {
+  std::string who, node;
+  std::int64_t token = 0, start = 0, end = 0, lost_at = 0;
+  std::string lost_cause;
+};
+
+std::vector<wait_span> waits_in(const std::vector<record>& j, std::int64_t t_end) {
+  std::vector<wait_span> out;
+  std::map<std::string, std::int64_t> since;
+  for (auto& x : j) {
+    if (x.kind == "acquire") {
+      since[x.who] = x.t_client;
+    } else if (x.kind == "grant" || x.kind == "dead_grant" || x.kind == "acquire_error" || x.kind == "idle") {
+      if (auto it = since.find(x.who); it != since.end()) {
+        out.push_back({x.who, it->second, x.t_client, x.kind, x.extra});
+        since.erase(it);
+      }
+    }
+  }
+  for (auto& [who, from] : since) out.push_back({who, from, t_end, "open", ""});
+  return out;
+}
+
+std::vector<held_span> sections_in(const std::vector<record>& j) {
+  std::vector<held_span> out;
+  std::map<std::pair<std::string, std::int64_t>, std::size_t> at;
+  for (auto& x : j) {
+    if (x.kind == "grant") {
+      at[{x.who, x.token}] = out.size();
+      out.push_back({x.who, x.extra.substr(0, x.extra.find(' ')), x.token, x.t_client, x.t_client, 0, ""});
+      continue;
+    }
+    auto it = at.find({x.who, x.token});
+    if (it == at.end()) continue;
+    auto& s = out[it->second];
+    if (x.kind == "write" || x.kind == "end" || x.kind == "lost") s.end = std::max(s.end, x.t_client);
+    if (x.kind == "lost" && !s.lost_at) s.lost_at = x.t_client;
+    if (x.kind == "lost_cause") s.lost_cause = x.extra;
+  }
+  return out;
+}
+
+// A contender of the session (or process) `owner`: itself, or a coroutine of it (WHO.i).
+bool belongs_to(const std::string& who, const std::string& owner) {
+  return !owner.empty() && (who == owner || process_of(who) == owner);
+}
+
+std::string ms(std::int64_t ns) { return std::to_string(ns / 1000000); }
+
+}  // namespace
+
+void check_fault_rules(run_result& r, const std::vector<record>& j, const std::vector<outage>& outages,
+                       const std::vector<node_deletion>& deletions, const fault_bounds& b, std::int64_t t_end) {
+  const auto waits = waits_in(j, t_end);
+  const auto sections = sections_in(j);
+  auto fail = [&](std::string note) {
+    ++r.fault_failures;
+    r.notes.push_back(std::move(note));
+  };
+  auto worst = [&](std::int64_t ns) { r.worst_fail_ms = std::max(r.worst_fail_ms, ns / 1e6); };
+
+  // ensemble-gone
+  for (auto& o : outages) {
+    ++r.injected;
+    const std::int64_t bound = o.down + b.session_timeout_ns + b.outage_margin_ns;
+    // the old sessions' acquires: sent before the servers were back and before every old
+    // session had expired (an acquire after that is a new session's, sent once a quorum served,
+    // which may be before the last member's start returned)
+    const std::int64_t old_until = std::min(o.up, o.down + b.session_timeout_ns);
+    for (auto& w : waits) {
+      if (!(w.from < old_until && w.to > o.down)) continue;
+      ++r.fault_waits;
+      if (w.how == "grant" || w.how == "dead_grant") {
+        // granted while no server served: only a reply already in flight, or a local handoff;
+        // its section is checked below
+        if (w.to > o.down + b.outage_margin_ns)
+          r.notes.push_back("ensemble-gone: " + w.who + " was granted " + ms(w.to - o.down) +
+                            " ms after every server went down (" + w.how + ")");
+        continue;
+      }
+      worst(w.to - std::max(w.from, o.down));
+      if (w.how != "acquire_error" || w.to > bound)
+        fail("ENSEMBLE-GONE: " + w.who + "'s acquire (waiting since " + ms(w.from - o.down) +
+             " ms after the outage began) " +
+             (w.how == "acquire_error" ? "failed only " + ms(w.to - o.down) + " ms after it began"
+                                       : "was still waiting " + ms(w.to - o.down) + " ms after it began (" + w.how + ")") +
+             " (bound: session timeout + " + ms(b.outage_margin_ns) + " ms)");
+      else if (w.extra.find("expired") == std::string::npos)
+        fail("ENSEMBLE-GONE: " + w.who + "'s acquire failed with " + w.extra + ", not a session expiry");
+    }
+    for (auto& s : sections) {
+      if (!(s.start < old_until && s.end > o.down)) continue;
+      ++r.fault_waits;
+      worst(s.end - o.down);
+      if (s.end > bound)
+        fail("ENSEMBLE-GONE: " + s.who + " (token " + std::to_string(s.token) + ") held until " + ms(s.end - o.down) +
+             " ms after every server went down");
+    }
+  }
+
+  // local-close: the workers' "close" records
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const auto& c = j[i];
+    if (c.kind != "close") continue;
+    ++r.injected;
+    std::int64_t until = t_end;  // the owner's next session
+    for (std::size_t k = i + 1; k < j.size(); ++k)
+      if (j[k].kind == "hello" && j[k].who == c.who && j[k].t_client > c.t_client) {
+        until = j[k].t_client;
+        break;
+      }
+    for (auto& w : waits) {
+      if (!belongs_to(w.who, c.who) || !(w.from < until && w.to > c.t_client)) continue;
+      ++r.fault_waits;
+      const std::int64_t from = std::max(w.from, c.t_client);
+      if ((w.how == "grant" || w.how == "dead_grant") && w.to < until) {
+        ++r.grants_after_close;
+        fail("GRANT AFTER CLOSE: " + w.who + " (" + w.how + ") " + ms(w.to - c.t_client) + " ms after " + c.who +
+             "'s " + c.extra);
+        continue;
+      }
+      worst(w.to - from);
+      if (w.how != "acquire_error" || w.to - from > b.close_ns())
+        fail("LOCAL-CLOSE: " + w.who + "'s acquire " +
+             (w.how == "acquire_error" ? "failed only " + ms(w.to - from) + " ms" : "ended by " + w.how + " " + ms(w.to - from) + " ms") +
+             " after " + c.who + "'s " + c.extra);
+    }
+  }
+
+  // operator-delete
+  for (auto& d : deletions) {
+    ++r.injected;
+    // the section that held the node then (a waiter's node may be a reader's that holds too)
+    const held_span* h = nullptr;
+    for (auto& s : sections)
+      if (s.node == d.node && s.start <= d.at && s.end >= d.at) h = &s;
+    if (d.holder && !h) r.notes.push_back("operator-delete: no section held " + d.node + " when it was deleted (not checked)");
+    if (h) {
+      // it stops by the bound: lost, or its section over anyway (a 20 ms section may end
+      // before the event arrives)
+      ++r.fault_waits;
+      const std::int64_t stopped = h->lost_at ? h->lost_at : h->end;
+      worst(stopped - d.at);
+      if (stopped - d.at > b.deleted_holder_ns())
+        fail("OPERATOR-DELETE: " + h->who + " (token " + std::to_string(h->token) + ") " +
+             (h->lost_at ? "reported its loss only " : "wrote on for ") + ms(stopped - d.at) + " ms after its node " +
+             d.node + " was deleted");
+      else if (h->lost_at && h->lost_cause != "node_deleted")
+        fail("OPERATOR-DELETE: " + h->who + " (token " + std::to_string(h->token) + ") lost its lock with cause '" +
+             h->lost_cause + "', not node_deleted");
+    }
+    for (auto& w : waits) {
+      if (!belongs_to(w.who, d.who) || !(w.from <= d.at && w.to > d.at)) continue;
+      ++r.fault_waits;
+      if (w.how == "acquire_error")
+        fail("OPERATOR-DELETE: " + w.who + "'s acquire failed (" + w.extra + ") " + ms(w.to - d.at) +
+             " ms after its node " + d.node + " was deleted, instead of queueing again");
+    }
   }
 }
 

@@ -54,11 +54,24 @@ struct run_result {
   int fair_max = 0;
   int fairness_violations = 0;
   int wait_grants_max = 0;
+  // ensemble-gone, local-close, operator-delete: each fault's own rule (check_fault_rules)
+  int injected = 0;          // outages, session closes, node deletions that happened
+  int fault_waits = 0;       // waits and sections the rule followed
+  int fault_failures = 0;    // of those, the ones that broke the rule (must be 0)
+  double worst_fail_ms = 0;  // the slowest failure or loss it expected, ms after the fault
+  int grants_after_close = 0;   // local-close: acquires that succeeded after their session's close (must be 0)
+  // operator-delete, local-close: overlaps with a holder after its node was deleted or its
+  // session closed by its owner (reported; its writes after that are the fencing check's)
+  int overlaps_ended = 0;
+  // writes such a holder sent after its node was deleted (its session closed) that reached the
+  // resource after its successor's grant but before the successor's first message, so accepted
+  // (reported, not stale-acc: nothing could stop them but the fencing check)
+  int stale_after_taken = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
     return overlaps == 0 && stale_accepted == 0 && stuck == 0 && nodes_left == 0 && watches_left == 0 &&
-           worker_failures == 0 && user_socket_stalls == 0 && fairness_violations == 0;
+           worker_failures == 0 && user_socket_stalls == 0 && fairness_violations == 0 && fault_failures == 0;
   }
 };
 
@@ -67,8 +80,38 @@ struct pause_interval {
   std::int64_t from = 0, to = 0;
 };
 
+// ensemble-gone: every server down from `down` (its first kill) until `up` (serving again).
+struct outage {
+  std::int64_t down = 0, up = 0;
+};
+
+// operator-delete: another session deleted a contender's `node` (its full path) at `at`; `who`
+// owned it (its session's "hello"; "" if unknown); `holder`: the nemesis deleted the node of a
+// section it had just seen granted, else a node queued behind it.
+struct node_deletion {
+  std::string node, who;
+  bool holder = false;
+  std::int64_t at = 0;
+};
+
+// The bounds the fault rules check (check_fault_rules), from the session timeout T.
+struct fault_bounds {
+  std::int64_t session_timeout_ns = 0;
+  // ensemble-gone: every acquire waiting (and every section held) while no server served ends
+  // by the outage's start + T + this: the local expiry fires T after the connection was lost,
+  // which is the last kill at the latest; the margin covers the three kills, the timer firing
+  // late on a loaded machine and the report
+  std::int64_t outage_margin_ns = 1'000'000'000;
+  // operator-delete: a holder whose node was deleted reports lost (cause node_deleted) by then:
+  // "at once", from its own node's watch (a keepalive, every T/3, would miss it)
+  std::int64_t deleted_holder_ns() const { return session_timeout_ns / 4; }
+  // local-close: every acquire waiting on a closed (destroyed) session fails by then
+  std::int64_t close_ns() const { return session_timeout_ns; }
+};
+
 struct section {
   std::string who;
+  std::string node;  // the guard's node_path(), from the grant (zklock clients)
   std::string side = "exclusive";  // exclusive, read, write, lease
   std::int64_t token = 0;
   std::int64_t acquired_at = 0;  // its acquire (the last before the grant)
@@ -77,6 +120,12 @@ struct section {
   std::int64_t released_at = 0;
   bool lost = false;
   std::int64_t child_events = -1;  // local-queue: the session's child watch events at the grant ("ev=N")
+  // when the lock was taken from it while it held: another session deleted its node
+  // (operator-delete), or its owner closed or destroyed its session (local-close)
+  std::int64_t taken_at = 0;
+  // the end that counts for overlaps: a holder's section is over once its lock was taken (the
+  // lock is the successor's from then on; its late writes are the fencing check's)
+  std::int64_t effective_end() const { return taken_at ? std::min(end, taken_at) : end; }
 };
 
 // What the recipe lets hold together: the mutex (and the election, and the local-queue mutex)
@@ -127,8 +176,22 @@ double max_free_grant_delay_ms(const std::vector<section>& v, const recipe_rule&
 // (overlaps behind them are counted apart); `kind_of`: who -> client kind (zklock, curator,
 // kazoo), for the per-kind overlap counts; a wait longer than `stuck_bound_ns`, or still open
 // at `t_end` past it, is a stuck waiter.
+// `deletions`: operator-delete's, whose holders' sections end for the overlap count at the
+// deletion (as a closed session's do at the worker's "close").
 void check(run_result& r, const std::vector<record>& j, const std::vector<pause_interval>& pauses,
            const std::map<std::string, std::string>& kind_of, std::int64_t stuck_bound_ns, std::int64_t t_end,
-           const recipe_rule& rule = {});
+           const recipe_rule& rule = {}, const std::vector<node_deletion>& deletions = {});
+
+// The rules of ensemble-gone (`outages`), local-close (the workers' "close" records) and
+// operator-delete (`deletions`), counted in r's injected, fault_waits, fault_failures,
+// worst_fail_ms, grants_after_close, with a note per failure:
+//  - outage: every acquire waiting at some moment of [down, up) fails with an expiry, and every
+//    section open at `down` ends, by down + T + outage_margin;
+//  - close: no acquire of the closed session's contenders succeeds between the close and their
+//    next session's hello; every acquire of theirs waiting then fails by close_ns;
+//  - deletion: a holder's section ends with "lost" by deleted_holder_ns and its "lost_cause" is
+//    node_deleted; no wait of the node's owner that spans the deletion fails (it queues again).
+void check_fault_rules(run_result& r, const std::vector<record>& j, const std::vector<outage>& outages,
+                       const std::vector<node_deletion>& deletions, const fault_bounds& b, std::int64_t t_end);
 
 }  // namespace zklock::fault

@@ -349,3 +349,138 @@ TEST_CASE("checker: local queue: the fairness bound", "[unit][fault]") {
     CHECK(run(5, 0).fairness_violations == 0);  // mutex rule: not checked
   }
 }
+
+// ensemble-gone, local-close, operator-delete: each fault's own rule (check_fault_rules).
+TEST_CASE("fault rules: outages, session closes and node deletions", "[fault][checker]") {
+  fault_bounds b;
+  b.session_timeout_ns = 2'000 * ms;  // outage bound: down + 2,000 + 1,000 ms
+  auto rules = [&](const journal& j, const std::vector<outage>& outs, const std::vector<node_deletion>& dels = {}) {
+    run_result r;
+    check_fault_rules(r, j.sorted(), outs, dels, b, 20'000 * ms);
+    return r;
+  };
+  SECTION("ensemble-gone: waiters that fail with an expiry in time, a holder that stops in time") {
+    journal j;
+    j.add("acquire", "a", 0, 900).add("grant", "a", 10, 950, "/l/a").add("write", "a", 10, 2'500).add("lost", "a", 10, 2'700);
+    j.add("acquire", "b", 0, 980).add("acquire_error", "b", 0, 3'050, "'the ZooKeeper session expired'");
+    j.add("acquire", "c", 0, 1'500).add("acquire_error", "c", 0, 3'100, "'ZooKeeper session expired'");
+    // a new session's acquire once the servers served again: not the outage's
+    j.add("acquire", "b", 0, 4'600).add("grant", "b", 20, 4'700, "/l/b");
+    auto r = rules(j, {{1'000 * ms, 4'500 * ms}});
+    CHECK(r.injected == 1);
+    CHECK(r.fault_waits == 3);
+    CHECK(r.fault_failures == 0);
+    CHECK(r.worst_fail_ms == Approx(2'050));
+  }
+  SECTION("ensemble-gone: a waiter still waiting, one failing late, one failing with something else") {
+    journal j;
+    j.add("acquire", "a", 0, 900);  // never ends
+    j.add("acquire", "b", 0, 980).add("acquire_error", "b", 0, 4'100, "'the ZooKeeper session expired'");
+    j.add("acquire", "c", 0, 990).add("acquire_error", "c", 0, 3'000, "'connection loss'");
+    j.add("acquire", "cur", 0, 995).add("grant", "cur", 9, 996, "/l/x").add("write", "cur", 9, 4'200);
+    auto r = rules(j, {{1'000 * ms, 8'000 * ms}});
+    CHECK(r.fault_failures == 4);
+    CHECK(noted(r, "ENSEMBLE-GONE: a's acquire"));
+    CHECK(noted(r, "ENSEMBLE-GONE: b's acquire (waiting since -20 ms after the outage began) failed only 3100 ms"));
+    CHECK(noted(r, "ENSEMBLE-GONE: c's acquire failed with 'connection loss', not a session expiry"));
+    CHECK(noted(r, "ENSEMBLE-GONE: cur (token 9) held until 3200 ms"));
+    CHECK_FALSE(r.zklock_ok());
+  }
+  SECTION("local-close: waiters fail, nobody is granted until the next session") {
+    journal j;
+    j.add("hello", "p", 0, 0, "0x1");
+    j.add("acquire", "p.1", 0, 10).add("grant", "p.1", 5, 11, "/l/n");
+    j.add("acquire", "p.2", 0, 12).add("acquire", "p.3", 0, 13);
+    j.add("close", "p", 0, 20, "async_close after 3 handlers");
+    j.add("acquire_error", "p.2", 0, 21, "'the session was closed'").add("acquire_error", "p.3", 0, 22, "'x'");
+    j.add("hello", "p", 0, 100, "0x2");
+    j.add("acquire", "p.2", 0, 101).add("grant", "p.2", 6, 102, "/l/m");
+    auto r = rules(j, {});
+    CHECK(r.injected == 1);
+    CHECK(r.fault_waits == 2);
+    CHECK(r.fault_failures == 0);
+    CHECK(r.grants_after_close == 0);
+    CHECK(r.worst_fail_ms == Approx(2));
+  }
+  SECTION("local-close: a local waiter granted after the close, one never answered") {
+    journal j;
+    j.add("hello", "p", 0, 0, "0x1");
+    j.add("acquire", "p.1", 0, 10).add("acquire", "p.2", 0, 12);
+    j.add("close", "p", 0, 20, "destroy after 0 handlers");
+    j.add("dead_grant", "p.1", 7, 21, "status=released");  // what issue 28's bug 2 looked like
+    auto r = rules(j, {});
+    CHECK(r.grants_after_close == 1);
+    CHECK(r.fault_failures == 2);
+    CHECK(noted(r, "GRANT AFTER CLOSE: p.1 (dead_grant) 1 ms after p's destroy after 0 handlers"));
+    CHECK(noted(r, "LOCAL-CLOSE: p.2's acquire ended by open"));
+  }
+  SECTION("operator-delete: the holder stops at once with node_deleted, the waiter queues again") {
+    journal j;
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1, "/l/a side=exclusive").add("write", "a", 10, 100);
+    j.add("lost", "a", 10, 108, "status=lost").add("lost_cause", "a", 10, 109, "node_deleted");
+    j.add("acquire", "b", 0, 2).add("grant", "b", 20, 106, "/l/b").add("end", "b", 20, 130);
+    j.add("acquire", "c", 0, 3).add("grant", "c", 30, 300, "/l/c2");
+    auto r = rules(j, {}, {{"/l/a", "a", true, 100 * ms}, {"/l/c", "c", false, 120 * ms}});
+    CHECK(r.injected == 2);
+    CHECK(r.fault_waits == 2);  // a's section, c's wait
+    CHECK(r.fault_failures == 0);
+    CHECK(r.worst_fail_ms == Approx(8));
+    // the overlap count: a's section is over at the deletion, b's grant after it is not an overlap
+    run_result o;
+    check(o, j.sorted(), {}, kinds, bound, 1'000 * ms, {}, {{"/l/a", "a", true, 100 * ms}});
+    CHECK(o.overlaps == 0);
+    CHECK(o.overlaps_ended == 1);
+    run_result without;
+    check(without, j.sorted(), {}, kinds, bound, 1'000 * ms);
+    CHECK(without.overlaps == 1);
+  }
+  SECTION("operator-delete: a holder that writes on, one lost for another cause, a waiter that fails") {
+    journal j;
+    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1, "/l/a").add("write", "a", 10, 900);
+    j.add("acquire", "b", 0, 0).add("grant", "b", 20, 1'000, "/l/b").add("lost", "b", 20, 1'010, "status=lost");
+    j.add("lost_cause", "b", 20, 1'011, "deadline_passed");
+    j.add("acquire", "c", 0, 3).add("acquire_error", "c", 0, 1'200, "'no node'");
+    auto r = rules(j, {}, {{"/l/a", "a", true, 100 * ms}, {"/l/b", "b", true, 1'005 * ms}, {"/l/c", "c", false, 1'100 * ms}});
+    CHECK(r.fault_failures == 3);
+    CHECK(noted(r, "OPERATOR-DELETE: a (token 10) wrote on for 800 ms after its node /l/a was deleted"));
+    CHECK(noted(r, "OPERATOR-DELETE: b (token 20) lost its lock with cause 'deadline_passed', not node_deleted"));
+    CHECK(noted(r, "OPERATOR-DELETE: c's acquire failed ('no node') 100 ms after its node /l/c was deleted"));
+  }
+}
+
+TEST_CASE("fault rules: a closed session's holder is no holder after the close", "[fault][checker]") {
+  // p.1 held when its owner destroyed the session; its lost report came late (the thread was
+  // blocked in the destroy), after q's grant: not an overlap, but counted as ended-ovl
+  journal j;
+  j.add("hello", "p", 0, 0, "0x1");
+  j.add("acquire", "p.1", 0, 1).add("grant", "p.1", 10, 2, "/l/p").add("write", "p.1", 10, 12);
+  j.add("close", "p", 0, 15, "destroy after 9 handlers");
+  j.add("acquire", "q", 0, 3).add("grant", "q", 20, 40, "/l/q").add("end", "q", 20, 60);
+  j.add("lost", "p.1", 10, 45, "status=lost");
+  run_result r;
+  check(r, j.sorted(), {}, kinds, bound, 1'000 * ms);
+  CHECK(r.overlaps == 0);
+  CHECK(r.overlaps_ended == 1);
+  journal k = j;
+  k.v.erase(std::remove_if(k.v.begin(), k.v.end(), [](auto& x) { return x.kind == "close"; }), k.v.end());
+  run_result without;
+  check(without, k.sorted(), {}, kinds, bound, 1'000 * ms);
+  CHECK(without.overlaps == 1);
+}
+
+TEST_CASE("fault rules: a deleted holder's in-flight write, accepted before its successor's first message", "[fault][checker]") {
+  // a's node deleted at 100; a writes at 104 (received 106), b granted at 105 (received 107):
+  // only the fencing check could have stopped a's write, and it was not late for it
+  journal j;
+  j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1, "/l/a").add("write", "a", 10, 90);
+  j.add("write", "a", 10, 104, "", 1, 106).add("lost", "a", 10, 108, "status=lost");
+  j.add("acquire", "b", 0, 2).add("grant", "b", 20, 105, "/l/b", 1, 107).add("end", "b", 20, 130);
+  run_result r;
+  check(r, j.sorted(), {}, kinds, bound, 1'000 * ms, {}, {{"/l/a", "a", true, 100 * ms}});
+  CHECK(r.stale_accepted == 0);
+  CHECK(r.stale_after_taken == 1);
+  CHECK(r.overlaps == 0);
+  run_result without;
+  check(without, j.sorted(), {}, kinds, bound, 1'000 * ms);
+  CHECK(without.stale_accepted == 1);
+}

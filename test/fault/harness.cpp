@@ -158,6 +158,11 @@ int main(int argc, char** argv) {
                     << ", watches left " << r.watches_left << ", "
                     << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
                     << " ms\n";
+          if (r.injected > 0)
+            std::cerr << "    fault rule: " << r.injected << " injected, " << r.fault_waits << " waits/sections checked, "
+                      << r.fault_failures << " failed, worst " << fmt(r.worst_fail_ms) << " ms after the fault, "
+                      << r.grants_after_close << " grants after a close, " << r.overlaps_ended
+                      << " overlaps after a holder's node was deleted or its session closed\n";
           for (auto& n : r.notes) std::cerr << "    " << n << "\n";
           results.push_back(std::move(r));
         }
@@ -185,6 +190,7 @@ int main(int argc, char** argv) {
            << "\",\"leases\":" << o.leases << ",\"write_percent\":" << o.write_percent
            << ",\"coroutines\":" << o.coroutines << ",\"max_local_handoffs\":" << o.max_local_handoffs << ",\"scenarios\":[";
       bool first = true;
+      std::vector<std::string> fault_rows;
       for (auto& s : o.scenarios) {
         run_result t;
         int runs = 0;
@@ -213,6 +219,13 @@ int main(int argc, char** argv) {
           t.overlaps_within += r.overlaps_within;
           t.fair_max = std::max(t.fair_max, r.fair_max);
           t.fairness_violations += r.fairness_violations;
+          t.injected += r.injected;
+          t.fault_waits += r.fault_waits;
+          t.fault_failures += r.fault_failures;
+          t.worst_fail_ms = std::max(t.worst_fail_ms, r.worst_fail_ms);
+          t.grants_after_close += r.grants_after_close;
+          t.overlaps_ended += r.overlaps_ended;
+          t.stale_after_taken += r.stale_after_taken;
           t.wait_grants_max = std::max(t.wait_grants_max, r.wait_grants_max);
           t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
           t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
@@ -223,7 +236,8 @@ int main(int argc, char** argv) {
           int ours = r.overlaps - r.per_kind_overlaps["curator"] - r.per_kind_overlaps["kazoo"];
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
-                        r.worker_failures == 0 && r.user_socket_stalls == 0 && r.fairness_violations == 0;
+                        r.worker_failures == 0 && r.user_socket_stalls == 0 && r.fairness_violations == 0 &&
+                        r.fault_failures == 0;
           // a holder that stopped right before a write resumed after its successor wrote: that
           // write must have reached the resource and been rejected (the fencing demonstration;
           // shared: the paused holder is a writer. Not for the semaphore: whether its late write
@@ -265,10 +279,31 @@ int main(int argc, char** argv) {
              << ",\"fair_max\":" << t.fair_max << ",\"fairness_violations\":" << t.fairness_violations
              << ",\"wait_grants_max\":" << t.wait_grants_max
              << ",\"foreign_writes\":" << t.foreign_writes << ",\"user_socket_stalls\":" << t.user_socket_stalls
+             << ",\"injected\":" << t.injected << ",\"fault_checked\":" << t.fault_waits
+             << ",\"fault_failures\":" << t.fault_failures << ",\"worst_fail_ms\":" << t.worst_fail_ms
+             << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
+        if (t.injected > 0) {
+          std::ostringstream row;
+          row << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(10) << t.injected << std::setw(9)
+              << t.fault_waits << std::setw(10) << t.fault_failures << std::setw(15) << fmt(t.worst_fail_ms)
+              << std::setw(14) << t.grants_after_close << std::setw(11) << t.overlaps_ended << t.stale_after_taken
+              << (ok ? "" : "  FAILED") << "\n";
+          fault_rows.push_back(row.str());
+        }
       }
       json << "]}\n";
+      // ensemble-gone, local-close, operator-delete: their own rules (checker.hpp,
+      // check_fault_rules)
+      if (!fault_rows.empty()) {
+        std::cout << "\nfault rules (ensemble-gone: every waiter fails with an expiry and every holder stops by the "
+                     "outage + the session timeout + 1000 ms; local-close: no grant after the close, every waiter "
+                     "fails within a session timeout; operator-delete: the holder stops within a quarter session "
+                     "timeout, lost with node_deleted, no waiter fails)\n"
+                  << "scenario            runs  injected  checked  failures  worst-fail-ms  grants-after  ended-ovl  ended-acc\n";
+        for (auto& row : fault_rows) std::cout << row;
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "zklock-faultharness: " << e.what() << "\n";

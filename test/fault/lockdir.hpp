@@ -32,4 +32,10 @@ int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, 
 int write_to_lock_nodes(const std::string& connect, const std::vector<std::string>& dirs, int rounds, int gap_ms,
                         std::mt19937_64& rng, std::vector<std::string>* log);
 
+// An operator's `delete` (operator-delete): one session of the harness reads `path`'s owner
+// ("0x<session id>", as the workers say it in "hello") and deletes it. `at`: CLOCK_MONOTONIC ns
+// right before the delete was sent (nobody can be granted on its account earlier). Returns ""
+// or what failed.
+std::string delete_node(const std::string& connect, const std::string& path, std::string* owner, std::int64_t* at);
+
 }  // namespace zklock::fault

@@ -33,6 +33,9 @@ const std::vector<nemesis::fault> nemesis::faults = {
     {"foreign-write",      &nemesis::foreign_write,      false,        false},
     {"fd-exhaust",         &nemesis::fd_exhaust,         false,        false},
     {"storm",              &nemesis::storm,              false,        false, false, {"sessions:3"}},
+    {"ensemble-gone",      &nemesis::ensemble_gone,      false,        false},
+    {"local-close",        &nemesis::local_close,        false,        false},
+    {"operator-delete",    &nemesis::operator_delete,    false,        false},
 };
 
 namespace {
@@ -383,6 +386,146 @@ void nemesis::storm(const std::string&, std::ostream& d) {
     std::this_thread::sleep_for(std::chrono::milliseconds(int(uniform(20, 200))));
   }
   d << ": every client's connections reset " << resets << " times in " << dur.count() << " ms";
+}
+
+bool nemesis::from_zklock(const record& x) const {
+  int c = client_of(x.who);
+  return c >= 0 && e_.clients[c].kind == "zklock";
+}
+
+std::string nemesis::who_has_session(const std::string& owner) const {
+  std::string who;
+  for (auto& x : e_.res.journal())
+    if (x.kind == "hello" && x.extra == owner) who = x.who;
+  return who;
+}
+
+// ensemble-gone: every member killed (kill -9) while a holder holds (asked to hold two session
+// timeouts: its guard must turn lost at its deadline) and the others queue behind it, kept down
+// 1.5-2 session timeouts, then all started again. The clients' sessions expire locally
+// meanwhile (no server answers for the session timeout): every waiter must fail with an expiry
+// and every holder stop within the session timeout plus a margin (checker: check_fault_rules).
+// After the restart the servers expire the old sessions a session timeout after they serve
+// again: the fault waits 1.5 of them, so that the run's leftover check (no node, no watch) sees
+// what they left, if anything.
+void nemesis::ensemble_gone(const std::string&, std::ostream& d) {
+  const int hold = 2 * e_.o.session_timeout_ms;
+  e_.res.arm("grant", [hold](const record&) { return "HOLD " + std::to_string(hold); },
+             [this](const record& x) { return from_zklock(x); });
+  auto fired = e_.res.wait_fired(T(4) + 10s);
+  const auto queued = std::chrono::milliseconds(int(uniform(100, 300)));
+  std::this_thread::sleep_for(queued);  // the others queue behind it
+  const auto down = T(uniform(1.5, 2.0));
+  outage o;
+  o.down = mono_ns();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < e_.ens.size(); ++s) e_.ens.kill(s);
+  const auto killed = std::chrono::steady_clock::now() - t0;
+  std::this_thread::sleep_until(t0 + down);
+  e_.ens.start_all();
+  o.up = mono_ns();
+  e_.outages.push_back(o);
+  d << ": every member killed (in " << std::chrono::duration_cast<std::chrono::milliseconds>(killed).count()
+    << " ms) " << queued.count() << " ms after " << (fired ? fired->who + "'s grant (asked to hold " + std::to_string(hold) + " ms)" : std::string("no grant"))
+    << ", ports closed for " << down.count() << " ms, serving again after " << (o.up - o.down) / 1000000 << " ms";
+  std::this_thread::sleep_for(T(1.5));
+}
+
+// local-close: a contender's session closed (async_close) or destroyed (its recipe object, then
+// the session object) at each step of its cycle, in a seeded order: right after its acquire is
+// sent ("acquire": local-queue: a node's create or a local waiter queued), at its grant, at its
+// end write (its release next: a local handoff in flight) and after its release. The resource's
+// reply asks the worker for it (zklock_worker.cpp: "CLOSE N" / "DESTROY N", N = 0-15 handlers
+// later: the io_context stepped handler by handler); the worker says "close" right before.
+// Checked (check_fault_rules): no acquire of that session succeeds after the close, every
+// waiting one fails; the leftover check: no node left.
+void nemesis::local_close(const std::string&, std::ostream& d) {
+  std::vector<std::string> steps = {"acquire", "grant", "end", "released"};
+  for (std::size_t i = steps.size(); i > 1; --i) std::swap(steps[i - 1], steps[std::size_t(pick(int(i)))]);
+  d << ":";
+  for (auto& step : steps) {
+    const bool destroy = pick(2) == 1;
+    const int handlers = pick(16);
+    const std::string ask = (destroy ? "DESTROY " : "CLOSE ") + std::to_string(handlers);
+    e_.res.arm(step, [ask](const record&) { return ask; }, [this](const record& x) { return from_zklock(x); });
+    auto fired = e_.res.wait_fired(T(2) + 5s);
+    d << " [" << step << ": " << (destroy ? "destroy" : "close") << " +" << handlers;
+    if (!fired) {
+      d << ": never fired]";
+      continue;
+    }
+    // the close and then the owner's next session (the owner: the contender, or its process
+    // for the local queue's coroutines)
+    const std::int64_t t = fired->t_recv;
+    const std::string proc = process_of(fired->who);
+    std::string owner;
+    bool closed = e_.res.wait_for(T(1) + 2s, [&](const std::vector<record>& j) {
+      for (auto& x : j)
+        if (x.kind == "close" && x.t_recv >= t && (x.who == fired->who || x.who == proc)) {
+          owner = x.who;
+          return true;
+        }
+      return false;
+    });
+    bool again = closed && e_.res.wait_for(T(2) + 10s, [&](const std::vector<record>& j) {
+      return std::any_of(j.begin(), j.end(),
+                         [&](auto& x) { return x.kind == "hello" && x.who == owner && x.t_recv > t; });
+    });
+    d << " of " << fired->who << (closed ? "" : ": no close (its session had ended)")
+      << (closed && !again ? ": no new session" : "") << "]";
+    std::this_thread::sleep_for(300ms);
+  }
+}
+
+// operator-delete: an operator's `delete` of a contender's node while it is connected. The next
+// holder is asked to hold a session timeout; 200 ms into it, a session of the harness deletes
+// either its node (it must turn lost with node_deleted at once; its successor is granted) or
+// the node of a waiter queued behind it (the waiter queues again). For the semaphore a waiter's
+// node is in PATH/locks (its internal mutex), a holder's is its lease. Checked: overlaps (the
+// holder's section ends at the deletion for the count: its writes after it are the fencing
+// check's), check_fault_rules (the holder's loss and its cause, no waiter fails).
+void nemesis::operator_delete(const std::string&, std::ostream& d) {
+  const bool holder = pick(2) == 0;
+  const int hold = e_.o.session_timeout_ms;
+  e_.res.arm("grant", [hold](const record&) { return "HOLD " + std::to_string(hold); },
+             [this](const record& x) { return from_zklock(x); });
+  auto fired = e_.res.wait_fired(T(4) + 10s);
+  if (!fired) {
+    d << ": no grant";
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(200ms);  // the others queue behind it
+  const std::string held = fired->extra.substr(0, fired->extra.find(' '));
+  std::string victim;
+  if (holder) {
+    victim = held;
+  } else {
+    const std::string dir = e_.o.recipe == "semaphore" ? e_.dir + "/locks" : e_.dir;
+    std::vector<std::string> names;
+    count_nodes(e_.ens.connect_string(), dir, &names);
+    std::vector<std::string> waiting;
+    for (auto& n : names) {
+      auto path = dir + "/" + n.substr(0, n.find(' '));
+      if (path != held) waiting.push_back(path);
+    }
+    std::sort(waiting.begin(), waiting.end());
+    if (!waiting.empty()) victim = waiting[std::size_t(pick(int(waiting.size())))];
+  }
+  if (victim.empty()) {
+    d << ": " << fired->who << " holds, nobody queued behind it";
+  } else {
+    node_deletion del;
+    del.node = victim;
+    del.holder = holder;
+    std::string owner;
+    auto err = delete_node(e_.ens.connect_string(), victim, &owner, &del.at);
+    del.who = who_has_session(owner);
+    d << ": " << (holder ? "the holder's" : "a waiter's") << " node " << victim << " (" << (del.who.empty() ? owner : del.who)
+      << ") deleted" << (err.empty() ? "" : " FAILED: " + err) << " while " << fired->who << " holds";
+    if (err.empty()) e_.deletions.push_back(del);
+  }
+  std::this_thread::sleep_until(t0 + std::chrono::milliseconds(hold + 500));
 }
 
 }  // namespace zklock::fault

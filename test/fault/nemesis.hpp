@@ -39,6 +39,8 @@ struct run_env {
   std::mt19937_64& rng;
   std::string dir;                     // the lock path
   std::set<int> fds_exhausted;         // fd-exhaust: clients whose descriptors are used up
+  std::vector<outage> outages;         // ensemble-gone: when no server served (the checker's rule)
+  std::vector<node_deletion> deletions;  // operator-delete: whose node was deleted when
 };
 
 // Whether a scenario's clients connect to the servers directly, without proxies (its entry in
@@ -104,6 +106,13 @@ class nemesis {
   void foreign_write(const std::string& fault, std::ostream& d);
   void fd_exhaust(const std::string& fault, std::ostream& d);
   void storm(const std::string& fault, std::ostream& d);
+  void ensemble_gone(const std::string& fault, std::ostream& d);
+  void local_close(const std::string& fault, std::ostream& d);
+  void operator_delete(const std::string& fault, std::ostream& d);
+  // the zklock client of a message's sender (-1 for a peer's)
+  bool from_zklock(const record& x) const;
+  // who said "hello" with session `owner` ("0x..."), "" if nobody did
+  std::string who_has_session(const std::string& owner) const;
 
   run_env& e_;
   int pause_faults_ = 0;

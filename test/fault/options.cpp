@@ -40,8 +40,12 @@ int parse_options(int argc, char** argv, options& o) {
   std::string scenarios, interop, window;
   app.add_option("--seed", o.seed, "replay this seed (default: a new one, printed)");
   app.add_option("--scenarios", scenarios,
-                 "A,B,... default all: " + joined(all_scenarios) + "; run only when named (issue 22): " +
-                     joined(extra_scenarios));
+                 "A,B,... default all: " + joined(all_scenarios) + "; run only when named: " +
+                     joined(extra_scenarios) + "; \"every\": both lists, in that order");
+  std::string except;
+  app.add_option("--except", except,
+                 "A,B,...: leave these scenarios out (with \"--scenarios every\": every fault but a known failure, "
+                 "run apart)");
   app.add_option("--runs", o.runs, "runs per scenario (default 1)");
   app.add_option("--faults", o.faults, "faults per run (default 1)");
   app.add_option("--clients", o.clients, "zklock client processes (default 3)");
@@ -108,6 +112,16 @@ int parse_options(int argc, char** argv, options& o) {
   if (o.coroutines < 1 || o.max_local_handoffs < 1)
     return usage_error("--coroutines and --max-local-handoffs must be >= 1");
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
+  if (o.scenarios == std::vector<std::string>{"every"}) {
+    o.scenarios = all_scenarios;
+    o.scenarios.insert(o.scenarios.end(), extra_scenarios.begin(), extra_scenarios.end());
+  }
+  for (auto& x : split(except, ','))
+    if (std::find(all_scenarios.begin(), all_scenarios.end(), x) == all_scenarios.end() &&
+        std::find(extra_scenarios.begin(), extra_scenarios.end(), x) == extra_scenarios.end())
+      return usage_error("--except: unknown scenario '" + x + "'");
+  for (auto& x : split(except, ','))
+    o.scenarios.erase(std::remove(o.scenarios.begin(), o.scenarios.end(), x), o.scenarios.end());
   if (o.recipe != "mutex" && (o.interop || !o.window.empty()))
     return usage_error("--recipe " + o.recipe + " runs zklock clients only (no --interop, no --window)");
   if (o.leases < 1 || o.write_percent < 0 || o.write_percent > 100)

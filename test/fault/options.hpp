@@ -36,7 +36,8 @@ struct options {
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):
 // the default set (no --scenarios), which the short CI pass runs, and "mixed";
 extern const std::vector<std::string> all_scenarios;
-// the faults run only when named (--scenarios): see docs/RELIABILITY.md;
+// the faults run only when named (--scenarios; "--scenarios every" runs both lists): see
+// docs/RELIABILITY.md;
 extern const std::vector<std::string> extra_scenarios;
 // what "mixed" draws from (the seeded draw indexes this list).
 extern const std::vector<std::string> fault_kinds;

@@ -86,7 +86,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
   }
   std::thread io([&] { ioc.run(); });
   std::vector<pause_interval> pauses;
-  run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}};
+  run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}, {}, {}};
   nemesis nem(env);
 
   // warm-up: every client granted once (a JVM takes a few seconds to start)
@@ -200,7 +200,10 @@ run_result harness::run(const std::string& scenario, int run_index) {
   rule.recipe = o.recipe;
   rule.capacity = o.recipe == "semaphore" ? o.leases : 1;
   if (o.recipe == "local-queue") rule.max_local_handoffs = o.max_local_handoffs;
-  check(r, j, pauses, kind_of, stuck_ns, t_end, rule);
+  check(r, j, pauses, kind_of, stuck_ns, t_end, rule, env.deletions);
+  fault_bounds bounds;
+  bounds.session_timeout_ns = T_ns;
+  check_fault_rules(r, j, env.outages, env.deletions, bounds, t_end);
   return r;
 }
 }  // namespace zklock::fault

@@ -20,6 +20,15 @@
 //       measurement).
 // SIGUSR1: stop acquiring (a pending acquire is cancelled, a section in progress finishes),
 // report "idle" and keep the session open. SIGTERM: close the session and exit.
+// A reply "OK ... CLOSE N" or "OK ... DESTROY N" (the harness's local-close scenario) closes
+// (async_close) or destroys (the recipe object, then the session object) the session of the
+// contender that sent the message (local-queue: the process's one session) N handlers later
+// (N posts to the executor: the close lands at a chosen step of what runs meanwhile); the
+// worker says "close" with what it did, as the session's owner (WHO, or WHO.i with sessions:N),
+// right before, in the same handler, and starts a new session once every contender left it.
+// A section that ends because its guard went lost reports "lost" at once, then "lost_cause"
+// with the guard's lost_cause (async_wait_lost's error; the harness's operator-delete scenario
+// checks node_deleted).
 // SIGRTMIN+1 / SIGRTMIN+2 (the harness's fd-exhaust scenario): lower RLIMIT_NOFILE to 3, so
 // that every new socket fails with EMFILE (the descriptors open keep working); then restore it. Reported as "fds exhausted ..." / "fds restored".
 // OPTIONS (after RECIPE): sessions:N (the storm scenario): N contenders, each with its own
@@ -100,6 +109,37 @@ struct fd_exhaustion {
   }
 };
 
+// A contender's session and its recipe object (local-queue: the process's session and its one
+// mutex), shared with a local-close fault's closer, which may close or destroy them at any
+// handler. Members in this order: the recipe objects are destroyed before the session.
+struct session_slot {
+  std::optional<zklock::session> s;
+  std::optional<zklock::mutex> m;
+  std::optional<zklock::shared_mutex> sm;
+  std::optional<zklock::semaphore> sem;
+  std::optional<zklock::election> el;
+  bool ended = false;  // closed or destroyed by a local-close fault (the owner starts a new one)
+  // whether its contenders must leave it (it ended, expired or was closed)
+  bool over() const {
+    if (ended || !s) return true;
+    auto st = s->state();
+    return st == zklock::session_state::expired || st == zklock::session_state::closed;
+  }
+  std::uint64_t child_events() const { return s ? s->stats().events(zklock::watch_event_type::child) : 0; }
+};
+
+const char* cause_name(zklock::lost_cause c) {
+  switch (c) {
+    case zklock::lost_cause::deadline_passed: return "deadline_passed";
+    case zklock::lost_cause::session_expired: return "session_expired";
+    case zklock::lost_cause::session_closed: return "session_closed";
+    case zklock::lost_cause::session_replaced: return "session_replaced";
+    case zklock::lost_cause::node_deleted: return "node_deleted";
+    case zklock::lost_cause::unknown: break;
+  }
+  return "unknown";
+}
+
 struct worker {
   config cfg;
   resource_client res;  // as WHO
@@ -146,8 +186,63 @@ struct worker {
     return o;
   }
 
-  // One critical section; returns when it ended (normally, lost, or rejected).
-  asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, std::uint64_t child_events = 0) {
+  // local-close: a reply that asks for the session's end ("CLOSE N", "DESTROY N") starts a
+  // closer of `ss`, which reports as `owner` (the session's owner).
+  void directive(const std::string& reply, const std::shared_ptr<session_slot>& ss, resource_client& owner) {
+    for (const char* how : {"CLOSE ", "DESTROY "}) {
+      auto at = reply.find(how);
+      if (at == std::string::npos) continue;
+      const int handlers = std::atoi(reply.c_str() + at + std::strlen(how));
+      asio::co_spawn(ex, close_later(ss, owner, how[0] == 'C', handlers), asio::detached);
+    }
+  }
+
+  // Closes (async_close) or destroys (recipe object, then session) `ss`'s session after
+  // `handlers` posts, saying "close" first in the same handler.
+  asio::awaitable<void> close_later(std::shared_ptr<session_slot> ss, resource_client& owner, bool close, int handlers) {
+    for (int i = 0; i < handlers; ++i) co_await asio::post(ex, asio::use_awaitable);
+    if (ss->ended || !ss->s) co_return;
+    std::ostringstream sid;
+    sid << "0x" << std::hex << ss->s->session_id();
+    owner.send("close", 0, std::string(close ? "async_close" : "destroy") + " after " + std::to_string(handlers) +
+                               " handlers, state " + zklock::to_string(ss->s->state()) + " session " + sid.str());
+    ss->ended = true;
+    if (close) {
+      co_await ss->s->async_close(asio::as_tuple(asio::use_awaitable));
+    } else {
+      ss->el.reset();
+      ss->sem.reset();
+      ss->sm.reset();
+      ss->m.reset();
+      ss->s.reset();
+    }
+  }
+
+  // Why `g` was lost: async_wait_lost's cause (it completes at once for a lost guard; 200 ms
+  // allowed for a deadline the guard has not acted on yet).
+  asio::awaitable<std::string> lost_cause_of(zklock::lock_guard& g) {
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer t(ex, 200ms);
+    auto r = co_await (g.async_wait_lost(asio::as_tuple(asio::use_awaitable)) ||
+                       t.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (r.index() == 1) co_return "unknown(no lost report within 200 ms)";
+    auto [ec] = std::get<0>(r);
+    if (ec != zklock::errc::lock_lost) co_return "not-lost(" + ec.message() + ")";
+    co_return cause_name(zklock::lock_lost_cause(ec));
+  }
+
+  // The resource refused a write: a newer holder wrote (we were paused, or our node was deleted
+  // and the successor's grant reached the resource before our guard heard of it). The section
+  // stops at once; the guard's loss and its cause are reported when it turns lost (up to 200 ms).
+  asio::awaitable<void> rejected(zklock::lock_guard& g, resource_client& res, std::int64_t token) {
+    res.send("lost", token, "rejected");
+    res.send("lost_cause", token, co_await lost_cause_of(g));
+  }
+
+  // One critical section; returns when it ended (normally, lost, or rejected). `ss`, `owner`:
+  // the session and its owner, for the replies' directives (local-close).
+  asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, const std::shared_ptr<session_slot>& ss,
+                             resource_client& owner, std::uint64_t child_events = 0) {
     const std::int64_t token = g.fencing_token();
     bool pause_before_write = false;
     // A guard may come back already past its validity deadline (e.g. granted by a watch event
@@ -158,8 +253,9 @@ struct worker {
     }
     std::string reply = res.send("grant", token, g.node_path() + " side=" + zklock::to_string(g.kind()) +
                                                      " ev=" + std::to_string(child_events));
+    directive(reply, ss, owner);
     if (!ok(reply)) {
-      res.send("lost", token, "rejected");
+      co_await rejected(g, res, token);
       co_return;
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(reply, cfg.hold_ms));
@@ -168,10 +264,15 @@ struct worker {
       if (!cfg.loop && terminating) break;
       asio::steady_timer t(ex, 10ms);
       co_await t.async_wait(asio::bind_cancellation_slot(g.lost_slot(), asio::as_tuple(asio::use_awaitable)));
+      // The wait is over: its cancellation handler must leave the slot, or a loss after this
+      // section (the session closed before the release: local-close) runs it on the destroyed
+      // timer (Asio's timer leaves it installed; seen as a SIGSEGV in the guard's loss).
+      g.lost_slot().clear();
       // The check a careful user makes before each write: the lock is certainly ours until
       // valid_until(); a guard that is not held has valid_until() == min().
       if (std::chrono::steady_clock::now() >= g.valid_until()) {
         res.send("lost", token, std::string("status=") + zklock::to_string(g.status()));
+        res.send("lost_cause", token, co_await lost_cause_of(g));
         co_return;
       }
       // The resource may ask us to stop right here, between the check and the write, as a GC
@@ -181,13 +282,15 @@ struct worker {
         ::raise(SIGSTOP);
       }
       const bool last = cfg.loop && std::chrono::steady_clock::now() >= until;
-      if (!ok(res.send(last ? "end" : "write", token))) {
-        res.send("lost", token, "rejected");
+      const std::string wreply = res.send(last ? "end" : "write", token);
+      directive(wreply, ss, owner);
+      if (!ok(wreply)) {
+        co_await rejected(g, res, token);
         co_return;
       }
       if (last) co_return;
     }
-    if (!ok(res.send("end", token))) res.send("lost", token, "rejected");
+    if (!ok(res.send("end", token))) co_await rejected(g, res, token);
   }
 
   // This contender is idle: report it (with several, once all are), and park with the session
@@ -274,16 +377,17 @@ struct worker {
   // once the old one ended and every contender has left it.
   asio::awaitable<void> contend_local(std::vector<std::unique_ptr<resource_client>>& mine) {
     while (!stopping) {
-      zklock::session s{ex, session_opts()};
-      if (!co_await connect_session(s, cancel_acquire[0]->slot())) continue;
+      auto ss = std::make_shared<session_slot>();
+      ss->s.emplace(ex, session_opts());
+      if (!co_await connect_session(*ss->s, cancel_acquire[0]->slot())) continue;
       zklock::mutex_options mo;
       mo.local_queue = true;
       mo.max_local_handoffs = cfg.max_local_handoffs;
-      zklock::mutex m{s, cfg.path, mo};
+      ss->m.emplace(*ss->s, cfg.path, mo);
       int done = 0;
       asio::steady_timer all_done(ex, asio::steady_timer::time_point::max());
       for (int i = 0; i < cfg.coroutines; ++i)
-        asio::co_spawn(ex, contend_on(i, s, m, cfg.coroutines == 1 ? res : *mine[i]), [&](std::exception_ptr e) {
+        asio::co_spawn(ex, contend_on(i, ss, cfg.coroutines == 1 ? res : *mine[i]), [&](std::exception_ptr e) {
           if (e) std::rethrow_exception(e);
           if (++done == cfg.coroutines) all_done.cancel();
         });
@@ -291,7 +395,7 @@ struct worker {
       if (stopping) {
         res.send("idle", 0);
         if (!terminating) co_await parked.async_wait(asio::as_tuple(asio::use_awaitable));
-        co_await s.async_close(asio::as_tuple(asio::use_awaitable));
+        if (!ss->ended && ss->s) co_await ss->s->async_close(asio::as_tuple(asio::use_awaitable));
         co_return;
       }
     }
@@ -300,26 +404,33 @@ struct worker {
   }
 
   // One coroutine of a local-queue worker: acquire, hold, release on the shared mutex object
-  // until told to stop or its session ends.
-  asio::awaitable<void> contend_on(int index, zklock::session& s, zklock::mutex& m, resource_client& mine) {
+  // until told to stop or its session ends (a local-close fault's closer reports as WHO).
+  asio::awaitable<void> contend_on(int index, std::shared_ptr<session_slot> ss, resource_client& mine) {
     asio::cancellation_signal& cancel = *cancel_acquire[index];
     std::mt19937 rng(std::hash<std::string>{}(cfg.who) ^ static_cast<unsigned>(::getpid()) ^ unsigned(index * 7919));
     while (!stopping) {
-      auto st = s.state();
-      if (st == zklock::session_state::expired || st == zklock::session_state::closed) co_return;
-      mine.send("acquire", 0);
-      auto [aec, g] = co_await m.async_acquire(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+      if (ss->over()) co_return;
+      directive(mine.send("acquire", 0), ss, res);
+      auto [aec, g] =
+          co_await ss->m->async_acquire(asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable)));
       if (aec) {
         mine.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
-        if (!stopping) co_await sleep(100ms);
+        if (!stopping && !ss->over()) co_await sleep(100ms);
         continue;
       }
-      co_await hold(g, mine, s.stats().events(zklock::watch_event_type::child));
+      co_await hold(g, mine, ss, res, ss->child_events());
       if (g.owns_lock()) {
         auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
-        mine.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+        directive(mine.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok"), ss, res);
       } else {
         mine.send("released", 0, std::string("not-owned:") + zklock::to_string(g.status()));
+        // A lost guard is kept while its session is suspended (its node cannot be deleted
+        // before a reconnect anyway) and, once the session expired, a session timeout more, as
+        // a user still busy with it would: the local waiters behind it must fail at the expiry
+        // all the same, not when the guard goes (ensemble-gone).
+        while (!stopping && !ss->over() && ss->s->state() == zklock::session_state::suspended) co_await sleep(50ms);
+        if (!stopping && !ss->ended && ss->s && ss->s->state() == zklock::session_state::expired)
+          co_await sleep(cfg.session_timeout);
         g = zklock::lock_guard();
       }
       co_await sleep(std::chrono::milliseconds(rng() % 20));
@@ -332,72 +443,71 @@ struct worker {
     std::mt19937 rng(std::hash<std::string>{}(who) ^ static_cast<unsigned>(::getpid()));
     std::mt19937_64 mix(cfg.mix_seed + static_cast<std::uint64_t>(index));  // the read/write draws: replayed by the harness's seed
     while (!stopping) {
-      zklock::session s{ex, session_opts()};
-      if (!co_await connect_session(s, cancel.slot())) continue;
+      auto ss = std::make_shared<session_slot>();
+      ss->s.emplace(ex, session_opts());
+      if (!co_await connect_session(*ss->s, cancel.slot())) continue;
       // only the recipe's object
-      std::optional<zklock::mutex> m;
-      std::optional<zklock::shared_mutex> sm;
-      std::optional<zklock::semaphore> sem;
-      std::optional<zklock::election> el;
-      if (cfg.recipe == "shared") sm.emplace(s, cfg.path);
-      else if (cfg.recipe == "semaphore") sem.emplace(s, cfg.path, cfg.leases);
-      else if (cfg.recipe == "election") el.emplace(s, cfg.path, who);
-      else m.emplace(s, cfg.path);
+      if (cfg.recipe == "shared") ss->sm.emplace(*ss->s, cfg.path);
+      else if (cfg.recipe == "semaphore") ss->sem.emplace(*ss->s, cfg.path, cfg.leases);
+      else if (cfg.recipe == "election") ss->el.emplace(*ss->s, cfg.path, who);
+      else ss->m.emplace(*ss->s, cfg.path);
       while (!stopping) {
-        auto st = s.state();
-        if (st == zklock::session_state::expired || st == zklock::session_state::closed) break;
+        if (ss->over()) break;
         const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent;
-        res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : "");
+        directive(res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : ""), ss, res);
+        // (a directive's closer runs after this handler: the objects are still there)
         auto token = asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable));
         std::tuple<boost::system::error_code, zklock::lock_guard> acquired;
         // (no co_await in the arms of ?: — GCC 12.2 runs both arms' operations: here a write
         // acquire and then a read acquire queued behind it on the same session, which waited
         // until cancelled)
         if (cfg.recipe == "shared" && write_side)
-          acquired = co_await sm->async_acquire(token);
+          acquired = co_await ss->sm->async_acquire(token);
         else if (cfg.recipe == "shared")
-          acquired = co_await sm->async_acquire_shared(token);
+          acquired = co_await ss->sm->async_acquire_shared(token);
         else if (cfg.recipe == "semaphore")
-          acquired = co_await sem->async_acquire(token);
+          acquired = co_await ss->sem->async_acquire(token);
         else if (cfg.recipe != "election")
-          acquired = co_await m->async_acquire(token);
+          acquired = co_await ss->m->async_acquire(token);
         // election: the leadership's own operations (campaign, fencing_token, valid_until,
         // lost_slot, resign); its lock_guard underneath is what hold() checks, the same calls
         zklock::leadership leading;
         if (cfg.recipe == "election") {
-          auto [cec, l] = co_await el->async_campaign(token);
+          auto [cec, l] = co_await ss->el->async_campaign(token);
           std::get<0>(acquired) = cec;
           leading = std::move(l);
         }
         auto& [aec, g0] = acquired;
         if (aec) {
           res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
-          if (!stopping) co_await sleep(100ms);
+          if (!stopping && !ss->over()) co_await sleep(100ms);
           continue;
         }
         zklock::lock_guard& g = cfg.recipe == "election" ? leading.guard() : g0;
         if (cfg.recipe == "election" && (leading.fencing_token() != g.fencing_token() || leading.identity() != who))
           res.send("error", 0, "leadership: token or identity differs from its guard's");
-        co_await hold(g, res);
+        co_await hold(g, res, ss, res);
+        std::string reply;
         if (cfg.recipe == "election" && leading.is_leader()) {
           auto [rec] = co_await leading.async_resign(asio::as_tuple(asio::use_awaitable));
-          res.send("released", leading.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+          reply = res.send("released", leading.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
         } else if (cfg.recipe == "election") {
           res.send("released", 0, std::string("not-owned:") + zklock::to_string(leading.status()));
           leading = zklock::leadership();  // a lost leadership still deletes its node while the session lives
         } else if (g.owns_lock()) {
           auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
-          res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
+          reply = res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
         } else {
           res.send("released", 0, std::string("not-owned:") + zklock::to_string(g.status()));
           g = zklock::lock_guard();  // a lost guard still deletes its node while the session lives
         }
+        directive(reply, ss, res);
         if (!cfg.loop) break;
         co_await sleep(std::chrono::milliseconds(rng() % 20));
       }
       if (stopping || !cfg.loop) {
         co_await go_idle(res);
-        co_await s.async_close(asio::as_tuple(asio::use_awaitable));
+        if (!ss->ended && ss->s) co_await ss->s->async_close(asio::as_tuple(asio::use_awaitable));
         co_return;
       }
     }
