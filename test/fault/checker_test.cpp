@@ -1,4 +1,4 @@
-// The fault harness's checker on its own (issue 18 §5): synthetic journals, as the fenced
+// The fault harness's checker on its own: synthetic journals, as the fenced
 // resource would have recorded them, and what the checker must make of them. No server.
 #include "checker.hpp"
 
@@ -407,7 +407,7 @@ TEST_CASE("fault rules: outages, session closes and node deletions", "[fault][ch
     j.add("hello", "p", 0, 0, "0x1");
     j.add("acquire", "p.1", 0, 10).add("acquire", "p.2", 0, 12);
     j.add("close", "p", 0, 20, "destroy after 0 handlers");
-    j.add("dead_grant", "p.1", 7, 21, "status=released");  // what issue 28's bug 2 looked like
+    j.add("dead_grant", "p.1", 7, 21, "status=released");  // a local grant after the session was closed looked like this
     auto r = rules(j, {});
     CHECK(r.grants_after_close == 1);
     CHECK(r.fault_failures == 2);

@@ -1,5 +1,5 @@
-// zklock-faultharness: a fault-injection harness on a real 3-node ZooKeeper ensemble (issue 10
-// §1 and the §2 measurements), in the spirit of Jepsen and etcd's functional tester, sized for
+// zklock-faultharness: a fault-injection harness on a real 3-node ZooKeeper ensemble (and the
+// partition window's measurements), in the spirit of Jepsen and etcd's functional tester, sized for
 // a 2-core machine.
 //
 // Per run of a scenario (run.cpp): K client processes (zklock_fault_worker: a zklock::mutex, or

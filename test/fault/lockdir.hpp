@@ -24,7 +24,7 @@ int count_nodes(const std::string& connect, const std::string& dir, std::vector<
 // `wchp` (path -> sessions) of every serving member: watches on the lock dir or its children.
 int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, std::vector<std::string>* lines);
 
-// Another client writing to lock nodes (issue 22, bug 2): one session lists each dir in `dirs`
+// Another client writing to lock nodes: one session lists each dir in `dirs`
 // and sets the data of every child (the holder's and the waiters' nodes), `rounds` times,
 // `gap_ms` apart. The data cycles through Curator's revocation request "__REVOKE__", zklock's
 // own markers, empty and random bytes. Returns the setData calls that succeeded; `log` gets one

@@ -75,7 +75,7 @@ int parse_options(int argc, char** argv, options& o) {
   app.add_option("--window", window,
                  "zklock|zklock-lib|zklock-election|curator|curator-latch|kazoo|all (or a comma list): instead, "
                  "measure the "
-                 "partition window (issue 10 §2): holder behind a blackholed proxy, waiter connected directly; "
+                 "partition window: holder behind a blackholed proxy, waiter connected directly; "
                  "window = holder's stop (zklock exec's command exit / the library guard's lost notification / "
                  "the election leader's lost leadership, its successor the next leader / Curator LeaderLatch's "
                  "notLeader, its successor a zklock candidate / Curator SUSPENDED, "

@@ -1,4 +1,4 @@
-// The partition window (issue 10 §2): a holder behind blackholed proxies, a zklock waiter
+// The partition window: a holder behind blackholed proxies, a zklock waiter
 // connected directly; window = the holder's stop minus the successor's grant.
 #pragma once
 
