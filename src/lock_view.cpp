@@ -1,4 +1,5 @@
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 
 #include <zklock/lock_view.hpp>
 

@@ -3,7 +3,7 @@
 #include "lock/client_id.hpp"
 #include "lock/hold.hpp"
 #include "lock/metrics.hpp"
-#include "sansio/lock_fsm.hpp"
+#include "sansio/acquire_fsm.hpp"
 #include "sansio/session_end.hpp"
 
 #include <zklock/path.hpp>
@@ -19,7 +19,7 @@
 namespace zklock::detail {
 
 namespace {
-// One acquire: feeds lock_fsm and carries out its actions.
+// One acquire: feeds acquire_fsm and carries out its actions.
 class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread_unsafe_counter> {
  public:
   using ptr = boost::intrusive_ptr<acquire_op>;
@@ -66,7 +66,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   }
 
  private:
-  // Cancellation: lock_fsm::cancel decides what it answers when (stop_kind).
+  // Cancellation: acquire_fsm::cancel decides what it answers when (stop_kind).
   void stop(error_code reason, asio::cancellation_type type) {
     bool at_once = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
                    asio::cancellation_type::none;
@@ -84,7 +84,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       run(fsm_.on_expired(errc::session_closed));
   }
 
-  void run(lock_fsm::actions actions) {
+  void run(acquire_fsm::actions actions) {
     ptr self(this);
     session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
     auto list = [&] {
@@ -94,7 +94,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     };
     for (auto& a : actions) {
       switch (a.type) {
-        case lock_action::create_and_list: {
+        case acquire_action::create_and_list: {
           session_impl::send_batch together(s_.get());  // one segment for both requests
           s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
                      create_handler([self](error_code ec, create_result r) {
@@ -103,19 +103,19 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           list();
           break;
         }
-        case lock_action::list:
+        case acquire_action::list:
           list();
           break;
-        case lock_action::sync_and_list: {
+        case acquire_action::sync_and_list: {
           session_impl::send_batch together(s_.get());
           s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
           list();
           break;
         }
-        case lock_action::ensure_parents:
+        case acquire_action::ensure_parents:
           ensure_parents();
           break;
-        case lock_action::watch_blocker: {
+        case acquire_action::watch_blocker: {
           metrics_.waited();
           // (several go in one segment: run's batch); each reply belongs to the watch set here
           auto& w = blocker_watches_[a.path];
@@ -128,7 +128,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                        }));
           break;
         }
-        case lock_action::watch_own:
+        case acquire_action::watch_own:
           own_reply_pending_ = true;
           s_->get_data(a.path, &own_watch_, data_handler([self](error_code ec, data_result d) {
                          self->own_reply_pending_ = false;
@@ -143,11 +143,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                          if (!ec && w && !self->fsm_.done()) self->wait(std::move(w));
                        }));
           break;
-        case lock_action::requeued:
+        case acquire_action::requeued:
           s_->log(log_level::warn, "zklock: lock node " + a.path +
                                        " was deleted by someone else while it waited; queueing again");
           break;
-        case lock_action::watch_dir: {
+        case acquire_action::watch_dir: {
           metrics_.waited();
           s_->get_children(a.path, &watch_, children_handler([self](error_code ec, children_result r) {
                              auto w = self->watch_;
@@ -156,7 +156,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                            }));
           break;
         }
-        case lock_action::remove_watch: {
+        case acquire_action::remove_watch: {
           boost::intrusive_ptr<watch_state> w = watch_;
           if (auto it = blocker_watches_.find(a.path); it != blocker_watches_.end()) w = it->second;
           s_->remove_watch(w, void_handler([self, path = a.path](error_code ec) {
@@ -165,17 +165,17 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                            }));
           break;
         }
-        case lock_action::delete_node:
+        case acquire_action::delete_node:
           s_->remove(a.path, -1, void_handler([self](error_code ec) { self->run(self->fsm_.on_deleted(ec)); }));
           break;
-        case lock_action::stat_node:
+        case acquire_action::stat_node:
           s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat> st) {
                        if (!ec && !st) ec = zk_errc::no_node;
                        bool ours = st && st->ephemeral_owner == self->s_->session_id();
                        self->run(self->fsm_.on_stat(ec, st ? st->czxid : 0, ours));
                      }));
           break;
-        case lock_action::check_downgrade: {
+        case acquire_action::check_downgrade: {
           // One segment; the replies come in order, so the mark's finds the writer's owner.
           session_impl::send_batch together(s_.get());
           auto writer_owner = std::make_shared<std::int64_t>(0);
@@ -189,54 +189,54 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                      }));
           break;
         }
-        case lock_action::wait_reconnect:
+        case acquire_action::wait_reconnect:
           if (is_connected(s_->state()))
             asio::post(s_->executor(), [self] { self->run(self->fsm_.on_reconnected()); });
           break;
-        case lock_action::check_grant:
+        case acquire_action::check_grant:
           run(fsm_.on_grant_check({.session_over = session_over(),
                                    .contact_stale = contact_refresh_due(s_->last_acknowledged(),
                                                                         s_->negotiated_timeout()) <= std::chrono::steady_clock::now(),
                                    .connected = is_connected(s_->state())}));
           break;
-        case lock_action::refresh_contact:
+        case acquire_action::refresh_contact:
           s_->exists(a.path, nullptr, exists_handler([self](error_code ec, std::optional<node_stat> st) {
                        self->run(self->fsm_.on_refreshed(ec, st.has_value()));
                      }));
           break;
-        case lock_action::answer_early:
+        case acquire_action::answer_early:
           timer_.cancel();
           fail(a.ec);
           break;
-        case lock_action::retry_delete:
+        case acquire_action::retry_delete:
           // (the timer holds us: the cleanup must finish even when the caller was answered)
           retry_timer_.expires_after(a.delay);
           retry_timer_.async_wait([self](error_code ec) {
             if (!ec) self->run(self->fsm_.on_retry_due());
           });
           break;
-        case lock_action::report_cleanup_failed:
+        case acquire_action::report_cleanup_failed:
           s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
                                         ") after an acquire gave up; it blocks the lock until the session ends");
           break;
-        case lock_action::complete:
+        case acquire_action::complete:
           complete();
           break;
-        case lock_action::create_beacon:
+        case acquire_action::create_beacon:
           create_beacon();
           break;
-        case lock_action::read_owner:
+        case acquire_action::read_owner:
           s_->exists(a.path, nullptr, exists_handler([self, path = a.path](error_code ec, std::optional<node_stat> st) {
                        if (!ec && !st) ec = zk_errc::no_node;
                        self->run(self->fsm_.on_owner(path, ec, st ? st->ephemeral_owner : 0));
                      }));
           break;
-        case lock_action::check_session:
+        case acquire_action::check_session:
           s_->exists(a.path, nullptr, exists_handler([self, owner = a.owner](error_code ec, std::optional<node_stat> st) {
                        self->run(self->fsm_.on_session_checked(owner, ec, st ? st->ephemeral_owner : 0));
                      }));
           break;
-        case lock_action::start_lock_delay:
+        case acquire_action::start_lock_delay:
           s_->log(log_level::info, "zklock: " + (a.path.empty() ? std::string("a contender ahead") : a.path) +
                                        " went with its session (or could not be told from a release): the grant of " +
                                        m_->path + " waits its lock-delay");
@@ -297,7 +297,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     }
   }
 
-  // Lock-delay: our session's beacon (lock_fsm.hpp), once per session and lock object; its
+  // Lock-delay: our session's beacon (acquire_fsm.hpp), once per session and lock object; its
   // parent a container, made when missing. Best effort: without it our releases are delayed.
   void create_beacon(bool parent_made = false) {
     auto sid = s_->session_id();
@@ -365,16 +365,16 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::shared_ptr<lock_dir> m_;
   std::shared_ptr<session_impl> s_;
   std::int64_t session_id_ = 0;  // the ZooKeeper session the acquire started on
-  lock_fsm fsm_;
+  acquire_fsm fsm_;
   std::optional<owner_id> owner_;
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
-  asio::steady_timer retry_timer_;  // lock_action::retry_delete
-  asio::steady_timer delay_timer_;  // lock_action::start_lock_delay
+  asio::steady_timer retry_timer_;  // acquire_action::retry_delete
+  asio::steady_timer delay_timer_;  // acquire_action::start_lock_delay
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;  // the lease dir's
   std::map<std::string, boost::intrusive_ptr<watch_state>> blocker_watches_;  // by the blocker's path
-  boost::intrusive_ptr<watch_state> own_watch_;  // on our node (lock_action::watch_own)
+  boost::intrusive_ptr<watch_state> own_watch_;  // on our node (acquire_action::watch_own)
   bool own_reply_pending_ = false;
   std::weak_ptr<hold> granted_;                  // the hold our grant made
   std::uint64_t listener_ = 0;

@@ -1,4 +1,4 @@
-// The lock runner: one acquire, carried out. It feeds lock_fsm (src/sansio/lock_fsm.hpp) the
+// The lock runner: one acquire, carried out. It feeds acquire_fsm (src/sansio/acquire_fsm.hpp) the
 // replies, watch events, session changes, the timeout and cancellation, and carries out the
 // requests it asks for on the session. Every recipe's acquire step goes through it.
 #pragma once

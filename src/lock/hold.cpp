@@ -1,6 +1,7 @@
 #include "lock/hold.hpp"
 #include "lock/local_queue.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 
 #include <boost/asio/post.hpp>
 

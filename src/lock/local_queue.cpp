@@ -3,7 +3,8 @@
 
 #include "lock/hold.hpp"
 #include "sansio/local_queue_fsm.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 #include "sansio/session_end.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>

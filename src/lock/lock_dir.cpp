@@ -5,8 +5,9 @@
 #include "lock/acquire_op.hpp"
 #include "lock/hold.hpp"
 #include "lock/local_queue.hpp"
-#include "sansio/lock_fsm.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/acquire_fsm.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 #include "sansio/session_end.hpp"
 
 #include <zklock/lock_view.hpp>

@@ -43,7 +43,7 @@ struct lock_dir {
   std::shared_ptr<local_queue> local;
   lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)
   std::chrono::milliseconds lock_delay{0};  // mutex_options::lock_delay
-  std::int64_t beacon_session = 0;  // the session whose lock-delay beacon was created (lock_fsm.hpp)
+  std::int64_t beacon_session = 0;  // the session whose lock-delay beacon was created (acquire_fsm.hpp)
 };
 
 }  // namespace zklock::detail

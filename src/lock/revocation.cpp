@@ -3,7 +3,8 @@
 // (async_request_revoke, async_revoke_holders: "__REVOKE__" written into the holders' nodes).
 #include "lock/hold.hpp"
 #include "lock/lock_dir.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 
 #include <zklock/path.hpp>
 #include <zklock/revoke.hpp>

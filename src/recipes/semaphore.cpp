@@ -1,6 +1,6 @@
 #include "lock/chained_acquire.hpp"
 #include "lock/lock_dir.hpp"
-#include "sansio/lock_fsm.hpp"
+#include "sansio/acquire_fsm.hpp"
 
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
@@ -10,7 +10,7 @@ namespace zklock::detail {
 // The semaphore: Curator's InterProcessSemaphoreV2 layout. Behind an internal mutex on
 // <path>/locks, create our lease node in <path>/leases and wait until at most max_leases lease
 // nodes are there (one waiter at a time watches the leases dir: no herd); then give the
-// internal mutex back. Both steps are the lock recipe's (lock_fsm): cancellation, timeouts and
+// internal mutex back. Both steps are the lock recipe's (acquire_fsm): cancellation, timeouts and
 // connection loss clean up as for a mutex, and a lease create lost with the connection is found
 // again by its id instead of being orphaned.
 
@@ -42,12 +42,12 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
   void start() {
     forward_cancellation();
     if (mode_ == lock_mode::try_once) {
-      // All leases taken: say so on this one read (lock_fsm::probe decides), without queueing
+      // All leases taken: say so on this one read (acquire_fsm::probe decides), without queueing
       // (no write). Looks free: the lease step writes at once, without looking again.
       auto self = shared_from_this();
       st_->leases->s->get_children(st_->leases->path, nullptr, children_handler([self](error_code ec, children_result r) {
         if (self->cancelled_) return self->op_->complete(asio::error::operation_aborted, lock_guard{});
-        if (!ec && lock_fsm::probe(r.children, lock_kind::lease, self->st_->leases->max_leases) == probe_result::busy)
+        if (!ec && acquire_fsm::probe(r.children, lock_kind::lease, self->st_->leases->max_leases) == probe_result::busy)
           return self->op_->complete(errc::lock_busy, lock_guard{});
         self->take_internal();  // looks free (or no dir yet): the recipe decides
       }));

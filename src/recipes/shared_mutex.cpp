@@ -1,7 +1,8 @@
 // The shared lock's own operation: downgrading a write hold, and its mark's cleanup. (Its
-// acquires are the lock runner's, with the read and write grant rules of src/sansio/queue.hpp.)
+// acquires are the lock runner's, with the read and write grant rules of src/sansio/grant_rule.hpp.)
 #include "lock/hold.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 
 #include <zklock/shared_mutex.hpp>
 

@@ -1,6 +1,7 @@
 #include "sansio/observe_leader_fsm.hpp"
 
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 #include "sansio/revocation_fsm.hpp"
 #include "sansio/session_end.hpp"
 

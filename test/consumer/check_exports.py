@@ -5,7 +5,7 @@ Usage: check_exports.py <libzklock.so> <include dir>
 
 The library is compiled with hidden visibility, so its dynamic symbol table should hold only
 the functions the public headers declare ZKLOCK_API and the members of the classes they mark
-ZKLOCK_API; the engine (detail::session_impl, ...), the state machines (lock_fsm, hold_fsm,
+ZKLOCK_API; the engine (detail::session_impl, ...), the state machines (acquire_fsm, hold_fsm,
 queue parsing) and the lock runner stay internal. Instantiations of std and Boost templates
 (Asio's service ids must stay unique across the process) are not zklock's code and pass.
 """

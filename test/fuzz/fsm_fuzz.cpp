@@ -1,7 +1,7 @@
 // libFuzzer driver of the state machines' property tests: the fuzzer's bytes are the choices
 // the seeded Catch2 tests draw from their generator (test/unit/fsm_property.hpp: the same
 // inputs, the same invariants, the same oracle of the grant rule). The first byte picks the
-// machine: lock_fsm with connection drops and reconnects, lock_fsm without, or hold_fsm (the
+// machine: acquire_fsm with connection drops and reconnects, acquire_fsm without, or hold_fsm (the
 // release). A broken invariant prints what broke and aborts, which libFuzzer reports as a crash.
 //
 // Build and run: scripts/fuzz.sh [seconds] (clang++-14 with libfuzzer-14-dev), or configure
@@ -18,11 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const char* machine = "";
   switch (data[0] % 3) {
     case 0:
-      machine = "lock_fsm (connection faults)";
+      machine = "acquire_fsm (connection faults)";
       broken = zklock::testing::run_lock_property(src, true);
       break;
     case 1:
-      machine = "lock_fsm";
+      machine = "acquire_fsm";
       broken = zklock::testing::run_lock_property(src, false);
       break;
     default:

@@ -101,7 +101,7 @@ TEST_CASE("try_acquire_shared behind a downgraded writer succeeds, as a blocking
 }
 
 namespace {
-// The downgrade mark a zklock writer's holder creates (src/sansio/queue.hpp): the writer's
+// The downgrade mark a zklock writer's holder creates (src/sansio/node_name.hpp): the writer's
 // sequence after "zklock-downgraded-", in the same dir.
 std::string mark_of(const std::string& writer_path) {
   auto slash = writer_path.rfind('/');

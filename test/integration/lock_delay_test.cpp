@@ -15,7 +15,7 @@ using namespace zklock;
 using clk = std::chrono::steady_clock;
 
 namespace {
-// Where the beacons of a lock dir's contenders are (lock_fsm.hpp: lock_delay_beacon).
+// Where the beacons of a lock dir's contenders are (acquire_fsm.hpp: lock_delay_beacon).
 std::string beacons_dir(const std::string& lock_dir) { return join_path(parent_path(lock_dir), "__zklock_sessions__"); }
 std::string session_hex(const session& s) {
   char id[17];

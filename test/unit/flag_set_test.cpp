@@ -1,4 +1,4 @@
-// flag_set: the set lock_fsm keeps its requests in flight in (src/sansio/flag_set.hpp).
+// flag_set: the set acquire_fsm keeps its requests in flight in (src/sansio/flag_set.hpp).
 #include "sansio/flag_set.hpp"
 
 #include <catch2/catch.hpp>
@@ -49,6 +49,6 @@ TEST_CASE("flag_set: contains_any is true when the sets share a value", "[unit][
   s.take(req::watch);
   CHECK_FALSE(s.contains_any(waits_for));
   CHECK(flag_set<req>{req::last}.contains_any({req::last, req::create}));
-  // usable in constant expressions (lock_fsm's cleanup_waits_for is one)
+  // usable in constant expressions (acquire_fsm's cleanup_waits_for is one)
   static_assert(waits_for.contains(req::create) && !waits_for.contains(req::list));
 }

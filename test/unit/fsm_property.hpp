@@ -1,5 +1,5 @@
 // The state machines' property tests, shared by the seeded Catch2 tests (test/unit) and the
-// libFuzzer driver (test/fuzz): the in-memory lock dir that answers lock_fsm's requests (the
+// libFuzzer driver (test/fuzz): the in-memory lock dir that answers acquire_fsm's requests (the
 // unit tests' `sim`), the hold_fsm driver, the random inputs and the invariants with their own
 // oracle of the grant rule. No Catch2 here: a broken invariant is returned as a message.
 //
@@ -10,7 +10,7 @@
 #pragma once
 
 #include "sansio/hold_fsm.hpp"
-#include "sansio/lock_fsm.hpp"
+#include "sansio/acquire_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <boost/asio/error.hpp>
@@ -33,8 +33,8 @@ namespace zklock::testing {
 
 using detail::hold_action;
 using detail::hold_fsm;
-using detail::lock_action;
-using detail::lock_fsm;
+using detail::acquire_action;
+using detail::acquire_fsm;
 using detail::lock_mode;
 using detail::predecessor_data;
 using detail::watch_change;
@@ -76,7 +76,7 @@ struct byte_source {
 };
 
 // ---------------------------------------------------------------------------------------------
-// lock_fsm against an in-memory lock dir, answering its requests in order (as one ZooKeeper
+// acquire_fsm against an in-memory lock dir, answering its requests in order (as one ZooKeeper
 // session does). With `faults` the connection can drop and come back: the requests in flight
 // then fail with connection_loss (a create or delete may or may not have reached the server),
 // requests made while it is down fail the same way, and watch events wait for the reconnect.
@@ -88,13 +88,13 @@ struct sim {
     template <class F>
       requires(!std::same_as<std::decay_t<F>, reply>)
     reply(F f) : ok(std::move(f)) {}  // NOLINT: the example tests push plain lambdas
-    reply(std::function<lock_fsm::actions()> ok, std::function<lock_fsm::actions()> lost,
+    reply(std::function<acquire_fsm::actions()> ok, std::function<acquire_fsm::actions()> lost,
           std::function<void()> undo = {})
         : ok(std::move(ok)), lost(std::move(lost)), undo(std::move(undo)) {}
-    std::function<lock_fsm::actions()> ok, lost;
+    std::function<acquire_fsm::actions()> ok, lost;
     std::function<void()> undo;  // the request did not reach the server after all
     bool event = false;          // a watch event the server sent (see drop_connection)
-    lock_fsm::actions operator()() const { return ok(); }
+    acquire_fsm::actions operator()() const { return ok(); }
   };
 
   std::string dir = "/locks/a";
@@ -106,8 +106,8 @@ struct sim {
   std::set<std::string> downgraded;              // writers whose holder downgraded (hold the read side)
   std::map<std::string, std::int64_t> owners;    // node name -> its ephemeral owner (absent: 1000 + czxid)
   std::deque<reply> replies;
-  std::deque<std::function<lock_fsm::actions()>> held_events;  // fired while disconnected
-  lock_fsm fsm;
+  std::deque<std::function<acquire_fsm::actions()>> held_events;  // fired while disconnected
+  acquire_fsm fsm;
   bool completed = false, waiting_reconnect = false;
   int completions = 0;
   int requests = 0, lists = 0, syncs = 0, mark_checks = 0;
@@ -272,12 +272,12 @@ struct sim {
     if (violation.empty()) violation = what;
   }
 
-  void apply(const lock_fsm::actions& actions) {
+  void apply(const acquire_fsm::actions& actions) {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
-      if (!connected && a.type != lock_action::wait_reconnect && a.type != lock_action::complete &&
-          a.type != lock_action::check_grant && a.type != lock_action::answer_early &&
-          a.type != lock_action::retry_delete && a.type != lock_action::report_cleanup_failed) {
+      if (!connected && a.type != acquire_action::wait_reconnect && a.type != acquire_action::complete &&
+          a.type != acquire_action::check_grant && a.type != acquire_action::answer_early &&
+          a.type != acquire_action::retry_delete && a.type != acquire_action::report_cleanup_failed) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -285,7 +285,7 @@ struct sim {
       }
       ++requests;
       switch (a.type) {
-        case lock_action::create_and_list: {
+        case acquire_action::create_and_list: {
           if (ours() > 0) forbid("a create while a node of ours exists");
           if (!dir_exists) {
             replies.push_back(reply([this] { return fsm.on_create(zk_errc::no_node, {}, 0); },
@@ -307,7 +307,7 @@ struct sim {
                                   [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
         }
-        case lock_action::list: {
+        case acquire_action::list: {
           auto snapshot = listing();
           ++lists;
           bool exists = dir_exists;
@@ -318,7 +318,7 @@ struct sim {
               [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
         }
-        case lock_action::sync_and_list: {
+        case acquire_action::sync_and_list: {
           ++syncs;
           auto snapshot = listing();
           ++lists;
@@ -326,12 +326,12 @@ struct sim {
                                   [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
         }
-        case lock_action::ensure_parents:
+        case acquire_action::ensure_parents:
           dir_exists = true;
           replies.push_back(reply([this] { return fsm.on_parents({}); },
                                   [this] { return fsm.on_parents(zk_errc::connection_loss); }));
           break;
-        case lock_action::watch_blocker: {
+        case acquire_action::watch_blocker: {
           std::string name(node_name(a.path));
           if (a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("our own node watched as a blocker");
           if (watches.count(a.path)) forbid("a second watch on " + a.path);
@@ -348,7 +348,7 @@ struct sim {
               }));
           break;
         }
-        case lock_action::watch_own: {
+        case acquire_action::watch_own: {
           if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("watch_own on a node not ours: " + a.path);
           if (watches.count(a.path)) forbid("a second watch on our node");
           bool exists = children.count(std::string(node_name(a.path))) > 0;
@@ -367,7 +367,7 @@ struct sim {
               }));
           break;
         }
-        case lock_action::watch_dir: {
+        case acquire_action::watch_dir: {
           watches.insert(a.path);
           auto snapshot = listing();
           ++lists;
@@ -378,7 +378,7 @@ struct sim {
                                   }));
           break;
         }
-        case lock_action::remove_watch: {
+        case acquire_action::remove_watch: {
           if (a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("our own node's watch removed");
           if (lose_removals) {
             replies.push_back([this, path = a.path] { return fsm.on_watch_removed(path, zk_errc::connection_loss); });
@@ -396,7 +396,7 @@ struct sim {
               }));
           break;
         }
-        case lock_action::delete_node: {
+        case acquire_action::delete_node: {
           std::string name(node_name(a.path));
           if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a delete of a node not ours: " + a.path);
           auto it = children.find(name);
@@ -423,7 +423,7 @@ struct sim {
               }));
           break;
         }
-        case lock_action::check_downgrade: {
+        case acquire_action::check_downgrade: {
           // two exists, answered together (the owners as the server has them now)
           ++requests;
           ++mark_checks;
@@ -436,7 +436,7 @@ struct sim {
               [this, path = a.path] { return fsm.on_downgrade_checked(path, zk_errc::connection_loss, 0, 0); }));
           break;
         }
-        case lock_action::stat_node: {
+        case acquire_action::stat_node: {
           auto it = children.find(std::string(node_name(a.path)));
           bool had = it != children.end();
           auto z = had ? it->second : 0;
@@ -445,19 +445,19 @@ struct sim {
               [this] { return fsm.on_stat(zk_errc::connection_loss, 0); }));
           break;
         }
-        case lock_action::wait_reconnect:
+        case acquire_action::wait_reconnect:
           waiting_reconnect = true;
           --requests;
           // the recipe's glue: already connected again, so go on at once (posted)
           if (glue && connected) replies.push_back([this] { return fsm.on_reconnected(); });
           break;
-        case lock_action::check_grant:
+        case acquire_action::check_grant:
           --requests;
           apply(fsm.on_grant_check({.session_over = session_over_at_grant ? session_over_at_grant() : error_code{},
                                     .contact_stale = contact_stale && contact_stale(),
                                     .connected = connected}));
           break;
-        case lock_action::refresh_contact:
+        case acquire_action::refresh_contact:
           ++refreshes;
           if (!a.path.starts_with(join_path(dir, fsm.node_prefix()))) forbid("a refresh on a node not ours: " + a.path);
           replies.push_back(reply(
@@ -468,12 +468,12 @@ struct sim {
               },
               [this] { return fsm.on_refreshed(zk_errc::connection_loss); }));
           break;
-        case lock_action::requeued:
+        case acquire_action::requeued:
           --requests;
           ++requeues;
           if (children.count(std::string(node_name(a.path)))) forbid("queued again while our node exists: " + a.path);
           break;
-        case lock_action::answer_early:
+        case acquire_action::answer_early:
           --requests;
           if (connected) forbid("a caller answered before the cleanup while connected");
           if (++early_answers > 1) forbid("a caller answered early twice");
@@ -481,23 +481,23 @@ struct sim {
               a.ec != errc::lock_timeout)
             forbid("answered early with " + a.ec.message());
           break;
-        case lock_action::retry_delete:
+        case acquire_action::retry_delete:
           --requests;
           if (retry_due) forbid("a second delete retry while one is due");
           retry_due = true;
           ++delete_retries;
           break;
-        case lock_action::report_cleanup_failed:
+        case acquire_action::report_cleanup_failed:
           --requests;
           ++cleanup_failures;
           break;
-        case lock_action::create_beacon:
-        case lock_action::read_owner:
-        case lock_action::check_session:
-        case lock_action::start_lock_delay:
+        case acquire_action::create_beacon:
+        case acquire_action::read_owner:
+        case acquire_action::check_session:
+        case acquire_action::start_lock_delay:
           forbid("a lock-delay action with lock-delay off");
           break;
-        case lock_action::complete:
+        case acquire_action::complete:
           granted_node_heard_gone = !fsm.result().ec && heard_gone.count(fsm.result().node) > 0;
           ours_news_at_completion = ours_news;
           own_watch_failing_at_completion = own_watch_failing;
@@ -515,46 +515,46 @@ struct sim {
     apply(fsm.on_retry_due());
   }
   // A request sent while the connection is down: its reply is connection_loss.
-  void queue_lost(const lock_action& a) {
+  void queue_lost(const acquire_action& a) {
     auto loss = error_code(zk_errc::connection_loss);
     switch (a.type) {
-      case lock_action::create_and_list:
+      case acquire_action::create_and_list:
         replies.push_back([this, loss] { return fsm.on_create(loss, {}, 0); });
         replies.push_back([this, loss] { return fsm.on_children(loss, {}); });
         break;
-      case lock_action::list:
-      case lock_action::sync_and_list:
+      case acquire_action::list:
+      case acquire_action::sync_and_list:
         replies.push_back([this, loss] { return fsm.on_children(loss, {}); });
         break;
-      case lock_action::ensure_parents: replies.push_back([this, loss] { return fsm.on_parents(loss); }); break;
-      case lock_action::watch_blocker:
+      case acquire_action::ensure_parents: replies.push_back([this, loss] { return fsm.on_parents(loss); }); break;
+      case acquire_action::watch_blocker:
         replies.push_back([this, loss, path = a.path] { return fsm.on_watch_set(path, loss); });
         break;
-      case lock_action::watch_own:  // (no news; no watch on the server)
+      case acquire_action::watch_own:  // (no news; no watch on the server)
         ++own_watch_failing;
         replies.push_back([this, loss] { return --own_watch_failing, fsm.on_own_watch_set(loss); });
         break;
-      case lock_action::watch_dir: replies.push_back([this, loss] { return fsm.on_dir_watch_set(loss, {}); }); break;
-      case lock_action::remove_watch:
+      case acquire_action::watch_dir: replies.push_back([this, loss] { return fsm.on_dir_watch_set(loss, {}); }); break;
+      case acquire_action::remove_watch:
         replies.push_back([this, loss, path = a.path] { return fsm.on_watch_removed(path, loss); });
         break;
-      case lock_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
-      case lock_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
-      case lock_action::check_downgrade:
+      case acquire_action::delete_node: replies.push_back([this, loss] { return fsm.on_deleted(loss); }); break;
+      case acquire_action::stat_node: replies.push_back([this, loss] { return fsm.on_stat(loss, 0); }); break;
+      case acquire_action::check_downgrade:
         replies.push_back([this, loss, path = a.path] { return fsm.on_downgrade_checked(path, loss, 0, 0); });
         break;
-      case lock_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
-      case lock_action::wait_reconnect:
-      case lock_action::requeued:
-      case lock_action::retry_delete:
-      case lock_action::report_cleanup_failed:
-      case lock_action::check_grant:
-      case lock_action::answer_early:
-      case lock_action::create_beacon:
-      case lock_action::read_owner:
-      case lock_action::check_session:
-      case lock_action::start_lock_delay:
-      case lock_action::complete: break;
+      case acquire_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
+      case acquire_action::wait_reconnect:
+      case acquire_action::requeued:
+      case acquire_action::retry_delete:
+      case acquire_action::report_cleanup_failed:
+      case acquire_action::check_grant:
+      case acquire_action::answer_early:
+      case acquire_action::create_beacon:
+      case acquire_action::read_owner:
+      case acquire_action::check_session:
+      case acquire_action::start_lock_delay:
+      case acquire_action::complete: break;
     }
   }
   // The connection drops. The queue is the order the server sent its replies and events in,
@@ -647,7 +647,7 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   // at our node, after the reconnect.)
   if (s.ours() == 0 && s.operator_deletes > 0 &&
       (s.ours_news_at_completion > 0 || s.own_watch_failing_at_completion > 0 ||
-       s.fsm.own_node_watch() == lock_fsm::own_watch::none))
+       s.fsm.own_node_watch() == acquire_fsm::own_watch::none))
     return std::nullopt;
   if (s.ours() != 1) return "granted with " + std::to_string(s.ours()) + " nodes of ours";
   auto q = detail::queue_order(s.listing());
@@ -667,8 +667,8 @@ inline std::optional<std::string> check_completion(const sim& s, lock_kind kind,
   auto own = s.fsm.own_node_watch();
   // (set, or its reply on its way; a reply that will say the connection was lost leaves the hold
   // to set the watch again after the reconnect)
-  bool failing = own == lock_fsm::own_watch::setting && s.own_watch_failing_at_completion > 0;
-  if (own_set != (own != lock_fsm::own_watch::none) && !(failing && !own_set))
+  bool failing = own == acquire_fsm::own_watch::setting && s.own_watch_failing_at_completion > 0;
+  if (own_set != (own != acquire_fsm::own_watch::none) && !(failing && !own_set))
     return "our node's watch: the machine and the server disagree";
   return std::nullopt;
 }
@@ -696,7 +696,7 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   int max_leases = 1 + static_cast<int>(rng() % 3);
   int max_watched = 1 + static_cast<int>(rng() % 4);  // K: 1 (the nearest only) to 4
   sim s;
-  s.fsm = lock_fsm(s.dir, our_id, mode, kind, max_leases, max_watched);
+  s.fsm = acquire_fsm(s.dir, our_id, mode, kind, max_leases, max_watched);
   s.glue = true;
   auto foreign_prefix = [&] {
     // leases only meet leases (their own dir); the others meet every lock kind

@@ -1,7 +1,8 @@
 // The holder's side of revocation (lock_guard::async_wait_revoked) without a server: when a
 // read of our node's data completes the waiters, when the watch is set, re-armed and removed,
 // and a random walk over writes, cancellations, connection loss and the hold's end.
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 #include "sansio/revocation_fsm.hpp"
 
 #include <catch2/catch.hpp>

@@ -11,7 +11,7 @@
 namespace zklock::detail {
 
 /// Wait in the queue, or give up when blocked (a try-lock: looks before it writes; or, when
-/// its caller has just looked itself with lock_fsm::probe, writes at once: the semaphore's
+/// its caller has just looked itself with acquire_fsm::probe, writes at once: the semaphore's
 /// lease after its internal mutex).
 enum class lock_mode { wait, try_once, try_after_probe };
 
@@ -22,7 +22,7 @@ struct acquire_params {
   std::chrono::steady_clock::duration timeout = std::chrono::steady_clock::duration::max();
   /// Reentrant acquire: this owner gets another guard on its hold when it holds already.
   std::optional<owner_id> owner = std::nullopt;
-  /// What our node is created with instead of the lock's marker (lock_fsm::node_data): set
+  /// What our node is created with instead of the lock's marker (acquire_fsm::node_data): set
   /// by start_acquire to the marker and the lock dir's identity ("zklock/3 web-1:4242"); an
   /// election passes its participant id.
   std::optional<std::string> node_data = std::nullopt;

@@ -62,7 +62,8 @@
 #pragma once
 
 #include "sansio/flag_set.hpp"
-#include "sansio/queue.hpp"
+#include "sansio/grant_rule.hpp"
+#include "sansio/node_data.hpp"
 
 #include <zklock/detail/acquire_params.hpp>
 #include <zklock/error.hpp>
@@ -85,7 +86,7 @@ enum class watch_change { deleted, data_changed, children_changed };
 /// mutex_options::watched_blockers, whose default it is.
 inline constexpr int default_watched_blockers = 8;
 
-struct lock_action {
+struct acquire_action {
   enum kind {
     create_and_list,    ///< create `path` (ephemeral sequential) and list `dir`, pipelined
     list,               ///< list `dir`
@@ -105,7 +106,7 @@ struct lock_action {
     answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
     retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
     report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
-    complete,           ///< the operation is over: see lock_fsm::result()
+    complete,           ///< the operation is over: see acquire_fsm::result()
     // lock-delay only (set_lock_delay):
     create_beacon,      ///< create our session's beacon (lock_delay_beacon) if not yet done; no reply
     read_owner,         ///< exists `path` (a lease holder ahead): its ephemeralOwner to on_owner
@@ -154,9 +155,9 @@ enum class probe_result {
   check_head_mark,  ///< a reader's one blocker is the head writer, its downgrade mark listed: check it
 };
 
-class lock_fsm {
+class acquire_fsm {
  public:
-  using actions = std::vector<lock_action>;
+  using actions = std::vector<acquire_action>;
 
   /// The try-lock's look: would a node of `kind` created now be blocked by `children`? (The
   /// semaphore looks at its leases with it before taking its internal mutex.)
@@ -164,7 +165,7 @@ class lock_fsm {
 
   /// `max_leases`: for lock_kind::lease, how many may hold at once. `max_watched`: K, how many
   /// blockers a waiter watches at most (values below 1 count as 1).
-  lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
+  acquire_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind = lock_kind::exclusive,
            int max_leases = 1, int max_watched = default_watched_blockers);
 
   /// Lock-delay (see the recipe above): on when `delay` is above zero. Before start().

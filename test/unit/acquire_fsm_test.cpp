@@ -2,7 +2,7 @@
 // in order (as one ZooKeeper session does), and each test injects cancellation, connection
 // loss or expiry at every step.
 #include "fsm_property.hpp"
-#include "sansio/lock_fsm.hpp"
+#include "sansio/acquire_fsm.hpp"
 #include <zklock/path.hpp>
 
 #include <catch2/catch.hpp>
@@ -24,31 +24,11 @@ using zklock::testing::reader_prefix;
 using zklock::testing::writer_prefix;
 
 
-TEST_CASE("lock_sequence recognises Curator, zklock and kazoo names only", "[unit][lock]") {
-  CHECK(lock_sequence("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lock-0000000042") == 42);
-  CHECK(lock_sequence("lock-0000000007") == 7);
-  CHECK(lock_sequence("5f2b0c7e9d__lock__0000000003") == 3);
-  CHECK(lock_sequence("x-lock--0000000003") == -3);
-  CHECK(parse_contender("5f2b0c7e9d__rlock__0000000003")->kind == lock_kind::read);  // kazoo ReadLock
-  CHECK(parse_contender("_c_x-__READ__0000000004")->kind == lock_kind::read);         // Curator read lock
-  CHECK(parse_contender("_c_x-__WRIT__0000000005")->kind == lock_kind::write);        // Curator write lock
-  CHECK(parse_contender("5f2b0c7e9d__lock__0000000003")->kind == lock_kind::exclusive);
-  CHECK_FALSE(lock_sequence("x__READ_0000000003"));
-  CHECK_FALSE(lock_sequence("leader-0000000001"));
-  CHECK_FALSE(lock_sequence("lock-000000001"));
-  CHECK_FALSE(lock_sequence("config"));
-  auto q = queue_order({"b__lock__0000000005", "config", "_c_x-lock-0000000002", "lock-0000000009"});
-  REQUIRE(q.size() == 3);
-  CHECK(q[0].sequence == 2);
-  CHECK(q[1].sequence == 5);
-  CHECK(q[2].sequence == 9);
-}
-
 TEST_CASE("uncontended acquire: create and list pipelined, one round trip", "[unit][lock]") {
   sim s;
   auto a = s.fsm.start();
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::create_and_list);
+  CHECK(a[0].type == acquire_action::create_and_list);
   CHECK(a[0].path == "/locks/a/_c_11111111-2222-3333-4444-555555555555-lock-");
   s.apply(a);
   s.drain();
@@ -430,8 +410,8 @@ TEST_CASE("a data change whose listing finds the predecessor gone and nobody ahe
 TEST_CASE("mutex nodes are created with zklock/3, shared lock nodes with the shared marker", "[unit][lock]") {
   sim s;
   CHECK(s.fsm.node_data() == "zklock/3");
-  CHECK(lock_fsm("/d", "x", lock_mode::wait, lock_kind::read).node_data() == shared_marker);
-  CHECK(lock_fsm("/d", "x", lock_mode::wait, lock_kind::write).node_data() == shared_marker);
+  CHECK(acquire_fsm("/d", "x", lock_mode::wait, lock_kind::read).node_data() == shared_marker);
+  CHECK(acquire_fsm("/d", "x", lock_mode::wait, lock_kind::write).node_data() == shared_marker);
   // both versions still read as zklock contenders
   CHECK(classify_predecessor("zklock/3") == predecessor_data::zklock_contender);
   CHECK(classify_predecessor("zklock/2") == predecessor_data::zklock_contender);
@@ -540,39 +520,13 @@ TEST_CASE("error conditions group the codes", "[unit][error]") {
 // ---------------------------------------------------------------------------------------------
 // The grant rule of the shared lock
 
-namespace {
-std::vector<detail::queued_node> q_of(std::initializer_list<lock_kind> kinds) {
-  std::vector<detail::queued_node> q;
-  std::int64_t i = 0;
-  for (auto k : kinds) q.push_back({"n" + std::to_string(i), i, k}), ++i;
-  return q;
-}
-}  // namespace
-
-TEST_CASE("grant rule: readers wait for the nearest writer ahead, writers for anyone ahead", "[unit][lock][shared]") {
-  using K = lock_kind;
-  auto q = q_of({K::read, K::read, K::write, K::read, K::read, K::write});
-  CHECK_FALSE(find_blockers(q, 0, K::read));
-  CHECK_FALSE(find_blockers(q, 1, K::read));  // readers hold together
-  CHECK(find_blockers(q, 2, K::write)->nearest == 1);
-  CHECK(find_blockers(q, 2, K::write)->count == 2);
-  CHECK(find_blockers(q, 3, K::read)->nearest == 2);  // behind a writer: waits for it only
-  CHECK(find_blockers(q, 3, K::read)->count == 1);
-  CHECK(find_blockers(q, 4, K::read)->nearest == 2);  // not on reader 3: no herd, one wake-up
-  CHECK(find_blockers(q, 5, K::write)->nearest == 4);
-  auto q2 = q_of({K::write, K::read, K::exclusive, K::read});
-  CHECK(find_blockers(q2, 3, K::read)->nearest == 2);  // kazoo's "__lock__" writers count as writers
-  CHECK(find_blockers(q2, 3, K::read)->count == 2);
-  CHECK_FALSE(find_blockers(q2, 0, K::exclusive));
-  CHECK(find_blockers(q2, 1, K::exclusive)->nearest == 0);  // a mutex waits for anyone ahead
-}
 
 TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later readers behind it", "[unit][lock][shared]") {
   // reader, reader, (writer: us) -> we watch the second reader; the first reader's release
   // does not wake us; the second's does not either until we relist and see no one ahead
   {
     sim s;
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write, 1, 1);
+    s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write, 1, 1);
     auto r1 = s.add_foreign(reader_prefix);
     auto r2 = s.add_foreign(reader_prefix);
     s.apply(s.fsm.start());
@@ -595,7 +549,7 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
   // writer, reader, (reader: us) -> we watch the writer, not the reader between us
   {
     sim s;
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
     auto w = s.add_foreign(writer_prefix);
     s.add_foreign(reader_prefix);
     s.apply(s.fsm.start());
@@ -612,7 +566,7 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
   // reader held, writer waiting, (reader: us): we wait for the writer (no starvation)
   {
     sim s(lock_mode::try_once);
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
     s.add_foreign(reader_prefix);
     s.add_foreign(writer_prefix);
     s.apply(s.fsm.start());
@@ -624,7 +578,7 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
   // a try-read beside readers only: granted
   {
     sim s;
-    s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::try_once, lock_kind::read);
     s.add_foreign(reader_prefix);
     s.add_foreign(reader_prefix);
     s.apply(s.fsm.start());
@@ -640,7 +594,7 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
   // check the mark (its owner is W's session): downgraded. We remove our watch and list again:
   // granted.
   sim s;
-  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
+  s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::read);
   auto w = s.add_foreign(writer_prefix, shared_marker);
   s.apply(s.fsm.start());
   s.drain();
@@ -654,7 +608,7 @@ TEST_CASE("shared lock: a writer that downgrades lets zklock readers in, never a
 
   // A writer behind the same downgraded node keeps waiting for it.
   sim t;
-  t.fsm = lock_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
+  t.fsm = acquire_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::write);
   auto w2 = t.add_foreign(writer_prefix, shared_marker);
   t.apply(t.fsm.start());
   t.drain();
@@ -673,7 +627,7 @@ TEST_CASE("shared lock: a downgrade marker written by another session grants no 
   // (writer W holding), (reader: us). Another session writes downgraded_marker into W's node:
   // we list again, no mark is listed, W still blocks us: no request more, no grant.
   sim s;
-  s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+  s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
   auto w = s.add_foreign(writer_prefix, shared_marker);
   s.apply(s.fsm.start());
   s.drain();
@@ -704,7 +658,7 @@ TEST_CASE("shared lock: a revocation written over a downgraded writer's data lea
   for (auto mode : {lock_mode::wait, lock_mode::try_once}) {
     CAPTURE(static_cast<int>(mode));
     sim s;
-    s.fsm = lock_fsm(s.dir, testing::our_id, mode, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, testing::our_id, mode, lock_kind::read);
     auto w = s.add_foreign(writer_prefix, shared_marker);
     REQUIRE(s.downgrade_head());
     s.change_data(w, "__REVOKE__");
@@ -722,7 +676,7 @@ TEST_CASE("shared lock: only the head writer's mark is checked, only its own ses
           "[unit][lock][shared][foreign]") {
   SECTION("a forged mark on the head writer: a try-read is busy") {
     sim s;
-    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read);
     auto w = s.add_foreign(writer_prefix, shared_marker);
     s.forge_mark(w);
     s.change_data(w, downgraded_marker);
@@ -741,7 +695,7 @@ TEST_CASE("shared lock: only the head writer's mark is checked, only its own ses
   }
   SECTION("a writer behind a reader (it waits): its mark is not even checked") {
     sim s;
-    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
     s.add_foreign(reader_prefix, shared_marker);
     auto w = s.add_foreign(writer_prefix, shared_marker);
     s.forge_mark(w);
@@ -760,7 +714,7 @@ TEST_CASE("shared lock: only the head writer's mark is checked, only its own ses
   }
   SECTION("the check loses the connection while waiting: listed and checked again after the reconnect") {
     sim s;
-    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+    s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
     auto w = s.add_foreign(writer_prefix, shared_marker);
     REQUIRE(s.downgrade_head());
     s.apply(s.fsm.start());
@@ -782,7 +736,7 @@ TEST_CASE("shared lock: only the head writer's mark is checked, only its own ses
 
 TEST_CASE("try-read behind a downgraded writer reads its data and is granted, behind a holding writer busy",
           "[unit][lock][shared][foreign]") {
-  auto try_read = [](sim& s) { s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read); };
+  auto try_read = [](sim& s) { s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::read); };
   SECTION("downgraded head writer, a reader beside it: list, check its mark, create and list") {
     sim s;
     try_read(s);
@@ -791,7 +745,7 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
     REQUIRE(s.downgrade_head());
     auto a = s.fsm.start();
     REQUIRE(a.size() == 1);
-    CHECK(a[0].type == lock_action::list);
+    CHECK(a[0].type == acquire_action::list);
     s.apply(a);
     REQUIRE(s.step());  // the listing: one blocker, the head writer, its mark listed -> check it
     REQUIRE(s.replies.size() == 1);
@@ -850,7 +804,7 @@ TEST_CASE("try-read behind a downgraded writer reads its data and is granted, be
   }
   SECTION("a try-write behind a downgraded writer: busy on the listing alone") {
     sim s;
-    s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::write);
+    s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::try_once, lock_kind::write);
     s.add_foreign(writer_prefix, shared_marker);
     REQUIRE(s.downgrade_head());
     s.apply(s.fsm.start());
@@ -911,7 +865,7 @@ TEST_CASE("shared lock: cancellation at every step leaves no node and no watch",
     for (int cancel_at = 0; cancel_at < 10; ++cancel_at) {
       CAPTURE(static_cast<int>(kind), cancel_at);
       sim s;
-      s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, kind);
+      s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, kind);
       auto w = s.add_foreign(writer_prefix);
       auto r = s.add_foreign(reader_prefix);
       std::deque<std::function<void()>> script = {[&] { s.delete_foreign(r); }, [&] { s.delete_foreign(w); }};
@@ -943,21 +897,11 @@ TEST_CASE("shared lock: cancellation at every step leaves no node and no watch",
 // ---------------------------------------------------------------------------------------------
 // Leases (the semaphore's second step, behind its internal mutex)
 
-TEST_CASE("lease rule: granted while fewer than max_leases are ahead", "[unit][lock][semaphore]") {
-  using K = lock_kind;
-  auto q = q_of({K::lease, K::lease, K::lease});
-  CHECK_FALSE(find_blockers(q, 0, K::lease, 2));
-  CHECK_FALSE(find_blockers(q, 1, K::lease, 2));
-  CHECK(find_blockers(q, 2, K::lease, 2));
-  CHECK_FALSE(find_blockers(q, 2, K::lease, 3));
-  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-lease-0000000003")->kind == K::lease);
-}
-
 TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and removes its watch",
           "[unit][lock][semaphore]") {
   const std::string lease_prefix = "_c_ffffffff-0000-0000-0000-00000000000l-lease-";
   sim s;
-  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 2);
+  s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 2);
   auto a = s.add_foreign(lease_prefix);
   auto b = s.add_foreign(lease_prefix);
   s.apply(s.fsm.start());
@@ -975,7 +919,7 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
   for (int cancel_at = 0; cancel_at < 8; ++cancel_at) {
     CAPTURE(cancel_at);
     sim t;
-    t.fsm = lock_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 1);
+    t.fsm = acquire_fsm(t.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, lock_kind::lease, 1);
     auto h = t.add_foreign(lease_prefix);
     t.apply(t.fsm.start());
     int steps = 0;
@@ -1001,22 +945,12 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
 // ---------------------------------------------------------------------------------------------
 // Election candidates (Curator LeaderLatch's "-latch-" nodes)
 
-TEST_CASE("candidates: '-latch-' nodes parse as candidates, the head leads, the others wait for their predecessor",
+TEST_CASE("candidates: a candidate behind one other is granted by its predecessor's deletion, without a listing",
           "[unit][lock][election]") {
   using K = lock_kind;
-  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-latch-0000000003")->kind == K::candidate);
-  CHECK(parse_contender("_c_8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c-latch-0000000003")->sequence == 3);
-  CHECK(parse_contender("latch-0000000007")->kind == K::candidate);  // Curator without protection
-  CHECK_FALSE(parse_contender("_c_x-latches-0000000003"));
-  auto q = q_of({K::candidate, K::candidate, K::candidate});
-  CHECK_FALSE(find_blockers(q, 0, K::candidate));
-  auto b = find_blockers(q, 2, K::candidate);
-  REQUIRE(b);
-  CHECK(b->nearest == 1);
-
   // a candidate behind one other: granted by its predecessor's deletion, without a listing
   sim s;
-  s.fsm = lock_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, K::candidate);
+  s.fsm = acquire_fsm(s.dir, "11111111-2222-3333-4444-555555555555", lock_mode::wait, K::candidate);
   CHECK(s.fsm.node_prefix().ends_with("-latch-"));
   auto a = s.add_foreign("_c_ffffffff-0000-0000-0000-000000000000-latch-");
   s.apply(s.fsm.start());
@@ -1052,17 +986,17 @@ void check_lock_property(bool faults) {
 }
 }  // namespace
 
-TEST_CASE("lock_fsm property: random interleavings keep the invariants", "[unit][lock][property]") {
+TEST_CASE("acquire_fsm property: random interleavings keep the invariants", "[unit][lock][property]") {
   check_lock_property(false);
 }
 
-TEST_CASE("lock_fsm property: with connection drops and reconnects", "[unit][lock][property][fault]") {
+TEST_CASE("acquire_fsm property: with connection drops and reconnects", "[unit][lock][property][fault]") {
   // the same inputs plus the connection dropping (requests in flight fail with
   // connection_loss; a create or delete may have reached the server) and coming back
   check_lock_property(true);
 }
 
-TEST_CASE("lock_fsm property: the fault interleavings it once found stay fixed", "[unit][lock][property][fault]") {
+TEST_CASE("acquire_fsm property: the fault interleavings it once found stay fixed", "[unit][lock][property][fault]") {
   // Seeds (seed + run) of runs that failed: a grant decided behind a watch removal the
   // connection's drop delayed, then our node deleted and queued again: the new node was granted
   // by that old decision, against the grant rule, or created beside the old one.
@@ -1261,26 +1195,26 @@ TEST_CASE("a request failing because the handle closed under a running acquire: 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The try-acquire's look (lock_fsm::probe), also the semaphore's
+// The try-acquire's look (acquire_fsm::probe), also the semaphore's
 
 TEST_CASE("probe: what a try-acquire's look decides, for every kind", "[unit][lock][semaphore]") {
   using zklock::testing::lease_prefix;
   using zklock::testing::mutex_prefix;
   using zklock::testing::seq10;
-  CHECK(lock_fsm::probe({}, lock_kind::exclusive) == probe_result::looks_free);
-  CHECK(lock_fsm::probe({mutex_prefix + seq10(1)}, lock_kind::exclusive) == probe_result::busy);
-  CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::read) == probe_result::looks_free);
-  CHECK(lock_fsm::probe({writer_prefix + seq10(1)}, lock_kind::read) == probe_result::busy);
+  CHECK(acquire_fsm::probe({}, lock_kind::exclusive) == probe_result::looks_free);
+  CHECK(acquire_fsm::probe({mutex_prefix + seq10(1)}, lock_kind::exclusive) == probe_result::busy);
+  CHECK(acquire_fsm::probe({reader_prefix + seq10(1)}, lock_kind::read) == probe_result::looks_free);
+  CHECK(acquire_fsm::probe({writer_prefix + seq10(1)}, lock_kind::read) == probe_result::busy);
   // its downgrade mark listed: check it first
-  CHECK(lock_fsm::probe({writer_prefix + seq10(1), downgrade_mark_name(writer_prefix + seq10(1))}, lock_kind::read) ==
+  CHECK(acquire_fsm::probe({writer_prefix + seq10(1), downgrade_mark_name(writer_prefix + seq10(1))}, lock_kind::read) ==
         probe_result::check_head_mark);
-  CHECK(lock_fsm::probe({writer_prefix + seq10(1), writer_prefix + seq10(2)}, lock_kind::read) == probe_result::busy);
-  CHECK(lock_fsm::probe({reader_prefix + seq10(1)}, lock_kind::write) == probe_result::busy);
+  CHECK(acquire_fsm::probe({writer_prefix + seq10(1), writer_prefix + seq10(2)}, lock_kind::read) == probe_result::busy);
+  CHECK(acquire_fsm::probe({reader_prefix + seq10(1)}, lock_kind::write) == probe_result::busy);
   // leases: busy once max_leases are there
   std::vector<std::string> two{lease_prefix + seq10(1), lease_prefix + seq10(2)};
-  CHECK(lock_fsm::probe(two, lock_kind::lease, 3) == probe_result::looks_free);
-  CHECK(lock_fsm::probe(two, lock_kind::lease, 2) == probe_result::busy);
-  CHECK(lock_fsm::probe({"config", "other"}, lock_kind::lease, 1) == probe_result::looks_free);
+  CHECK(acquire_fsm::probe(two, lock_kind::lease, 3) == probe_result::looks_free);
+  CHECK(acquire_fsm::probe(two, lock_kind::lease, 2) == probe_result::busy);
+  CHECK(acquire_fsm::probe({"config", "other"}, lock_kind::lease, 1) == probe_result::looks_free);
 }
 
 TEST_CASE("a try after its caller's probe writes at once: one round trip free, lock_busy and no node when taken meanwhile",
@@ -1288,7 +1222,7 @@ TEST_CASE("a try after its caller's probe writes at once: one round trip free, l
   sim s(lock_mode::try_after_probe);
   auto a = s.fsm.start();
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::create_and_list);  // no second look
+  CHECK(a[0].type == acquire_action::create_and_list);  // no second look
   s.apply(a);
   s.drain();
   REQUIRE(s.completed);
@@ -1356,12 +1290,12 @@ TEST_CASE("a cleanup delete refused by the ACL (no_auth) is reported, never forg
 TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[unit][lock][fault][cancel]") {
   sim s(lock_mode::try_once);
   busy_after_create(s);
-  for (int i = 0; i <= lock_fsm::max_delete_retries && !s.completed; ++i) {
+  for (int i = 0; i <= acquire_fsm::max_delete_retries && !s.completed; ++i) {
     s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
     s.retry_delete_due();
     s.replies.clear();
   }
-  CHECK(s.delete_retries == lock_fsm::max_delete_retries);
+  CHECK(s.delete_retries == acquire_fsm::max_delete_retries);
   CHECK(s.cleanup_failures == 1);
   REQUIRE(s.completed);
 }
@@ -1388,10 +1322,10 @@ TEST_CASE("our node is watched from the create's reply on, behind the pipelined 
   s.apply(s.fsm.start());
   REQUIRE(s.step());  // the create's reply
   REQUIRE(s.replies.size() == 2);  // the listing, then our node's watch (sent now)
-  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::setting);
+  CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::setting);
   CHECK(s.watches.count(our_node(s)) == 1);
   s.drain();
-  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+  CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::set);
   CHECK_FALSE(s.completed);
 }
 
@@ -1430,13 +1364,13 @@ TEST_CASE("our node's deletion heard while a listing is on its way: that listing
   auto old = our_node(s);
   s.change_data(head, "__REVOKE__");  // a listing goes out (the data change proves nothing)
   REQUIRE(s.step());
-  REQUIRE(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+  REQUIRE(s.fsm.own_node_watch() == acquire_fsm::own_watch::set);
   // our node's deletion arrives before that listing's reply (here: the listing still shows it)
   s.children.erase(std::string(node_name(old)));
   s.watches.erase(old);
   auto a = s.fsm.on_watch_event(old, watch_change::deleted);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::requeued);
+  CHECK(a[0].type == acquire_action::requeued);
   s.apply(a);
   s.drain();  // the listing, then a new node
   CHECK(s.ours() == 1);
@@ -1492,7 +1426,7 @@ TEST_CASE("a write to our node while we wait is no news: watched again, no listi
   CHECK_FALSE(s.completed);
   CHECK(s.lists == lists);
   CHECK(s.requests == requests + 1);  // our node's watch set again
-  CHECK(s.fsm.own_node_watch() == lock_fsm::own_watch::set);
+  CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::set);
 }
 
 TEST_CASE("a failed acquire's delete fires our node's watch: nothing is left watched", "[unit][lock][own_node][cancel]") {
@@ -1557,7 +1491,7 @@ TEST_CASE("a queue deeper than K: the window moves up when a watched blocker goe
 
 TEST_CASE("a reader watches the writers that block it, not the readers between", "[unit][lock][handoff][shared]") {
   sim s;
-  s.fsm = lock_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
+  s.fsm = acquire_fsm(s.dir, testing::our_id, lock_mode::wait, lock_kind::read);
   auto w1 = s.add_foreign(writer_prefix, shared_marker);
   s.add_foreign(reader_prefix, shared_marker);
   auto w2 = s.add_foreign(writer_prefix, shared_marker);
@@ -1604,7 +1538,7 @@ TEST_CASE("every node is watched by at most K waiters: K events per release", "[
     auto w = std::make_unique<sim>(lock_mode::wait, k);
     char id[40];
     std::snprintf(id, sizeof id, "00000000-0000-0000-0000-%012d", i);  // a client id of its own
-    w->fsm = lock_fsm(w->dir, id, lock_mode::wait, lock_kind::exclusive, 1, k);
+    w->fsm = acquire_fsm(w->dir, id, lock_mode::wait, lock_kind::exclusive, 1, k);
     w->children = head.children;
     w->next_seq = head.next_seq;
     w->apply(w->fsm.start());
@@ -1625,11 +1559,11 @@ TEST_CASE("every node is watched by at most K waiters: K events per release", "[
 // ---- lock-delay: a blocker that went with its session delays the grant, a release does not ----
 
 namespace {
-bool has(const lock_fsm::actions& a, lock_action::kind k) {
-  return std::any_of(a.begin(), a.end(), [k](const lock_action& x) { return x.type == k; });
+bool has(const acquire_fsm::actions& a, acquire_action::kind k) {
+  return std::any_of(a.begin(), a.end(), [k](const acquire_action& x) { return x.type == k; });
 }
-const lock_action& the(const lock_fsm::actions& a, lock_action::kind k) {
-  auto it = std::find_if(a.begin(), a.end(), [k](const lock_action& x) { return x.type == k; });
+const acquire_action& the(const acquire_fsm::actions& a, acquire_action::kind k) {
+  auto it = std::find_if(a.begin(), a.end(), [k](const acquire_action& x) { return x.type == k; });
   REQUIRE(it != a.end());
   return *it;
 }
@@ -1639,16 +1573,16 @@ const std::string holder_node = "_c_0ther-lock-0000000001";
 const std::string holder_path = delay_dir + "/" + holder_node;
 
 // A waiter behind one holder, its watch on the holder set (the owner read from its Stat).
-lock_fsm waiting_behind_holder(std::chrono::milliseconds delay, std::int64_t owner = holder_session) {
-  lock_fsm f(delay_dir, "me", lock_mode::wait);
+acquire_fsm waiting_behind_holder(std::chrono::milliseconds delay, std::int64_t owner = holder_session) {
+  acquire_fsm f(delay_dir, "me", lock_mode::wait);
   f.set_lock_delay(delay);
   auto a = f.start();
-  CHECK(has(a, lock_action::create_beacon) == (delay.count() > 0));
-  CHECK(has(a, lock_action::create_and_list));
+  CHECK(has(a, acquire_action::create_beacon) == (delay.count() > 0));
+  CHECK(has(a, acquire_action::create_and_list));
   auto mine = delay_dir + "/_c_me-lock-0000000002";
-  CHECK(has(f.on_create({}, mine, 7), lock_action::watch_own));
+  CHECK(has(f.on_create({}, mine, 7), acquire_action::watch_own));
   auto w = f.on_children({}, {holder_node, "_c_me-lock-0000000002"});
-  CHECK(the(w, lock_action::watch_blocker).path == holder_path);
+  CHECK(the(w, acquire_action::watch_blocker).path == holder_path);
   CHECK(f.on_own_watch_set({}).empty());
   CHECK(f.on_watch_set(holder_path, {}, owner).empty());
   return f;
@@ -1666,29 +1600,29 @@ TEST_CASE("lock-delay: a holder whose session ended delays the grant by lock_del
   auto a = f.on_watch_event(holder_path, watch_change::deleted);
   // the holder's beacon is read: does its session outlive the deletion?
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::check_session);
+  CHECK(a[0].type == acquire_action::check_session);
   CHECK(a[0].path == lock_delay_beacon(delay_dir, holder_session));
   CHECK(a[0].owner == holder_session);
   // no beacon: the session ended with the node; the grant waits
   a = f.on_session_checked(holder_session, zk_errc::no_node, 0);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::start_lock_delay);
+  CHECK(a[0].type == acquire_action::start_lock_delay);
   CHECK(a[0].delay == std::chrono::milliseconds(500));
   CHECK_FALSE(f.done());
   a = f.on_lock_delay_due();
-  CHECK(has(a, lock_action::check_grant));
-  CHECK(has(f.on_grant_check({}), lock_action::complete));
+  CHECK(has(a, acquire_action::check_grant));
+  CHECK(has(f.on_grant_check({}), acquire_action::complete));
   CHECK_FALSE(f.result().ec);
   CHECK(f.result().node == delay_dir + "/_c_me-lock-0000000002");
 }
 
 TEST_CASE("lock-delay: a release (the holder's session still owns its beacon) is not delayed", "[unit][lock][lock_delay]") {
   auto f = waiting_behind_holder(std::chrono::milliseconds(500));
-  CHECK(has(f.on_watch_event(holder_path, watch_change::deleted), lock_action::check_session));
+  CHECK(has(f.on_watch_event(holder_path, watch_change::deleted), acquire_action::check_session));
   auto a = f.on_session_checked(holder_session, {}, holder_session);
-  CHECK_FALSE(has(a, lock_action::start_lock_delay));
-  CHECK(has(a, lock_action::check_grant));
-  CHECK(has(f.on_grant_check({}), lock_action::complete));
+  CHECK_FALSE(has(a, acquire_action::start_lock_delay));
+  CHECK(has(a, acquire_action::check_grant));
+  CHECK(has(f.on_grant_check({}), acquire_action::complete));
   CHECK_FALSE(f.result().ec);
 }
 
@@ -1696,37 +1630,37 @@ TEST_CASE("lock-delay: what cannot prove a release counts as the session's end",
   SECTION("a node at the beacon's path owned by another session (a forgery)") {
     auto f = waiting_behind_holder(std::chrono::milliseconds(500));
     f.on_watch_event(holder_path, watch_change::deleted);
-    CHECK(has(f.on_session_checked(holder_session, {}, 0x999), lock_action::start_lock_delay));
+    CHECK(has(f.on_session_checked(holder_session, {}, 0x999), acquire_action::start_lock_delay));
     CHECK_FALSE(f.done());
   }
   SECTION("a persistent node there (ephemeralOwner 0)") {
     auto f = waiting_behind_holder(std::chrono::milliseconds(500));
     f.on_watch_event(holder_path, watch_change::deleted);
-    CHECK(has(f.on_session_checked(holder_session, {}, 0), lock_action::start_lock_delay));
+    CHECK(has(f.on_session_checked(holder_session, {}, 0), acquire_action::start_lock_delay));
   }
   SECTION("the check lost with the connection") {
     auto f = waiting_behind_holder(std::chrono::milliseconds(500));
     f.on_watch_event(holder_path, watch_change::deleted);
-    CHECK(has(f.on_session_checked(holder_session, zk_errc::connection_loss, 0), lock_action::start_lock_delay));
+    CHECK(has(f.on_session_checked(holder_session, zk_errc::connection_loss, 0), acquire_action::start_lock_delay));
   }
   SECTION("a holder whose owner we never learnt (a Stat without one)") {
     auto f = waiting_behind_holder(std::chrono::milliseconds(500), 0);
     auto a = f.on_watch_event(holder_path, watch_change::deleted);
-    CHECK_FALSE(has(a, lock_action::check_session));
-    CHECK(the(a, lock_action::start_lock_delay).path == holder_path);
-    CHECK_FALSE(has(a, lock_action::check_grant));
-    CHECK(has(f.on_lock_delay_due(), lock_action::check_grant));
+    CHECK_FALSE(has(a, acquire_action::check_session));
+    CHECK(the(a, acquire_action::start_lock_delay).path == holder_path);
+    CHECK_FALSE(has(a, acquire_action::check_grant));
+    CHECK(has(f.on_lock_delay_due(), acquire_action::check_grant));
   }
   SECTION("a holder gone before our watch's reply") {
-    lock_fsm f(delay_dir, "me", lock_mode::wait);
+    acquire_fsm f(delay_dir, "me", lock_mode::wait);
     f.set_lock_delay(std::chrono::milliseconds(500));
     f.start();
     f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
     f.on_children({}, {holder_node, "_c_me-lock-0000000002"});
     auto a = f.on_watch_set(holder_path, zk_errc::no_node);
-    CHECK(has(a, lock_action::start_lock_delay));
-    CHECK_FALSE(has(a, lock_action::check_grant));
-    CHECK(has(f.on_lock_delay_due(), lock_action::check_grant));
+    CHECK(has(a, acquire_action::start_lock_delay));
+    CHECK_FALSE(has(a, acquire_action::check_grant));
+    CHECK(has(f.on_lock_delay_due(), acquire_action::check_grant));
   }
 }
 
@@ -1734,11 +1668,11 @@ TEST_CASE("lock-delay off: no beacon, no check, the deletion is the grant", "[un
   auto f = waiting_behind_holder(std::chrono::milliseconds(0));
   auto a = f.on_watch_event(holder_path, watch_change::deleted);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].type == lock_action::check_grant);
+  CHECK(a[0].type == acquire_action::check_grant);
 }
 
 TEST_CASE("lock-delay: the grant waits for every check and the latest delay", "[unit][lock][lock_delay]") {
-  lock_fsm f(delay_dir, "me", lock_mode::wait, lock_kind::exclusive, 1, 2);
+  acquire_fsm f(delay_dir, "me", lock_mode::wait, lock_kind::exclusive, 1, 2);
   f.set_lock_delay(std::chrono::milliseconds(300));
   f.start();
   f.on_create({}, delay_dir + "/_c_me-lock-0000000003", 7);
@@ -1749,12 +1683,12 @@ TEST_CASE("lock-delay: the grant waits for every check and the latest delay", "[
   f.on_watch_set(holder_path, {}, holder_session);
   f.on_watch_set(second, {}, 0x2222);
   // the holder expires: off the handoff path, the second still stands ahead
-  CHECK(has(f.on_watch_event(holder_path, watch_change::deleted), lock_action::check_session));
-  CHECK(has(f.on_session_checked(holder_session, zk_errc::no_node, 0), lock_action::start_lock_delay));
+  CHECK(has(f.on_watch_event(holder_path, watch_change::deleted), acquire_action::check_session));
+  CHECK(has(f.on_session_checked(holder_session, zk_errc::no_node, 0), acquire_action::start_lock_delay));
   // the second (granted meanwhile) releases: its check is in flight, the delay runs
-  CHECK(the(f.on_watch_event(second, watch_change::deleted), lock_action::check_session).owner == 0x2222);
+  CHECK(the(f.on_watch_event(second, watch_change::deleted), acquire_action::check_session).owner == 0x2222);
   CHECK(f.on_lock_delay_due().empty());  // the delay is over, the check is not: no grant yet
-  CHECK(has(f.on_session_checked(0x2222, {}, 0x2222), lock_action::check_grant));
+  CHECK(has(f.on_session_checked(0x2222, {}, 0x2222), acquire_action::check_grant));
 }
 
 TEST_CASE("lock-delay: a timeout or cancellation during the delay cleans up; the delay's end is ignored",
@@ -1763,9 +1697,9 @@ TEST_CASE("lock-delay: a timeout or cancellation during the delay cleans up; the
   f.on_watch_event(holder_path, watch_change::deleted);
   f.on_session_checked(holder_session, zk_errc::no_node, 0);
   auto a = f.on_timeout(true);
-  CHECK(the(a, lock_action::delete_node).path == delay_dir + "/_c_me-lock-0000000002");
+  CHECK(the(a, acquire_action::delete_node).path == delay_dir + "/_c_me-lock-0000000002");
   CHECK(f.on_lock_delay_due().empty());
-  CHECK(has(f.on_deleted({}), lock_action::complete));
+  CHECK(has(f.on_deleted({}), acquire_action::complete));
   CHECK(f.result().ec == errc::lock_timeout);
 }
 
@@ -1775,11 +1709,11 @@ TEST_CASE("lock-delay: our node deleted by someone else during the delay queues 
   f.on_watch_event(holder_path, watch_change::deleted);
   f.on_session_checked(holder_session, zk_errc::no_node, 0);
   auto mine = delay_dir + "/_c_me-lock-0000000002";
-  CHECK(has(f.on_watch_event(mine, watch_change::deleted), lock_action::create_and_list));
+  CHECK(has(f.on_watch_event(mine, watch_change::deleted), acquire_action::create_and_list));
   auto again = delay_dir + "/_c_me-lock-0000000004";
   f.on_create({}, again, 9);
-  CHECK_FALSE(has(f.on_children({}, {"_c_me-lock-0000000004"}), lock_action::check_grant));
-  CHECK(has(f.on_lock_delay_due(), lock_action::check_grant));
+  CHECK_FALSE(has(f.on_children({}, {"_c_me-lock-0000000004"}), acquire_action::check_grant));
+  CHECK(has(f.on_lock_delay_due(), acquire_action::check_grant));
   f.on_grant_check({});
   CHECK(f.result().node == again);
 }
@@ -1787,37 +1721,37 @@ TEST_CASE("lock-delay: our node deleted by someone else during the delay queues 
 TEST_CASE("lock-delay: a blocker gone unheard (its watch spent on a data change) is found by the listing",
           "[unit][lock][lock_delay]") {
   auto f = waiting_behind_holder(std::chrono::milliseconds(500));
-  CHECK(has(f.on_watch_event(holder_path, watch_change::data_changed), lock_action::list));
+  CHECK(has(f.on_watch_event(holder_path, watch_change::data_changed), acquire_action::list));
   auto a = f.on_children({}, {"_c_me-lock-0000000002"});
-  CHECK(the(a, lock_action::check_session).owner == holder_session);
-  CHECK_FALSE(has(a, lock_action::check_grant));
-  CHECK(has(f.on_session_checked(holder_session, {}, holder_session), lock_action::check_grant));
+  CHECK(the(a, acquire_action::check_session).owner == holder_session);
+  CHECK_FALSE(has(a, acquire_action::check_grant));
+  CHECK(has(f.on_session_checked(holder_session, {}, holder_session), acquire_action::check_grant));
 }
 
 TEST_CASE("lock-delay on a semaphore's leases: the holders' owners are read while waiting", "[unit][lock][lock_delay]") {
   const std::string dir = "/sem/leases";
-  lock_fsm f(dir, "me", lock_mode::wait, lock_kind::lease, 1);
+  acquire_fsm f(dir, "me", lock_mode::wait, lock_kind::lease, 1);
   f.set_lock_delay(std::chrono::milliseconds(400));
   f.start();
   f.on_create({}, dir + "/_c_me-lease-0000000002", 7);
   auto a = f.on_children({}, {"_c_h-lease-0000000001", "_c_me-lease-0000000002"});
-  CHECK(the(a, lock_action::read_owner).path == dir + "/_c_h-lease-0000000001");
-  CHECK(has(a, lock_action::watch_dir));
+  CHECK(the(a, acquire_action::read_owner).path == dir + "/_c_h-lease-0000000001");
+  CHECK(has(a, acquire_action::watch_dir));
   CHECK(f.on_owner(dir + "/_c_h-lease-0000000001", {}, 0x55).empty());
   f.on_dir_watch_set({}, {"_c_h-lease-0000000001", "_c_me-lease-0000000002"});
   // the holder's lease goes: the listing shows it gone; its owner's beacon is checked
   a = f.on_watch_event(dir, watch_change::children_changed);
-  CHECK(has(a, lock_action::watch_dir));
+  CHECK(has(a, acquire_action::watch_dir));
   f.on_own_watch_set({});
   a = f.on_dir_watch_set({}, {"_c_me-lease-0000000002"});
-  CHECK(the(a, lock_action::check_session).path == "/sem/__zklock_sessions__/0000000000000055");
+  CHECK(the(a, acquire_action::check_session).path == "/sem/__zklock_sessions__/0000000000000055");
   a = f.on_watch_removed(dir, {});
-  CHECK_FALSE(has(a, lock_action::check_grant));
+  CHECK_FALSE(has(a, acquire_action::check_grant));
   SECTION("expired: delayed") {
-    CHECK(has(f.on_session_checked(0x55, zk_errc::no_node, 0), lock_action::start_lock_delay));
-    CHECK(has(f.on_lock_delay_due(), lock_action::check_grant));
+    CHECK(has(f.on_session_checked(0x55, zk_errc::no_node, 0), acquire_action::start_lock_delay));
+    CHECK(has(f.on_lock_delay_due(), acquire_action::check_grant));
   }
-  SECTION("released: at once") { CHECK(has(f.on_session_checked(0x55, {}, 0x55), lock_action::check_grant)); }
+  SECTION("released: at once") { CHECK(has(f.on_session_checked(0x55, {}, 0x55), acquire_action::check_grant)); }
 }
 
 TEST_CASE("lock-delay: a node's name carries its creator's session; one gone before our watch's reply is judged by it",
@@ -1831,14 +1765,14 @@ TEST_CASE("lock-delay: a node's name carries its creator's session; one gone bef
   CHECK(claimed_session("_c_x.12345-lock-0000000001") == 0);
   CHECK(claimed_session("_c_x.000000001234abcZ-lock-0000000001") == 0);
 
-  lock_fsm f(delay_dir, "me", lock_mode::wait);
+  acquire_fsm f(delay_dir, "me", lock_mode::wait);
   f.set_lock_delay(std::chrono::milliseconds(500));
   f.start();
   f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
   const std::string named = "_c_" + id + "-lock-0000000001";
   f.on_children({}, {named, "_c_me-lock-0000000002"});
   auto a = f.on_watch_set(delay_dir + "/" + named, zk_errc::no_node);
-  CHECK(the(a, lock_action::check_session).owner == holder_session);
-  CHECK_FALSE(has(a, lock_action::start_lock_delay));
-  CHECK(has(f.on_session_checked(holder_session, {}, holder_session), lock_action::check_grant));
+  CHECK(the(a, acquire_action::check_session).owner == holder_session);
+  CHECK_FALSE(has(a, acquire_action::start_lock_delay));
+  CHECK(has(f.on_session_checked(holder_session, {}, holder_session), acquire_action::check_grant));
 }

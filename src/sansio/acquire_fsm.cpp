@@ -1,4 +1,4 @@
-#include "sansio/lock_fsm.hpp"
+#include "sansio/acquire_fsm.hpp"
 #include "sansio/session_end.hpp"
 #include <zklock/path.hpp>
 
@@ -15,12 +15,12 @@ bool is_connection_loss(const error_code& ec) { return ec == condition::connecti
 error_code failure(const error_code& ec) { return ec == condition::session_lost ? session_end_error(ec) : ec; }
 }  // namespace
 
-lock_fsm::actions lock_fsm::list_dir() {
+acquire_fsm::actions acquire_fsm::list_dir() {
   in_flight_.insert(request::list);
   // A lost create may have reached another server of the ensemble than the one we reconnected
   // to; sync first, so a lagging follower cannot hide it (we would queue a second node behind
   // our own first one).
-  return {{create_outcome_unknown_ ? lock_action::sync_and_list : lock_action::list, dir_}};
+  return {{create_outcome_unknown_ ? acquire_action::sync_and_list : acquire_action::list, dir_}};
 }
 
 namespace {
@@ -35,7 +35,7 @@ const char* marker_of(lock_kind k) {
 }
 }  // namespace
 
-lock_fsm::lock_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind, int max_leases,
+acquire_fsm::acquire_fsm(std::string dir, std::string client_id, lock_mode mode, lock_kind kind, int max_leases,
                    int max_watched)
     : dir_(std::move(dir)),
       prefix_("_c_" + client_id + marker_of(kind)),
@@ -51,13 +51,13 @@ std::string lock_delay_beacon(std::string_view lock_dir, std::int64_t session) {
   return join_path(join_path(parent_path(std::string(lock_dir)), "__zklock_sessions__"), id);
 }
 
-std::string lock_fsm::predecessor() const {
+std::string acquire_fsm::predecessor() const {
   if (!predecessor_.empty()) return predecessor_;
   auto w = watched_blockers();
   return w.empty() ? std::string() : w.back();
 }
 
-std::vector<std::string> lock_fsm::watched_blockers() const {
+std::vector<std::string> acquire_fsm::watched_blockers() const {
   std::vector<std::string> r;
   for (const auto& [path, st] : blockers_)
     if (st == blocker_watch::setting || st == blocker_watch::set) r.push_back(path);
@@ -68,20 +68,20 @@ std::vector<std::string> lock_fsm::watched_blockers() const {
   return r;
 }
 
-std::string_view lock_fsm::node_data() const noexcept {
+std::string_view acquire_fsm::node_data() const noexcept {
   return kind_ == lock_kind::exclusive ? contender_marker : shared_marker;
 }
 
-lock_fsm::actions lock_fsm::start() {
+acquire_fsm::actions acquire_fsm::start() {
   phase_ = phase::acquiring;
   // Lock-delay: our beacon exists before our node, so that our release is told from our end.
   actions out;
-  if (lock_delay_.count() > 0) out.push_back({lock_action::create_beacon, {}});
+  if (lock_delay_.count() > 0) out.push_back({acquire_action::create_beacon, {}});
   if (mode_ == lock_mode::try_once) {
     // Look before writing: when a blocker is already there, give up on this read alone.
     probing_ = true;
     in_flight_.insert(request::list);
-    out.push_back({lock_action::list, dir_});
+    out.push_back({acquire_action::list, dir_});
     return out;
   }
   auto c = create_and_list();
@@ -89,7 +89,7 @@ lock_fsm::actions lock_fsm::start() {
   return out;
 }
 
-lock_fsm::actions lock_fsm::create_and_list() {
+acquire_fsm::actions acquire_fsm::create_and_list() {
   in_flight_.insert(request::create);
   in_flight_.insert(request::list);
   create_outcome_unknown_ = false;
@@ -99,45 +99,45 @@ lock_fsm::actions lock_fsm::create_and_list() {
   own_gone_ = false;
   all_watched_ = false;  // blockers still watched are ahead of the new node too: they stay
   grant_waiting_ = false;  // (a lock-delay running still holds the new node's grant back)
-  return {{lock_action::create_and_list, create_path_}};
+  return {{acquire_action::create_and_list, create_path_}};
 }
 
-lock_fsm::actions lock_fsm::watch_own() {
+acquire_fsm::actions acquire_fsm::watch_own() {
   own_ = own_watch::setting;
-  return {{lock_action::watch_own, node_}};
+  return {{acquire_action::watch_own, node_}};
 }
 
-lock_fsm::actions lock_fsm::list_again() {
+acquire_fsm::actions acquire_fsm::list_again() {
   // one listing at a time: a second would be taken for the first's reply
   if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) return {};
   in_flight_.insert(request::list);
-  return {{lock_action::list, dir_}};
+  return {{acquire_action::list, dir_}};
 }
 
-bool lock_fsm::blocker_requests_pending() const {
+bool acquire_fsm::blocker_requests_pending() const {
   for (const auto& [path, st] : blockers_)
     if (st != blocker_watch::set) return true;
   return false;
 }
 
-lock_fsm::actions lock_fsm::remove_blocker_watches() {
+acquire_fsm::actions acquire_fsm::remove_blocker_watches() {
   actions out;
   for (auto& [path, st] : blockers_)
     if (st == blocker_watch::set) {
       st = blocker_watch::removing;
-      out.push_back({lock_action::remove_watch, path});
+      out.push_back({acquire_action::remove_watch, path});
     }
   return out;
 }
 
-lock_fsm::actions lock_fsm::own_node_gone() {
+acquire_fsm::actions acquire_fsm::own_node_gone() {
   if (phase_ == phase::cleaning) {
     node_gone_ = true;  // nothing left to delete
     return finish_cleaning_if_idle();
   }
   if (phase_ != phase::acquiring && phase_ != phase::granting) return {};
   // Deleted by someone else (an operator, a cleanup script, a reaper): no grant on this node.
-  actions out{{lock_action::requeued, node_}};
+  actions out{{acquire_action::requeued, node_}};
   phase_ = phase::acquiring;
   // replies about the old node are of no use now
   in_flight_.erase(request::stat);
@@ -155,19 +155,19 @@ lock_fsm::actions lock_fsm::own_node_gone() {
   return out;
 }
 
-lock_fsm::actions lock_fsm::requeue() {
+acquire_fsm::actions acquire_fsm::requeue() {
   // A grant decided for the old node (waiting behind a watch removal that a lost connection
   // delayed) is void: the new node waits its own turn.
   grant_after_remove_ = false;
   return create_and_list();
 }
 
-lock_fsm::actions lock_fsm::after_connection_loss(retry what) {
+acquire_fsm::actions acquire_fsm::after_connection_loss(retry what) {
   retry_ = what;
-  return {{lock_action::wait_reconnect, {}}};
+  return {{acquire_action::wait_reconnect, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_path, std::int64_t czxid) {
+acquire_fsm::actions acquire_fsm::on_create(error_code ec, const std::string& created_path, std::int64_t czxid) {
   if (phase_ == phase::done || !in_flight_.take(request::create)) return {};
   if (!ec) {
     node_ = created_path;
@@ -191,12 +191,12 @@ lock_fsm::actions lock_fsm::on_create(error_code ec, const std::string& created_
   }
   if (ec == zk_errc::no_node && parent_attempts_ < 5) {
     ++parent_attempts_;
-    return {{lock_action::ensure_parents, dir_}};
+    return {{acquire_action::ensure_parents, dir_}};
   }
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_parents(error_code ec) {
+acquire_fsm::actions acquire_fsm::on_parents(error_code ec) {
   if (phase_ == phase::done) return {};
   if (phase_ == phase::cleaning) {
     node_gone_ = true;
@@ -207,7 +207,7 @@ lock_fsm::actions lock_fsm::on_parents(error_code ec) {
   return fail(ec);
 }
 
-lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
+acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
   if (phase_ == phase::done || !in_flight_.take(request::list)) return {};
   if (probing_) {
     if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
@@ -218,7 +218,7 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
         case probe_result::busy: return busy();
         case probe_result::check_head_mark:
           in_flight_.insert(request::check_downgrade);
-          return {{lock_action::check_downgrade, join_path(dir_, queue_order(children)[0].name)}};
+          return {{acquire_action::check_downgrade, join_path(dir_, queue_order(children)[0].name)}};
         case probe_result::looks_free: break;
       }
     }
@@ -240,7 +240,7 @@ lock_fsm::actions lock_fsm::on_children(error_code ec, const std::vector<std::st
   return fail(failure(ec));
 }
 
-probe_result lock_fsm::probe(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
+probe_result acquire_fsm::probe(const std::vector<std::string>& children, lock_kind kind, int max_leases) {
   auto q = queue_order(children);
   q.push_back({{}, 0, kind});  // where our node would go: behind everyone
   auto b = find_blockers(q, q.size() - 1, kind, max_leases);
@@ -255,13 +255,13 @@ probe_result lock_fsm::probe(const std::vector<std::string>& children, lock_kind
   return probe_result::busy;
 }
 
-lock_fsm::actions lock_fsm::busy() {
+acquire_fsm::actions acquire_fsm::busy() {
   phase_ = phase::done;
   result_ = {errc::lock_busy, {}, 0};
-  return {{lock_action::complete, {}}};
+  return {{acquire_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_downgrade_checked(const std::string& writer, error_code ec, std::int64_t writer_owner,
+acquire_fsm::actions acquire_fsm::on_downgrade_checked(const std::string& writer, error_code ec, std::int64_t writer_owner,
                                                  std::int64_t mark_owner) {
   if (phase_ == phase::done || !in_flight_.take(request::check_downgrade)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
@@ -283,10 +283,10 @@ lock_fsm::actions lock_fsm::on_downgrade_checked(const std::string& writer, erro
   if (it->second != blocker_watch::set) return {};  // its watch's reply decides (on_watch_set)
   // Not our blocker any more: remove its watch (nothing left behind), then look again.
   it->second = blocker_watch::removing;
-  return {{lock_action::remove_watch, writer}};
+  return {{acquire_action::remove_watch, writer}};
 }
 
-lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
+acquire_fsm::actions acquire_fsm::evaluate(const std::vector<std::string>& children) {
   // Lock-delay: nodes ahead that this listing no longer shows went without our hearing it
   // (their watch spent on a data change): checked first, so that a grant below waits for it.
   actions out;
@@ -296,7 +296,7 @@ lock_fsm::actions lock_fsm::evaluate(const std::vector<std::string>& children) {
   return out;
 }
 
-lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& children) {
+acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>& children) {
   unconfirmed_ = false;  // this listing says whether our node is there
   // Our node's deletion was heard while this listing was on its way: it may predate it.
   const bool own_gone = std::exchange(own_gone_, false);
@@ -331,7 +331,7 @@ lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& child
       // granted by a listing that set a watch (watch_dir): remove it, then complete
       grant_after_remove_ = true;
       in_flight_.insert(request::remove_watch);
-      return {{lock_action::remove_watch, dir_}};
+      return {{acquire_action::remove_watch, dir_}};
     }
     if (!blockers_.empty()) {
       // watches left on nodes that no longer block us (a downgraded writer): removed first
@@ -349,14 +349,14 @@ lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& child
     if (lock_delay_.count() > 0)
       for (auto i : all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_)) {
         auto path = join_path(dir_, q[i].name);
-        if (owners_.emplace(path, 0).second) out.push_back({lock_action::read_owner, path});
+        if (owners_.emplace(path, 0).second) out.push_back({acquire_action::read_owner, path});
       }
     // Any holder's release frees a lease: watch the dir (one waiter at a time does, behind
     // the semaphore's internal mutex, so no herd). A watch already set stays.
     if (watch_active_) return out;
     predecessor_ = dir_;  // what we watch (and remove the watch of)
     in_flight_.insert(request::watch);
-    out.push_back({lock_action::watch_dir, dir_});
+    out.push_back({acquire_action::watch_dir, dir_});
     return out;
   }
   // Watch the nearest K blockers (those not watched yet); our own node too when its watch was
@@ -367,13 +367,13 @@ lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& child
   if (kind_ == lock_kind::read && q[0].kind == lock_kind::write && !in_flight_.contains(request::check_downgrade) &&
       std::find(children.begin(), children.end(), downgrade_mark_name(q[0].name)) != children.end()) {
     in_flight_.insert(request::check_downgrade);
-    out.push_back({lock_action::check_downgrade, join_path(dir_, q[0].name)});
+    out.push_back({acquire_action::check_downgrade, join_path(dir_, q[0].name)});
   }
   auto all = all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
   std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
   for (std::size_t i = first; i < all.size(); ++i) {
     auto path = join_path(dir_, q[all[i]].name);
-    if (blockers_.emplace(path, blocker_watch::setting).second) out.push_back({lock_action::watch_blocker, path});
+    if (blockers_.emplace(path, blocker_watch::setting).second) out.push_back({acquire_action::watch_blocker, path});
   }
   all_watched_ = true;
   for (auto i : all)
@@ -381,7 +381,7 @@ lock_fsm::actions lock_fsm::evaluate_queue(const std::vector<std::string>& child
   return out;
 }
 
-lock_fsm::actions lock_fsm::after_blocker_gone() {
+acquire_fsm::actions acquire_fsm::after_blocker_gone() {
   if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
   bool watching = false;
   for (const auto& [path, st] : blockers_)
@@ -400,7 +400,7 @@ lock_fsm::actions lock_fsm::after_blocker_gone() {
   return list_again();
 }
 
-lock_fsm::actions lock_fsm::acquired() {
+acquire_fsm::actions acquire_fsm::acquired() {
   if (grant_held_back()) {
     // Lock-delay: a vanished node's session is being checked, or the delay runs; nothing can
     // get ahead of our node meanwhile (its watch still tells us if it goes).
@@ -409,13 +409,13 @@ lock_fsm::actions lock_fsm::acquired() {
   }
   if (czxid_ == 0) {
     in_flight_.insert(request::stat);
-    return {{lock_action::stat_node, node_}};
+    return {{acquire_action::stat_node, node_}};
   }
   phase_ = phase::granting;
-  return {{lock_action::check_grant, node_}};
+  return {{acquire_action::check_grant, node_}};
 }
 
-lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
+acquire_fsm::actions acquire_fsm::on_grant_check(const grant_view& v) {
   if (phase_ != phase::granting || in_flight_.contains(request::refresh)) return {};
   error_code over = v.session_over;
   if (!over && refresh_ == refresh::found_session_over) over = errc::session_expired;
@@ -423,39 +423,39 @@ lock_fsm::actions lock_fsm::on_grant_check(const grant_view& v) {
     // Our node went with that session, and someone else may hold: no grant.
     phase_ = phase::done;
     result_ = {over, {}, 0};
-    return {{lock_action::complete, {}}};
+    return {{acquire_action::complete, {}}};
   }
   if (refresh_ == refresh::not_sent && v.contact_stale && v.connected) {
     refresh_ = refresh::sent;
     in_flight_.insert(request::refresh);
-    return {{lock_action::refresh_contact, node_}};
+    return {{acquire_action::refresh_contact, node_}};
   }
   phase_ = phase::done;
   result_ = {{}, node_, czxid_};
-  return {{lock_action::complete, {}}};
+  return {{acquire_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::on_refreshed(error_code ec, bool node_exists) {
+acquire_fsm::actions acquire_fsm::on_refreshed(error_code ec, bool node_exists) {
   if (phase_ != phase::granting || !in_flight_.take(request::refresh)) return {};
   // The session ended meanwhile: no grant. Our node gone: no grant on it, queue again.
   // Otherwise (the connection lost) the hold's own checks take over (its deadline, its node
   // check).
   if (ec == condition::session_lost) refresh_ = refresh::found_session_over;
   else if (!ec && !node_exists) return own_node_gone();
-  return {{lock_action::check_grant, node_}};
+  return {{acquire_action::check_grant, node_}};
 }
 
-lock_fsm::actions lock_fsm::on_timeout(bool connected) {
+acquire_fsm::actions acquire_fsm::on_timeout(bool connected) {
   return cancel(connected ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable), stop_kind::at_once,
                 connected);
 }
 
-lock_fsm::actions lock_fsm::on_suspended() {
+acquire_fsm::actions acquire_fsm::on_suspended() {
   if (mode_ == lock_mode::wait) return {};
   return cancel(errc::connection_unavailable, stop_kind::at_once, false);
 }
 
-lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
+acquire_fsm::actions acquire_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours) {
   if (phase_ == phase::done || !in_flight_.take(request::stat)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
   if (!ec && !ours) {
@@ -472,13 +472,13 @@ lock_fsm::actions lock_fsm::on_stat(error_code ec, std::int64_t czxid, bool ours
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<std::string>& children) {
+acquire_fsm::actions acquire_fsm::on_dir_watch_set(error_code ec, const std::vector<std::string>& children) {
   if (phase_ == phase::done || !in_flight_.take(request::watch)) return {};
   if (!ec) watch_active_ = true;
   if (phase_ == phase::cleaning) {
     if (!ec) {
       in_flight_.insert(request::remove_watch);
-      return {{lock_action::remove_watch, dir_}};
+      return {{acquire_action::remove_watch, dir_}};
     }
     return finish_cleaning_if_idle();
   }
@@ -488,14 +488,14 @@ lock_fsm::actions lock_fsm::on_dir_watch_set(error_code ec, const std::vector<st
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec, std::int64_t owner) {
+acquire_fsm::actions acquire_fsm::on_watch_set(const std::string& path, error_code ec, std::int64_t owner) {
   auto it = blockers_.find(path);
   if (phase_ == phase::done || it == blockers_.end() || it->second != blocker_watch::setting) return {};
   if (!ec && lock_delay_.count() > 0) owners_[path] = owner;
   if (!ec && (phase_ != phase::acquiring || grant_after_remove_)) {
     // stopping, or granted meanwhile: the watch just set goes again
     it->second = blocker_watch::removing;
-    return {{lock_action::remove_watch, path}};
+    return {{acquire_action::remove_watch, path}};
   }
   if (!ec) {
     it->second = blocker_watch::set;
@@ -504,7 +504,7 @@ lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec,
       // Proven downgraded while its watch was being set (on_downgrade_checked): not our
       // blocker any more. Remove the watch (nothing left behind), then look again.
       it->second = blocker_watch::removing;
-      return {{lock_action::remove_watch, path}};
+      return {{acquire_action::remove_watch, path}};
     }
     return {};
   }
@@ -521,7 +521,7 @@ lock_fsm::actions lock_fsm::on_watch_set(const std::string& path, error_code ec,
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_own_watch_set(error_code ec) {
+acquire_fsm::actions acquire_fsm::on_own_watch_set(error_code ec) {
   if (phase_ == phase::done || own_ != own_watch::setting) return {};
   own_ = own_watch::none;
   if (!ec) {
@@ -535,7 +535,7 @@ lock_fsm::actions lock_fsm::on_own_watch_set(error_code ec) {
   return fail(failure(ec));
 }
 
-lock_fsm::actions lock_fsm::on_watch_event(const std::string& path, watch_change what) {
+acquire_fsm::actions acquire_fsm::on_watch_event(const std::string& path, watch_change what) {
   if (phase_ == phase::done) return {};
   if (!node_.empty() && path == node_) {
     if (own_ == own_watch::none) return {};
@@ -554,7 +554,7 @@ lock_fsm::actions lock_fsm::on_watch_event(const std::string& path, watch_change
     if (in_flight_.contains(request::list)) return {};
     // a lease came or went: look again (and watch again)
     in_flight_.insert(request::watch);
-    return {{lock_action::watch_dir, dir_}};
+    return {{acquire_action::watch_dir, dir_}};
   }
   auto it = blockers_.find(path);
   if (it == blockers_.end()) return {};
@@ -574,7 +574,7 @@ lock_fsm::actions lock_fsm::on_watch_event(const std::string& path, watch_change
   return out;
 }
 
-lock_fsm::actions lock_fsm::blocker_vanished(const std::string& path) {
+acquire_fsm::actions acquire_fsm::blocker_vanished(const std::string& path) {
   if (lock_delay_.count() <= 0 || phase_ != phase::acquiring) return {};
   auto it = owners_.find(path);
   std::int64_t owner = it == owners_.end() ? 0 : it->second;
@@ -588,12 +588,12 @@ lock_fsm::actions lock_fsm::blocker_vanished(const std::string& path) {
     return out;
   }
   ++checks_pending_;
-  lock_action a{lock_action::check_session, lock_delay_beacon(dir_, owner)};
+  acquire_action a{acquire_action::check_session, lock_delay_beacon(dir_, owner)};
   a.owner = owner;
   return {a};
 }
 
-lock_fsm::actions lock_fsm::vanished_from(const std::vector<std::string>& children) {
+acquire_fsm::actions acquire_fsm::vanished_from(const std::vector<std::string>& children) {
   actions out;
   std::vector<std::string> gone;
   for (const auto& [path, owner] : owners_)
@@ -607,14 +607,14 @@ lock_fsm::actions lock_fsm::vanished_from(const std::vector<std::string>& childr
   return out;
 }
 
-lock_fsm::actions lock_fsm::delay_grant() {
+acquire_fsm::actions acquire_fsm::delay_grant() {
   delay_running_ = true;
-  lock_action a{lock_action::start_lock_delay, {}};
+  acquire_action a{acquire_action::start_lock_delay, {}};
   a.delay = lock_delay_;
   return {a};
 }
 
-lock_fsm::actions lock_fsm::on_owner(const std::string& path, error_code ec, std::int64_t owner) {
+acquire_fsm::actions acquire_fsm::on_owner(const std::string& path, error_code ec, std::int64_t owner) {
   auto it = owners_.find(path);
   if (phase_ != phase::acquiring || it == owners_.end() || it->second != 0) return {};
   if (!ec && owner != 0) {
@@ -644,7 +644,7 @@ std::int64_t claimed_session(std::string_view name) {
   return static_cast<std::int64_t>(v);
 }
 
-lock_fsm::actions lock_fsm::on_session_checked(std::int64_t owner, error_code ec, std::int64_t beacon_owner) {
+acquire_fsm::actions acquire_fsm::on_session_checked(std::int64_t owner, error_code ec, std::int64_t beacon_owner) {
   if (phase_ == phase::done || checks_pending_ == 0) return {};
   --checks_pending_;
   if (phase_ != phase::acquiring) return {};
@@ -660,7 +660,7 @@ lock_fsm::actions lock_fsm::on_session_checked(std::int64_t owner, error_code ec
   return out;
 }
 
-lock_fsm::actions lock_fsm::on_lock_delay_due() {
+acquire_fsm::actions acquire_fsm::on_lock_delay_due() {
   if (phase_ == phase::done || !delay_running_) return {};
   delay_running_ = false;
   if (phase_ != phase::acquiring || !grant_waiting_ || grant_held_back()) return {};
@@ -668,7 +668,7 @@ lock_fsm::actions lock_fsm::on_lock_delay_due() {
   return acquired();
 }
 
-lock_fsm::actions lock_fsm::on_watch_removed(const std::string& path, error_code ec) {
+acquire_fsm::actions acquire_fsm::on_watch_removed(const std::string& path, error_code ec) {
   if (path == predecessor_ && in_flight_.contains(request::remove_watch)) {
     in_flight_.erase(request::remove_watch);
     // Lost with the connection: the C client keeps the watcher and sets it again on the
@@ -682,13 +682,13 @@ lock_fsm::actions lock_fsm::on_watch_removed(const std::string& path, error_code
   if (it == blockers_.end() || it->second != blocker_watch::removing) return {};
   if (is_connection_loss(ec)) {
     it->second = blocker_watch::remove_lost;  // sent again after the reconnect
-    return {{lock_action::wait_reconnect, {}}};
+    return {{acquire_action::wait_reconnect, {}}};
   }
   blockers_.erase(it);
   return after_watch_removed();
 }
 
-lock_fsm::actions lock_fsm::after_watch_removed() {
+acquire_fsm::actions acquire_fsm::after_watch_removed() {
   if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
   if (blocker_requests_pending() || in_flight_.contains(request::remove_watch)) return {};
   if (grant_after_remove_) {
@@ -702,7 +702,7 @@ lock_fsm::actions lock_fsm::after_watch_removed() {
   return list_again();
 }
 
-lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
+acquire_fsm::actions acquire_fsm::on_deleted(error_code ec) {
   if (!in_flight_.take(request::delete_node)) return {};
   if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
   if (!ec || ec == zk_errc::no_node || ec == condition::session_lost) {
@@ -712,7 +712,7 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
   // Refused. For now (the server throttles; the C client failed locally): the node is still
   // ours to delete, send it again after a growing delay, as hold_fsm does for a release.
   if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && delete_retries_ < max_delete_retries) {
-    lock_action a{lock_action::retry_delete, node_};
+    acquire_action a{acquire_action::retry_delete, node_};
     a.ec = ec;
     a.delay = std::chrono::milliseconds(100 << delete_retries_);
     ++delete_retries_;
@@ -722,26 +722,26 @@ lock_fsm::actions lock_fsm::on_deleted(error_code ec) {
   // For good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our node
   // blocks the lock until the session ends. Never silent: the runner logs it.
   node_gone_ = true;  // nothing more we can do for it
-  actions out{{lock_action::report_cleanup_failed, node_, ec}};
+  actions out{{acquire_action::report_cleanup_failed, node_, ec}};
   auto rest = finish_cleaning_if_idle();
   out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 
-lock_fsm::actions lock_fsm::on_retry_due() {
+acquire_fsm::actions acquire_fsm::on_retry_due() {
   if (phase_ == phase::done || !in_flight_.take(request::delete_delay)) return {};
   in_flight_.insert(request::delete_node);
-  return {{lock_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
+  return {{acquire_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
 }
 
-lock_fsm::actions lock_fsm::on_reconnected() {
+acquire_fsm::actions acquire_fsm::on_reconnected() {
   if (phase_ == phase::done) return {};
   actions out;
   // blocker watch removals lost with the connection: the C client set the watches again
   for (auto& [path, st] : blockers_)
     if (st == blocker_watch::remove_lost) {
       st = blocker_watch::removing;
-      out.push_back({lock_action::remove_watch, path});
+      out.push_back({acquire_action::remove_watch, path});
     }
   // our node's watch lost with the connection (its request failed): set it again
   if ((phase_ == phase::acquiring || phase_ == phase::granting) && !node_.empty() && own_ == own_watch::none &&
@@ -770,17 +770,17 @@ lock_fsm::actions lock_fsm::on_reconnected() {
     case retry::remove_watch:
       if (!watch_active_) return add(after_watch_removed());
       in_flight_.insert(request::remove_watch);
-      out.push_back({lock_action::remove_watch, predecessor_});
+      out.push_back({acquire_action::remove_watch, predecessor_});
       return out;
     case retry::delete_node:
       in_flight_.insert(request::delete_node);
-      out.push_back({lock_action::delete_node, node_});
+      out.push_back({acquire_action::delete_node, node_});
       return out;
   }
   return out;
 }
 
-lock_fsm::actions lock_fsm::on_expired(error_code why) {
+acquire_fsm::actions acquire_fsm::on_expired(error_code why) {
   if (phase_ == phase::done) return {};
   // Our ephemeral node and our watch died with the session.
   error_code ec = phase_ == phase::cleaning ? reason_ : why;
@@ -794,22 +794,22 @@ lock_fsm::actions lock_fsm::on_expired(error_code why) {
   delay_running_ = false;
   grant_waiting_ = false;
   result_ = {ec, {}, 0};
-  return {{lock_action::complete, {}}};
+  return {{acquire_action::complete, {}}};
 }
 
-lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool connected) {
+acquire_fsm::actions acquire_fsm::cancel(error_code reason, stop_kind kind, bool connected) {
   actions out;
   if (phase_ == phase::idle) {
     phase_ = phase::done;
     result_.ec = reason;
-    return {{lock_action::complete, {}}};
+    return {{acquire_action::complete, {}}};
   }
   if (phase_ == phase::acquiring) {
     phase_ = phase::cleaning;
     reason_ = reason;
     if (watch_active_ && !in_flight_.contains(request::remove_watch)) {
       in_flight_.insert(request::remove_watch);
-      out.push_back({lock_action::remove_watch, predecessor_});
+      out.push_back({acquire_action::remove_watch, predecessor_});
     }
     auto removals = remove_blocker_watches();
     out.insert(out.end(), removals.begin(), removals.end());
@@ -820,23 +820,23 @@ lock_fsm::actions lock_fsm::cancel(error_code reason, stop_kind kind, bool conne
   // node and watch): a stop that may answer at once does, and the cleanup finishes behind.
   if (phase_ == phase::cleaning && kind == stop_kind::at_once && !connected && !answered_early_) {
     answered_early_ = true;
-    out.push_back({lock_action::answer_early, {}, reason});
+    out.push_back({acquire_action::answer_early, {}, reason});
   }
   return out;
 }
 
-lock_fsm::actions lock_fsm::finish_cleaning(actions out) {
+acquire_fsm::actions acquire_fsm::finish_cleaning(actions out) {
   auto rest = finish_cleaning_if_idle();
   out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 
-lock_fsm::actions lock_fsm::fail(error_code ec) {
+acquire_fsm::actions acquire_fsm::fail(error_code ec) {
   if (phase_ == phase::acquiring) return cancel(ec);
   return {};
 }
 
-lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
+acquire_fsm::actions acquire_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
   // Wait for what is in flight (cleanup_waits_for says what and why), or a reconnect.
   if (in_flight_.contains_any(cleanup_waits_for) || retry_ != retry::none) return {};
@@ -850,11 +850,11 @@ lock_fsm::actions lock_fsm::finish_cleaning_if_idle() {
   }
   if (!node_.empty() && !node_gone_) {
     in_flight_.insert(request::delete_node);
-    return {{lock_action::delete_node, node_}};
+    return {{acquire_action::delete_node, node_}};
   }
   phase_ = phase::done;
   result_ = {reason_, {}, 0};
-  return {{lock_action::complete, {}}};
+  return {{acquire_action::complete, {}}};
 }
 
 }  // namespace zklock::detail
