@@ -288,6 +288,7 @@ void session_impl::open_handle() {
   dropped_in_send_ = false;
   not_zookeeper_.clear();
   drop_pending_ = false;
+  attempt_server_.clear();
   servers_ = resolve_servers(opts_->connect);
   endpoints_.clear();
   for (const auto& server : servers_) endpoints_.insert(server.addresses.begin(), server.addresses.end());

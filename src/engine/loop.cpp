@@ -154,6 +154,41 @@ void session_impl::check_handshake_answer() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// every endpoint in turn
+
+// The C client (3.8) moves one endpoint on when a connection fails (handle_error) and one more
+// when its next zookeeper_interest chooses the server (zoo_cycle_next_server): two per failed
+// connection, so of an even number of endpoints it only ever tries half (of two, the same one
+// again and again; a live session whose server was the other expired). After each failure
+// the C client is put back on the endpoint that failed, by moving it on around its list
+// (zoo_cycle_next_server, which wraps), so that its own next move takes the one after it:
+// every endpoint is tried in turn, and the C client's pause after the last one of its list
+// comes once per round. Moving on until the current server is the failed one needs no
+// knowledge of the list's order, and stops after one full round when that endpoint has left
+// the list (drop_not_zookeeper) or the C client is choosing among a new list's servers.
+
+// Once per socket (the C client's server is the one it connects to while its socket is open).
+void session_impl::note_attempt() {
+  if (!zh_ || registered_fd_ < 0 || attempt_generation_ == fd_generation_ || zoo_state(zh_) == 0) return;
+  attempt_generation_ = fd_generation_;
+  const char* server = zoo_get_current_server(zh_);
+  attempt_server_ = server ? server : "";
+}
+
+void session_impl::next_endpoint_in_turn() {
+  if (attempt_server_.empty() || !zh_ || zoo_state(zh_) != 0) return;
+  std::string failed = std::exchange(attempt_server_, std::string{});
+  std::size_t count = 0;
+  for (const auto& server : servers_) count += server.addresses.size();
+  in_session guard(this);
+  for (std::size_t i = 0; i < count; ++i) {
+    const char* current = zoo_get_current_server(zh_);
+    if (current && failed == current) return;
+    zoo_cycle_next_server(zh_);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // the loop
 
 void session_impl::schedule_pump() {
@@ -177,7 +212,8 @@ void session_impl::process(int events) {
   }
   recover_dropped_in_send(-1);  // before pump: see recover_dropped_in_send
   if (!zh_) return;
-  drop_not_zookeeper();  // before pump's zookeeper_interest chooses the next server
+  next_endpoint_in_turn();  // both before pump's zookeeper_interest chooses the next server
+  drop_not_zookeeper();
   pump();
 }
 
@@ -206,6 +242,7 @@ void session_impl::pump() {
     timeout = std::min(timeout, std::chrono::microseconds(std::chrono::milliseconds(50)));
   }
   arm(fd, interest, timeout);
+  note_attempt();
 }
 
 void session_impl::update_descriptor(int fd) {

@@ -147,6 +147,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// Takes the endpoints of not_zookeeper_ out of the C client's server list, between
   /// connections (engine/server_list.hpp).
   void drop_not_zookeeper();
+  void next_endpoint_in_turn();
+  void note_attempt();
   void close_handle(error_code reason) noexcept;
   /// Suspended: the session expires here when no server answered within the negotiated
   /// timeout (lifecycle.cpp, "local expiry").
@@ -195,6 +197,10 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::vector<resolved_server> servers_;              // the connect string's, resolved at zookeeper_init
   std::set<std::string> endpoints_;                   // all their addresses
   bool drop_pending_ = false;  // not_zookeeper_ grew: drop_not_zookeeper at the next chance
+  // The endpoint of the C client's connection in progress or established ("HOST:PORT"), until
+  // it fails and next_endpoint_in_turn has put the C client back on it; empty otherwise.
+  std::string attempt_server_;
+  std::uint64_t attempt_generation_ = 0;  // the socket (fd_generation_) attempt_server_ was noted for
 
   asio::steady_timer connect_timer_;
   asio::steady_timer expiry_timer_;       // the local expiry of a suspended session
