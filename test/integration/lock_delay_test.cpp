@@ -119,7 +119,7 @@ TEST_CASE_METHOD(proxied_fixture, "lock-delay off: the successor of an expired h
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "lock-delay: a clean release is not delayed; the holder's beacon is its session's",
+TEST_CASE_METHOD(server_fixture, "lock-delay: a clean release is not delayed, and the holder's beacon is its session's",
                  "[integration][lock_delay]") {
   auto& holder_s = connect();
   auto& waiter_s = connect();

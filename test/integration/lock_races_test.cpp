@@ -243,11 +243,13 @@ TEST_CASE("a release refused by the lock dir's ACL is reported on the guard and 
   zk_server srv;
   asio::io_context ioc;
   std::vector<std::string> errors;
-  auto opts = options_for(srv.connect_string());
+  // set_acl below runs zkCli (a JVM, seconds to start) while this io_context waits: session
+  // timeouts of 20 s (the test server's maximum) so that no session expires meanwhile.
+  auto opts = options_for(srv.connect_string(), 20s);
   opts.log = [&](log_level level, std::string_view line) {
     if (level == log_level::error) errors.emplace_back(line);
   };
-  session admin(ioc.get_executor(), options_for(srv.connect_string()));
+  session admin(ioc.get_executor(), options_for(srv.connect_string(), 20s));
   session s(ioc.get_executor(), opts);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await admin.async_connect(asio::use_awaitable);

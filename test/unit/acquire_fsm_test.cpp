@@ -1691,7 +1691,7 @@ TEST_CASE("lock-delay: the grant waits for every check and the latest delay", "[
   CHECK(has(f.on_session_checked(0x2222, {}, 0x2222), acquire_action::check_grant));
 }
 
-TEST_CASE("lock-delay: a timeout or cancellation during the delay cleans up; the delay's end is ignored",
+TEST_CASE("lock-delay: a timeout or cancellation during the delay cleans up, and the delay's end is ignored",
           "[unit][lock][lock_delay]") {
   auto f = waiting_behind_holder(std::chrono::milliseconds(500));
   f.on_watch_event(holder_path, watch_change::deleted);
@@ -1754,7 +1754,7 @@ TEST_CASE("lock-delay on a semaphore's leases: the holders' owners are read whil
   SECTION("released: at once") { CHECK(has(f.on_session_checked(0x55, {}, 0x55), acquire_action::check_grant)); }
 }
 
-TEST_CASE("lock-delay: a node's name carries its creator's session; one gone before our watch's reply is judged by it",
+TEST_CASE("lock-delay: a node's name carries its creator's session, and one gone before our watch's reply is judged by it",
           "[unit][lock][lock_delay]") {
   auto id = lock_delay_client_id("8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c", holder_session);
   CHECK(id == "8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c.000000001234abcd");
