@@ -1,4 +1,5 @@
 #include "sansio/grant_rule.hpp"
+#include "sansio/node_name.hpp"
 #include "sansio/node_data.hpp"
 
 #include <zklock/lock_view.hpp>
@@ -37,10 +38,18 @@ void set_contender_data(contender& c, data_result d) {
   // an election candidate's data is its participant id, never a marker
   bool candidate = c.kind == lock_kind::candidate;
   auto parts = detail::parse_node_data(d.data);
-  if (parts.marker == detail::downgraded_marker && !candidate) c.kind = lock_kind::read;
   c.identity = candidate ? d.data : std::string(parts.identity);
   c.stat = d.stat;
   c.data = std::move(d.data);
+}
+
+std::string downgrade_mark_of(const contender& writer) {
+  return writer.kind == lock_kind::write ? detail::downgrade_mark_name(writer.node) : std::string{};
+}
+
+void set_downgrade_mark(contender& writer, const node_stat& mark) {
+  if (writer.kind == lock_kind::write && detail::downgrade_proven(writer.stat.ephemeral_owner, mark.ephemeral_owner))
+    writer.kind = lock_kind::read;
 }
 
 lock_dir_view view_semaphore(std::string path, std::vector<contender> leases, std::vector<contender> locks) {

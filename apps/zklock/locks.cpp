@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 namespace zklock_cli {
@@ -42,6 +43,8 @@ struct listed_dir {
   std::vector<contender> queue;
   std::vector<bool> read;  // queue[i] was read (a node deleted before its read is left out)
   bool semaphore_layout = false;
+  std::string head_mark;  // the head writer's downgrade mark, when the listing has it
+  std::optional<zklock::node_stat> head_mark_stat;  // its stat, once read
 };
 
 // Lists ROOT and the directories under it breadth first, reads each contender's node; keeps
@@ -126,6 +129,11 @@ class walker : public std::enable_shared_from_this<walker> {
       ld.semaphore_layout = layout;
       ld.read.assign(queue.size(), false);
       for (std::size_t i = 0; i < queue.size(); ++i) to_read_.push_back({d.path, i});
+      auto mark = queue.empty() ? std::string{} : zklock::downgrade_mark_of(queue[0]);
+      if (!mark.empty() && std::count(children.begin(), children.end(), mark) > 0) {
+        ld.head_mark = mark;
+        to_read_.push_back({d.path, mark_index});
+      }
       ld.queue = std::move(queue);
     }
     // Contenders are ephemeral: nothing under them. The rest may hold lock directories.
@@ -141,6 +149,7 @@ class walker : public std::enable_shared_from_this<walker> {
   void read(const std::string& path, std::size_t i) {
     ++in_flight_;
     ++reads;
+    if (i == mark_index) return read_mark(path);
     auto node = zklock::join_path(path, dirs[path].queue[i].node);
     s_.async_get_data(node, [self = shared_from_this(), path, i, node](error_code ec, zklock::data_result r) {
       --self->in_flight_;
@@ -156,6 +165,21 @@ class walker : public std::enable_shared_from_this<walker> {
     });
   }
 
+  // The head writer's downgrade mark: its owner tells whether the writer downgraded.
+  void read_mark(const std::string& path) {
+    auto node = zklock::join_path(path, dirs[path].head_mark);
+    s_.async_exists(node, [self = shared_from_this(), path, node](error_code ec, std::optional<zklock::node_stat> st) {
+      --self->in_flight_;
+      if (self->stopped_) return;
+      if (!ec) self->dirs[path].head_mark_stat = st;  // none: deleted since the listing
+      else self->failed(node, ec);
+      self->pump();
+    });
+  }
+
+  // to_read_'s index of a directory's head mark (the others are queue indexes).
+  static constexpr std::size_t mark_index = static_cast<std::size_t>(-1);
+
   zklock::session& s_;
   const locks_options& o_;
   std::function<void()> done_;
@@ -168,6 +192,7 @@ class walker : public std::enable_shared_from_this<walker> {
 // The contenders that were read, in queue order.
 std::vector<contender> read_queue(listed_dir& d) {
   std::vector<contender> r;
+  if (d.head_mark_stat && !d.queue.empty() && d.read[0]) zklock::set_downgrade_mark(d.queue[0], *d.head_mark_stat);
   for (std::size_t i = 0; i < d.queue.size(); ++i)
     if (d.read[i]) r.push_back(std::move(d.queue[i]));
   return r;

@@ -30,8 +30,22 @@ ZKLOCK_API std::vector<contender> lock_contenders(const std::vector<std::string>
 
 /// Fills `c`'s data, stat and identity from a read of its node, as mutex::async_contenders
 /// does: the identity after a zklock marker, an election candidate's whole data, a foreign
-/// node's whole data; a downgraded zklock writer ("zklock/2:downgraded") is a read contender.
+/// node's whole data. Its kind stays the name's: a writer that downgraded is told by its
+/// downgrade mark (set_downgrade_mark), never by what its data says.
 ZKLOCK_API void set_contender_data(contender& c, data_result d);
+
+/// The name of a writer's downgrade mark, a child of the lock directory beside it
+/// ("zklock-downgraded-<sequence>"; zklock::shared_mutex's downgrade creates it, ephemeral);
+/// empty for a contender that is no writer. Only the queue's head can have downgraded (a
+/// writer holds with nobody ahead), so a view reads at most one mark: the head's, when the
+/// listing has it.
+ZKLOCK_API std::string downgrade_mark_of(const contender& writer);
+
+/// `writer` (its data already set) becomes a read contender when `mark`, the stat of its
+/// downgrade mark, proves the downgrade: the mark is owned by the writer node's session. A
+/// mark of another session, or a "downgraded" marker someone wrote into the node's data,
+/// leaves it a writer, as the grant rule does.
+ZKLOCK_API void set_downgrade_mark(contender& writer, const node_stat& mark);
 
 /// One lock directory, its queue split by the grant rule.
 struct lock_dir_view {

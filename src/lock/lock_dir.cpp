@@ -8,6 +8,7 @@
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
+#include "sansio/node_name.hpp"
 #include "sansio/session_end.hpp"
 
 #include <zklock/lock_view.hpp>
@@ -72,8 +73,14 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
       auto remaining = std::make_shared<std::size_t>(queue.size());
       auto first_error = std::make_shared<error_code>();
       if (queue.empty()) return op->complete({}, {});
-      auto finish = [op, result, found, first_error] {
+      // The head writer's downgrade mark, when listed: its stat tells whether it downgraded.
+      auto mark = std::make_shared<std::optional<node_stat>>();
+      std::string mark_name = queue[0].kind == lock_kind::write ? downgrade_mark_name(queue[0].name) : std::string{};
+      bool read_mark = !mark_name.empty() && std::find(r.children.begin(), r.children.end(), mark_name) != r.children.end();
+      if (read_mark) ++*remaining;
+      auto finish = [op, result, found, first_error, mark] {
         if (*first_error) return op->fail(*first_error);
+        if (*mark && (*found)[0]) set_downgrade_mark((*result)[0], **mark);
         std::vector<zklock::contender> out;
         for (std::size_t i = 0; i < result->size(); ++i)
           if ((*found)[i]) out.push_back(std::move((*result)[i]));
@@ -95,6 +102,13 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                       if (--*remaining == 0) finish();
                     }));
       }
+      if (read_mark)
+        s->exists(join_path(dir, mark_name), nullptr,
+                  exists_handler([mark, remaining, first_error, finish](error_code ec, std::optional<node_stat> st) {
+                    if (!ec && st) *mark = *st;  // gone since the listing: no downgrade to show
+                    else if (ec && ec != zk_errc::no_node && !*first_error) *first_error = ec;
+                    if (--*remaining == 0) finish();
+                  }));
     }));
   });
 }

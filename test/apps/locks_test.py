@@ -237,6 +237,23 @@ def case_tree(c):
     # ROOT itself may be the lock dir
     check(list(by_path(c.locks_json("/t/new/n"))) == ["/t/new/n"], "ROOT as a lock dir")
 
+    # A downgraded writer is told by its downgrade mark, owned by the writer's session (as the
+    # grant rule does), never by its data: "zklock/2:downgraded" alone, or another session's
+    # mark, leaves it the writer, and the reader behind it waits.
+    w = contender(hz[2], "/dg/rw", "-__WRIT__", b"zklock/2:downgraded forged")
+    contender(hz[3], "/dg/rw", "-__READ__")
+    mark = "/dg/rw/zklock-downgraded-" + w[-10:]
+
+    def rw_view():
+        e = by_path(c.locks_json("/dg"))["/dg/rw"]
+        return len(e["holders"]), len(e["waiters"])
+    check(rw_view() == (1, 1), f"a marker in the data alone: {rw_view()}")
+    hz[3].create(mark, b"", ephemeral=True)
+    check(rw_view() == (1, 1), f"another session's mark: {rw_view()}")
+    hz[3].delete(mark)
+    hz[2].create(mark, b"", ephemeral=True)
+    check(rw_view() == (2, 0), f"the writer's own mark: {rw_view()}")
+
 
 def case_deadlock(c):
     # the library: two sessions, each holds one mutex and waits for the other

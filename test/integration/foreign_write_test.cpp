@@ -137,6 +137,10 @@ TEST_CASE("a downgrade forged by another session grants no reader beside the wri
     CHECK_FALSE(r_in);  // two holders otherwise: the writer never downgraded
     CHECK(w.kind() == lock_kind::write);
     CHECK(w.status() == lock_status::held);
+    // the view (async_contenders, zklock holders) agrees with the grant rule: still a writer
+    auto view = co_await ma.async_contenders(asio::use_awaitable);
+    REQUIRE(view.size() == 2);
+    CHECK(view[0].kind == lock_kind::write);
     {
       auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
       CHECK(ec == errc::lock_busy);
@@ -151,6 +155,9 @@ TEST_CASE("a downgrade forged by another session grants no reader beside the wri
       auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
       CHECK(ec == errc::lock_busy);
     }
+    view = co_await ma.async_contenders(asio::use_awaitable);
+    REQUIRE(view.size() == 2);
+    CHECK(view[0].kind == lock_kind::write);  // the mark is another session's
     // the writer's own downgrade finds the mark's name taken by another session: refused, it
     // still holds the write side
     auto [dec] = co_await w.async_downgrade(asio::as_tuple(asio::use_awaitable));
@@ -166,6 +173,9 @@ TEST_CASE("a downgrade forged by another session grants no reader beside the wri
     CHECK(w.kind() == lock_kind::read);
     co_await until(r_in);
     CHECK(r_in);
+    view = co_await ma.async_contenders(asio::use_awaitable);
+    REQUIRE(view.size() == 2);
+    CHECK(view[0].kind == lock_kind::read);  // its own mark: downgraded
     if (r_in) co_await r.async_release(asio::use_awaitable);
     co_await w.async_release(asio::use_awaitable);
     auto left = co_await forger.async_get_children(dir, asio::use_awaitable);

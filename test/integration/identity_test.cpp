@@ -101,7 +101,7 @@ TEST_CASE("identities: every recipe's nodes say who holds and waits", "[integrat
     CHECK(reader_in);  // granted beside the downgraded writer: the marker still reads
     q = co_await w.async_contenders(asio::use_awaitable);
     REQUIRE(q.size() == 2);
-    CHECK(q[0].kind == lock_kind::read);  // downgraded, as its data says
+    CHECK(q[0].kind == lock_kind::read);  // downgraded, as its mark says
     CHECK(q[0].data == "zklock/2:downgraded writer-A");
     CHECK(q[0].identity == "writer-A");
     co_await rg.async_release(asio::use_awaitable);

@@ -147,7 +147,7 @@ TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer b
     CHECK_FALSE(writer_in);  // the writer queued behind never got in between
     q = co_await a.async_contenders(asio::use_awaitable);
     REQUIRE(q.size() == 3);
-    CHECK(q[0].kind == lock_kind::read);  // the downgraded writer, as its data says
+    CHECK(q[0].kind == lock_kind::read);  // the downgraded writer, as its mark says
     // a second downgrade, and a mutex guard's, are refused
     auto [ec1] = co_await w.async_downgrade(asio::as_tuple(asio::use_awaitable));
     CHECK(ec1 == errc::not_downgradable);

@@ -58,13 +58,28 @@ TEST_CASE("lock_view: a listing's contenders in queue order, other children left
   CHECK(lock_contenders({"leases", "locks", "a"}).empty());
 }
 
-TEST_CASE("lock_view: a node's data gives its identity, a downgraded writer reads", "[unit][lock_view]") {
+TEST_CASE("lock_view: a node's data gives its identity, a writer's own downgrade mark makes it a reader",
+          "[unit][lock_view]") {
   CHECK(node("_c_1-lock-" + seq(1), 7, "zklock/3 web-1:4242").identity == "web-1:4242");
   CHECK(node("_c_1-lock-" + seq(1), 7, "zklock/3").identity.empty());
   CHECK(node("_c_1-lock-" + seq(1), 7, "10.0.0.1").identity == "10.0.0.1");  // Curator's address
+  // the data alone (anyone can write it) proves nothing: still a writer, as the grant rule says
   auto downgraded = node("_c_1-__WRIT__" + seq(1), 7, "zklock/2:downgraded web-1:1");
-  CHECK(downgraded.kind == lock_kind::read);
+  CHECK(downgraded.kind == lock_kind::write);
   CHECK(downgraded.identity == "web-1:1");
+  CHECK(downgrade_mark_of(downgraded) == "zklock-downgraded-" + seq(1));
+  CHECK(downgrade_mark_of(node("_c_1-__READ__" + seq(1), 7)).empty());
+  CHECK(downgrade_mark_of(node("_c_1-lock-" + seq(1), 7)).empty());
+  node_stat mark;
+  mark.ephemeral_owner = 8;  // another session's mark
+  set_downgrade_mark(downgraded, mark);
+  CHECK(downgraded.kind == lock_kind::write);
+  mark.ephemeral_owner = 7;  // the writer's own
+  set_downgrade_mark(downgraded, mark);
+  CHECK(downgraded.kind == lock_kind::read);
+  auto exclusive = node("_c_1-lock-" + seq(1), 7);  // a mutex holder has no downgrade
+  set_downgrade_mark(exclusive, mark);
+  CHECK(exclusive.kind == lock_kind::exclusive);
   auto candidate = node("_c_1-latch-" + seq(1), 7, "zklock/3 leader-a");  // a participant id, whatever it says
   CHECK(candidate.identity == "zklock/3 leader-a");
   CHECK(candidate.stat.ephemeral_owner == 7);
