@@ -12,9 +12,7 @@
 using namespace zklock;
 using zklock::test::zk_server;
 
-TEST_CASE("handlers never run inside the initiating function", "[integration][promise]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "handlers never run inside the initiating function", "[integration][promise]") {
   auto s = std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string()));
   watch w;
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -97,9 +95,7 @@ TEST_CASE("a pending operation keeps its handler's io_context running", "[integr
   ioc.run_for(500ms);
 }
 
-TEST_CASE("a guard destroyed on another thread releases through the session's executor", "[integration][promise]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "a guard destroyed on another thread releases through the session's executor", "[integration][promise]") {
   auto work = asio::make_work_guard(ioc);
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   session observer(ioc.get_executor(), options_for(srv.connect_string()));
@@ -136,12 +132,9 @@ TEST_CASE("a guard destroyed on another thread releases through the session's ex
   loop.join();
 }
 
-TEST_CASE("a deferred release captures the hold: the guard may move before it is launched", "[integration][promise]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "a deferred release captures the hold: the guard may move before it is launched", "[integration][promise]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/deferred");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     auto release = g.async_release();  // deferred: not launched yet
@@ -159,12 +152,9 @@ TEST_CASE("a deferred release captures the hold: the guard may move before it is
   }());
 }
 
-TEST_CASE("total cancellation is refused for a request on the wire, terminal is honoured", "[integration][promise][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "total cancellation is refused for a request on the wire, terminal is honoured", "[integration][promise][cancel]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     for (auto type : {asio::cancellation_type::total, asio::cancellation_type::terminal}) {
       asio::cancellation_signal sig;
       std::optional<error_code> got;

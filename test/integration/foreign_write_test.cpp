@@ -65,15 +65,11 @@ TEST_CASE("a write to the holder's node grants nobody: the waiter waits for the 
   }
 }
 
-TEST_CASE("try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
+TEST_CASE_METHOD(server_fixture, "try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
           "[integration][shared][foreign]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session b(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& a = connect();
+  auto& b = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await b.async_connect(asio::use_awaitable);
     shared_mutex ma(a, "/locks/trydown"), mb(b, "/locks/trydown");
     auto w = co_await ma.async_acquire(asio::use_awaitable);
     // a writer holding: a try-read is busy, and wrote nothing
@@ -109,14 +105,11 @@ std::string mark_of(const std::string& writer_path) {
 }
 }  // namespace
 
-TEST_CASE("a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session b(ioc.get_executor(), options_for(srv.connect_string()));
-  session forger(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
+  auto& a = connect();
+  auto& b = connect();
+  auto& forger = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    for (auto* s : {&a, &b, &forger}) co_await s->async_connect(asio::use_awaitable);
     const std::string dir = "/locks/forged";
     shared_mutex ma(a, dir), mb(b, dir);
     auto w = co_await ma.async_acquire(asio::use_awaitable);
@@ -183,15 +176,12 @@ TEST_CASE("a downgrade forged by another session grants no reader beside the wri
   }());
 }
 
-TEST_CASE("a revocation request written over a downgraded writer's node leaves it a reader",
+TEST_CASE_METHOD(server_fixture, "a revocation request written over a downgraded writer's node leaves it a reader",
           "[integration][shared][foreign]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session b(ioc.get_executor(), options_for(srv.connect_string()));
-  session revoker(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& a = connect();
+  auto& b = connect();
+  auto& revoker = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    for (auto* s : {&a, &b, &revoker}) co_await s->async_connect(asio::use_awaitable);
     const std::string dir = "/locks/revdown";
     shared_mutex ma(a, dir), mb(b, dir);
     auto w = co_await ma.async_acquire(asio::use_awaitable);

@@ -29,9 +29,7 @@ asio::awaitable<std::vector<contender>> queue_of(Lister list, std::size_t n) {
 }
 }  // namespace
 
-TEST_CASE("identities: every recipe's nodes say who holds and waits", "[integration][identity]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "identities: every recipe's nodes say who holds and waits", "[integration][identity]") {
   auto named = [&](std::optional<std::string> id) {
     auto o = options_for(srv.connect_string());
     o.identity = std::move(id);

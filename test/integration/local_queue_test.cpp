@@ -44,12 +44,10 @@ asio::awaitable<void> wait_until(std::function<bool()> f, std::chrono::milliseco
 
 }  // namespace
 
-TEST_CASE("local queue: 200 coroutines of one session, one holder, one node, increasing tokens, few requests",
+TEST_CASE_METHOD(server_fixture, "local queue: 200 coroutines of one session, one holder, one node, increasing tokens, few requests",
           "[integration][local]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
-  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect();
+  auto& watcher = connect();
   auto log_path = temp_log("200");
   exclusion_log log(log_path);
   std::vector<std::int64_t> tokens;
@@ -58,8 +56,6 @@ TEST_CASE("local queue: 200 coroutines of one session, one holder, one node, inc
   int finished = 0;
   constexpr int n = 200;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await watcher.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/local200", local());
     bool stop_polling = false;
     asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
@@ -102,12 +98,9 @@ TEST_CASE("local queue: 200 coroutines of one session, one holder, one node, inc
   CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
 }
 
-TEST_CASE("local queue: a local handoff sends no request", "[integration][local]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "local queue: a local handoff sends no request", "[integration][local]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/handoff", local());
     auto a = co_await m.async_acquire(asio::use_awaitable);
     lock_guard b;
@@ -203,10 +196,8 @@ TEST_CASE("local queue: another session waiting gets the lock within the fairnes
   CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
 }
 
-TEST_CASE("local queue: session expiry under a local holder: its guard is lost, the waiters fail",
+TEST_CASE_METHOD(server_fixture, "local queue: session expiry under a local holder: its guard is lost, the waiters fail",
           "[integration][local]") {
-  zk_server srv;
-  asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   session s(ioc.get_executor(), options_for(proxy.connect_string()));
   session watcher(ioc.get_executor(), options_for(srv.connect_string()));
@@ -273,15 +264,11 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
-TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing, try-acquire busy leaves nothing",
+TEST_CASE_METHOD(server_fixture, "local queue: cancelled and timed-out local waiters leave nothing, try-acquire busy leaves nothing",
           "[integration][local]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect();
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/cancel", local());
     {
       // behind a local holder: timeout, cancellation and try-acquire touch nothing on the server
@@ -335,12 +322,9 @@ TEST_CASE("local queue: cancelled and timed-out local waiters leave nothing, try
   }());
 }
 
-TEST_CASE("local queue: reentrant owner form", "[integration][local]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "local queue: reentrant owner form", "[integration][local]") {
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/reentrant", local());
     owner_id me{7};
     auto g1 = co_await m.async_acquire(me, asio::use_awaitable);

@@ -190,9 +190,7 @@ TEST_CASE("a grant racing the session's destruction at every step never hands ou
 // ---------------------------------------------------------------------------------------------
 // 7. a released guard destroyed on another thread (ThreadSanitizer: ctest --preset tsan -R "another thread")
 
-TEST_CASE("a released guard destroyed on another thread leaves the session to its loop", "[integration][promise][tsan]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "a released guard destroyed on another thread leaves the session to its loop", "[integration][promise][tsan]") {
   auto work = asio::make_work_guard(ioc);
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   std::thread loop([&] { ioc.run(); });
@@ -238,10 +236,8 @@ TEST_CASE("a released guard destroyed on another thread leaves the session to it
 // ---------------------------------------------------------------------------------------------
 // 8c. a release the server refuses for good
 
-TEST_CASE("a release refused by the lock dir's ACL is reported on the guard and in the log, not forgotten",
+TEST_CASE_METHOD(server_fixture, "a release refused by the lock dir's ACL is reported on the guard and in the log, not forgotten",
           "[integration][mutex][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
   std::vector<std::string> errors;
   // set_acl below runs zkCli (a JVM, seconds to start) while this io_context waits: session
   // timeouts of 20 s (the test server's maximum) so that no session expires meanwhile.

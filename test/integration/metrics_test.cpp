@@ -18,10 +18,8 @@ const lock_path_metrics& find(const lock_metrics_snapshot& s, const std::string&
 }
 }  // namespace
 
-TEST_CASE("lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
+TEST_CASE_METHOD(server_fixture, "lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
           "[integration][metrics]") {
-  zk_server srv;
-  asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   std::vector<std::pair<lock_event_type, std::string>> events;
   auto opts = options_for(proxy.connect_string(), 2000ms);
@@ -174,9 +172,7 @@ TEST_CASE("lock metrics count per path: a waited grant / timeout / cancellation 
   }(), 120s);
 }
 
-TEST_CASE("lock metrics: max_paths bounds the entries and the rest are counted as (other)", "[integration][metrics]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "lock metrics: max_paths bounds the entries and the rest are counted as (other)", "[integration][metrics]") {
   auto opts = options_for(srv.connect_string());
   opts.lock_metrics.max_paths = 2;
   session s(ioc.get_executor(), opts);
@@ -196,10 +192,8 @@ TEST_CASE("lock metrics: max_paths bounds the entries and the rest are counted a
   }());
 }
 
-TEST_CASE("lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
+TEST_CASE_METHOD(server_fixture, "lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
           "[integration][metrics]") {
-  zk_server srv;
-  asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   std::vector<lock_event> events;
   auto opts = options_for(proxy.connect_string(), 10000ms);

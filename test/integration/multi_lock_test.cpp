@@ -9,9 +9,7 @@
 using namespace zklock;
 using zklock::test::zk_server;
 
-TEST_CASE("multi_lock: opposite orders do not deadlock, each lock stays exclusive", "[integration][multi]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "multi_lock: opposite orders do not deadlock, each lock stays exclusive", "[integration][multi]") {
   session_group f(ioc, srv.connect_string(), 3);
   int in_x = 0, in_y = 0, violations = 0, finished = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -39,9 +37,7 @@ TEST_CASE("multi_lock: opposite orders do not deadlock, each lock stays exclusiv
   CHECK(violations == 0);
 }
 
-TEST_CASE("multi_lock: all or nothing on timeout and cancellation, mixed sides", "[integration][multi][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "multi_lock: all or nothing on timeout and cancellation, mixed sides", "[integration][multi][cancel]") {
   session_group f(ioc, srv.connect_string(), 2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();

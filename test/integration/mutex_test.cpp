@@ -526,14 +526,10 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
-TEST_CASE("async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string()));
-  session b(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
+  auto& a = connect();
+  auto& b = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await b.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/queue"), mb(b, "/locks/queue");
     auto empty = co_await ma.async_contenders(asio::use_awaitable);
     CHECK(empty.empty());  // no lock dir yet

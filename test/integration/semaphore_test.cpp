@@ -11,10 +11,8 @@
 using namespace zklock;
 using zklock::test::zk_server;
 
-TEST_CASE("semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, and 2 at once",
+TEST_CASE_METHOD(server_fixture, "semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, and 2 at once",
           "[integration][semaphore]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 5);
   int inside = 0, max_inside = 0, finished = 0, granted = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -44,11 +42,9 @@ TEST_CASE("semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, an
   CHECK(max_inside == 2);
 }
 
-TEST_CASE("semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
+TEST_CASE_METHOD(server_fixture, "semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
           "a dead session's lease comes back",
           "[integration][semaphore][cancel][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   session_group f(ioc, srv.connect_string(), 2);
   session behind(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
@@ -92,10 +88,8 @@ TEST_CASE("semaphore: try on a full semaphore reads only, timeouts and cancellat
   }(), 120s);
 }
 
-TEST_CASE("semaphore: connections cut during acquires leave no orphaned lease",
+TEST_CASE_METHOD(server_fixture, "semaphore: connections cut during acquires leave no orphaned lease",
           "[integration][semaphore][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
   zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
   session watcher(ioc.get_executor(), options_for(srv.connect_string()));

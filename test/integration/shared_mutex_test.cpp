@@ -31,10 +31,8 @@ void acquire_in_background(asio::io_context& ioc, Acquire acquire, lock_guard& g
 }
 }  // namespace
 
-TEST_CASE("shared_mutex: 6 sessions x 40 random reads and writes, readers overlap, writers alone",
+TEST_CASE_METHOD(server_fixture, "shared_mutex: 6 sessions x 40 random reads and writes, readers overlap, writers alone",
           "[integration][shared]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 6);
   int readers_in = 0, writers_in = 0, violations = 0, max_readers = 0, finished = 0, reads = 0, writes = 0;
   const std::uint32_t seed = std::random_device{}();
@@ -77,10 +75,8 @@ TEST_CASE("shared_mutex: 6 sessions x 40 random reads and writes, readers overla
   CHECK(max_readers > 1);  // readers really held together
 }
 
-TEST_CASE("shared_mutex: a writer waits for the readers ahead, and readers behind it wait for it (FIFO)",
+TEST_CASE_METHOD(server_fixture, "shared_mutex: a writer waits for the readers ahead, and readers behind it wait for it (FIFO)",
           "[integration][shared]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 3);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();
@@ -122,10 +118,8 @@ TEST_CASE("shared_mutex: a writer waits for the readers ahead, and readers behin
   }());
 }
 
-TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer behind it, upgrade refused",
+TEST_CASE_METHOD(server_fixture, "shared_mutex: downgrade lets the reader behind in, never the writer behind it, upgrade refused",
           "[integration][shared]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 3);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();
@@ -179,10 +173,8 @@ TEST_CASE("shared_mutex: downgrade lets the reader behind in, never the writer b
   }());
 }
 
-TEST_CASE("shared_mutex: cancelled and timed-out reads and writes leave no node and no watch",
+TEST_CASE_METHOD(server_fixture, "shared_mutex: cancelled and timed-out reads and writes leave no node and no watch",
           "[integration][shared][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();
@@ -204,10 +196,8 @@ TEST_CASE("shared_mutex: cancelled and timed-out reads and writes leave no node 
   }());
 }
 
-TEST_CASE("shared_mutex: a downgraded writer's mark goes with its release and with its loss, no watch left",
+TEST_CASE_METHOD(server_fixture, "shared_mutex: a downgraded writer's mark goes with its release and with its loss, no watch left",
           "[integration][shared]") {
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 3);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();
