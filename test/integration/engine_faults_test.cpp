@@ -380,10 +380,12 @@ TEST_CASE_METHOD(server_fixture,
   // is disabled (zookeeper.DigestAuthenticationProvider.enabled=false) answers AUTHFAILED and
   // closes the connection. The session is connected with digest auth, holds one lock and waits
   // for another; the server restarts with digest disabled: the reconnect's auth fails.
-  auto opts = options_for(srv.connect_string(), 8000ms);
+  // 20 s sessions: a server restart on a loaded machine must not expire them first (the
+  // auth failure, not an expiry, is what ends the session here)
+  auto opts = options_for(srv.connect_string(), 20000ms);
   opts.digest_auth = "alice:secret";
   auto& s = connect(opts);
-  auto& other = connect(8000ms);
+  auto& other = connect(20000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex held_m(s, "/locks/auth-held");
     auto g = co_await held_m.async_acquire(asio::use_awaitable);
