@@ -1,5 +1,5 @@
 // Lock metrics, the public half (include/zklock/metrics.hpp): the latency histogram, the event
-// names and the Prometheus rendering. The session's registry and the probes the lock runners
+// names and the Prometheus rendering. The session's registry and the meters the lock runners
 // carry are in src/lock/metrics.cpp.
 #include <zklock/metrics.hpp>
 

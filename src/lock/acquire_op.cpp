@@ -44,7 +44,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
     op_ = std::move(op);
     session_id_ = s_->session_id();
-    metrics_ = acquire_probe::start(*s_, m_->path, fsm_.kind(), m_->metering);
+    metrics_ = acquire_meter::start(*s_, m_->path, fsm_.kind(), m_->metering);
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
     // destructor unhooks it, so it never outlives us.
@@ -378,7 +378,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   bool own_reply_pending_ = false;
   std::weak_ptr<hold> granted_;                  // the hold our grant made
   std::uint64_t listener_ = 0;
-  acquire_probe metrics_;   // the session's lock metrics
+  acquire_meter metrics_;   // the session's lock metrics
 };
 
 }  // namespace

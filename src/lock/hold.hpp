@@ -55,7 +55,7 @@ struct hold : std::enable_shared_from_this<hold> {
   // something sends it after the reconnect. Not a member pointing at ourselves: a cycle that
   // only a reply or a state event breaks leaks when the io_context is destroyed without them.
   bool owed = false;
-  hold_probe metrics;  // counts our end (released or lost) in the session's lock metrics
+  hold_meter metrics;  // counts our end (released or lost) in the session's lock metrics
 
   // A local hold (mutex_options::local_queue, src/lock/local_queue.cpp): one grant of a
   // mutex's local queue on the node that the queue's own ZooKeeper hold keeps. Its last

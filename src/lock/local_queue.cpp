@@ -52,7 +52,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto& w = waiters_[id];
     w.op = op;
     w.owner = p.owner;
-    w.metrics = acquire_probe::start(*s_, node_dir_->path, lock_kind::exclusive);
+    w.metrics = acquire_meter::start(*s_, node_dir_->path, lock_kind::exclusive);
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
     op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
@@ -79,7 +79,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     pending<void(error_code, lock_guard)>::ptr op;
     std::optional<owner_id> owner;
     std::optional<asio::steady_timer> timer;
-    acquire_probe metrics;
+    acquire_meter metrics;
   };
 
   // Every input reaches the machine through here. A loss the runner can already see (the

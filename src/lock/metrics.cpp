@@ -1,4 +1,4 @@
-// Lock metrics, the session's half (see metrics.hpp): the registry and the probes. The public
+// Lock metrics, the session's half (see metrics.hpp): the registry and the meters. The public
 // half (histograms, to_prometheus) is src/metrics.cpp.
 #include "lock/metrics.hpp"
 
@@ -70,7 +70,7 @@ void notify(session_impl& s, lock_metrics_registry::entry* e, const lock_event& 
 }
 }  // namespace
 
-void hold_probe::end(lock_event_type t) noexcept {
+void hold_meter::end(lock_event_type t) noexcept {
   if (!active_) return;
   active_ = false;
   auto held = std::chrono::steady_clock::now() - granted_at_;
@@ -78,9 +78,9 @@ void hold_probe::end(lock_event_type t) noexcept {
   notify(*s_, e_, {t, path, kind_, std::chrono::duration_cast<std::chrono::nanoseconds>(held), {}});
 }
 
-acquire_probe acquire_probe::start(session_impl& s, const std::string& path, lock_kind kind,
+acquire_meter acquire_meter::start(session_impl& s, const std::string& path, lock_kind kind,
                                    lock_metering metering) noexcept {
-  acquire_probe p;
+  acquire_meter p;
   p.s_ = &s;
   p.path_ = &path;
   p.kind_ = kind;
@@ -92,12 +92,12 @@ acquire_probe acquire_probe::start(session_impl& s, const std::string& path, loc
   return p;
 }
 
-void acquire_probe::emit(lock_event_type t, std::chrono::nanoseconds d, error_code ec) noexcept {
+void acquire_meter::emit(lock_event_type t, std::chrono::nanoseconds d, error_code ec) noexcept {
   notify(*s_, e_, {t, *path_, kind_, d, ec});
 }
 
-hold_probe acquire_probe::grant(bool local_handoff) noexcept {
-  hold_probe h;
+hold_meter acquire_meter::grant(bool local_handoff) noexcept {
+  hold_meter h;
   if (!active_) return h;
   active_ = false;
   const auto now = std::chrono::steady_clock::now();
@@ -118,14 +118,14 @@ hold_probe acquire_probe::grant(bool local_handoff) noexcept {
   return h;
 }
 
-hold_probe acquire_probe::granted() noexcept { return grant(false); }
+hold_meter acquire_meter::granted() noexcept { return grant(false); }
 
-hold_probe acquire_probe::granted_locally(std::uint32_t generation) noexcept {
+hold_meter acquire_meter::granted_locally(std::uint32_t generation) noexcept {
   waited_ = false;  // the node's acquire counted its own wait
   return grant(generation > 0);
 }
 
-void acquire_probe::failed(error_code ec) noexcept {
+void acquire_meter::failed(error_code ec) noexcept {
   if (!active_) return;
   active_ = false;
   if (metering_ != lock_metering::full) return;

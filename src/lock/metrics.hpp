@@ -1,6 +1,6 @@
 // The lock metrics of one session (include/zklock/metrics.hpp): the registry the session owns,
-// and the probes the lock runners carry. An acquire carries an acquire_probe from its start to
-// its outcome; a grant hands a hold_probe to the hold, which ends it once (released or lost).
+// and the meters the lock runners carry. An acquire carries an acquire_meter from its start to
+// its outcome; a grant hands a hold_meter to the hold, which ends it once (released or lost).
 // Probes are used on the session's executor; the registry's counters are behind a mutex, so
 // session::lock_metrics() may be called from any thread.
 #pragma once
@@ -48,14 +48,14 @@ struct lock_metrics_registry::entry {
 };
 
 /// One held lock's end: released or lost, counted once.
-class hold_probe {
+class hold_meter {
  public:
-  hold_probe() = default;  // counts nothing
+  hold_meter() = default;  // counts nothing
   void released() noexcept { end(lock_event_type::released); }
   void lost() noexcept { end(lock_event_type::lost); }
 
  private:
-  friend class acquire_probe;
+  friend class acquire_meter;
   void end(lock_event_type t) noexcept;
   session_impl* s_ = nullptr;
   lock_metrics_registry::entry* e_ = nullptr;
@@ -66,25 +66,25 @@ class hold_probe {
 };
 
 /// One acquire, from its start to its outcome (the first one counts).
-class acquire_probe {
+class acquire_meter {
  public:
-  acquire_probe() = default;  // counts nothing
-  /// Counts the start of an acquire of `path` (which must outlive the probe: the lock dir's).
-  static acquire_probe start(session_impl& s, const std::string& path, lock_kind kind,
+  acquire_meter() = default;  // counts nothing
+  /// Counts the start of an acquire of `path` (which must outlive the meter: the lock dir's).
+  static acquire_meter start(session_impl& s, const std::string& path, lock_kind kind,
                              lock_metering metering = lock_metering::full) noexcept;
   /// The acquire is blocked behind another contender (it sets a watch): its grant is a handoff.
   void waited() noexcept { waited_ = true; }
-  /// Granted by ZooKeeper (the node is the head of its queue): the hold's probe.
-  hold_probe granted() noexcept;
+  /// Granted by ZooKeeper (the node is the head of its queue): the hold's meter.
+  hold_meter granted() noexcept;
   /// Granted by a local queue: generation > 0 is a local handoff (generation 0 is the node's
   /// first holder: its remote handoff, if any, was counted by the node's acquire).
-  hold_probe granted_locally(std::uint32_t generation) noexcept;
+  hold_meter granted_locally(std::uint32_t generation) noexcept;
   /// Ended without a grant: timed out, cancelled, busy or failed by `ec`.
   void failed(error_code ec) noexcept;
 
  private:
   void emit(lock_event_type t, std::chrono::nanoseconds d, error_code ec) noexcept;
-  hold_probe grant(bool local_handoff) noexcept;
+  hold_meter grant(bool local_handoff) noexcept;
   session_impl* s_ = nullptr;
   lock_metrics_registry::entry* e_ = nullptr;
   const std::string* path_ = nullptr;
