@@ -301,13 +301,8 @@ long rss_kb() {
 }
 }  // namespace
 
-// [!mayfail]: a known open bug. About 1 run in 5 on main at 32d058e (3 of 13, seeds 1614338573,
-// 2899811742, 405106644) ends with one waiter's watch still on the holder's node 10 s after the storm (it
-// is otherwise gone 14-33 ms after the storm); seen also on builds of the lock-delay and
-// reconnect branches, not in 12 runs of two older builds. Its failures are still printed;
-// remove the tag with the fix.
 TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, no growth",
-          "[integration][fault][cancel][!mayfail]") {
+          "[integration][fault][cancel]") {
   // 8 sessions behind proxies, a holder that never lets go, and 2,000 acquires (ZKLOCK_STORM_ACQUIRES) (seeded) that
   // are cancelled (all three types), timed out or try-acquired at random points while the
   // proxies cut every connection now and then. Afterwards: only the holder's node, no watch
