@@ -333,6 +333,7 @@ void session_impl::close_handle(error_code reason) noexcept {
   // The C client no longer calls any watcher of this handle: end them all.
   auto watches = std::move(watches_);
   watches_.clear();
+  removals_.clear();  // (their replies came with ZCLOSING; none can come later)
   for (watch_state* w : watches) {
     w->registered = false;
     w->deliver(reason == errc::session_expired ? reason : error_code(errc::session_closed), {});

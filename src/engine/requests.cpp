@@ -244,15 +244,10 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   using removal = request<void(error_code), boost::intrusive_ptr<watch_state>>;
   boost::intrusive_ptr<removal> r(new removal(op));
   r->extra = w;
-  // Removing one watcher only checks it on the server (checkWatches): the server keeps its
-  // watch for the connection. When no other watch of this session is on the same path and
-  // type, remove them all (removeWatches) so the server forgets it too.
-  bool shared = false;
-  for (watch_state* other : watches_)
-    if (other != w.get() && other->child_watch == w->child_watch && other->path == w->path) {
-      shared = true;
-      break;
-    }
+  // Only the last of the session's watchers on the path removes the server's watch with its
+  // own (removeWatches); before it, a removal only checks it there (checkWatches). See
+  // watched_by_another.
+  const bool shared = watched_by_another(*w);
   auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
@@ -260,13 +255,15 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
     auto r = adopt<removal>(d);
     // On connection loss the C client keeps the watcher (and sets it again on reconnect): the
     // caller must retry.
-    if (auto owner = r->replied(rc); owner && rc == ZOK) owner->on_watch_removed(r->extra.get());
+    if (auto owner = r->replied(rc)) owner->on_removal_replied(r->extra.get(), rc);
     r->op->complete(reply_error(rc));
   };
   auto done = reinterpret_cast<void_completion_t*>(done_fn);
   submit(r, [&](void* d) {
-    return shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, d)
-                  : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, d);
+    int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, d)
+                    : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, d);
+    if (rc == ZOK) removals_.insert(w.get());  // until its reply (on_removal_replied)
+    return rc;
   });
 }
 

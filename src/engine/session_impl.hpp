@@ -100,8 +100,13 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void on_session_event(int zstate);
   void on_watch_fired(watch_state* w, int type, int zstate, const char* path);
   void on_watch_removed(watch_state* w);
+  /// A removal of `w` (remove_watch) was answered with `rc`.
+  void on_removal_replied(watch_state* w, int rc);
   void on_abandoned_create(const std::string& path);
   void drop_watch(watch_state* w);
+  /// Another watch of this session keeps the server's watch on `w`'s path (and type): one
+  /// registered, not being removed itself.
+  bool watched_by_another(const watch_state& w) const;
   void log(log_level level, std::string_view message);
   /// A line of the C client's log: summarised (see log_summary.hpp), then logged.
   void log_client(log_level level, std::string_view message);
@@ -211,6 +216,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::map<std::uint64_t, std::function<void(session_state)>> listeners_;
   std::uint64_t next_listener_ = 1;
   std::unordered_set<watch_state*> watches_;  // holds one reference each
+  std::unordered_multiset<const watch_state*> removals_;  // watches whose removal is on its way
   std::vector<std::shared_ptr<void>> owed_;     // see keep_owed
   log_summary log_summary_;
 

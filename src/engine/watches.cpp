@@ -65,6 +65,26 @@ void session_impl::on_watch_removed(watch_state* w) {
   w->deliver({}, watch_event{watch_event_type::not_watching, w->path});
 }
 
+// The server keeps one watch per connection, path and type, whatever number of our watchers
+// share it: removing one watcher while another stays only checks it there (the server keeps
+// the watch for the other), and the last one's removal takes the server's watch away. A watcher
+// whose own removal is on its way is not staying: two removals sent together would otherwise
+// each count the other, and the server's watch would outlive both (until the node changed or
+// the connection dropped).
+bool session_impl::watched_by_another(const watch_state& w) const {
+  for (const watch_state* other : watches_)
+    if (other != &w && other->child_watch == w.child_watch && other->path == w.path && !removals_.count(other))
+      return true;
+  return false;
+}
+
+void session_impl::on_removal_replied(watch_state* w, int rc) {
+  if (auto it = removals_.find(w); it != removals_.end()) removals_.erase(it);
+  // On connection loss the C client keeps the watcher (and sets it again on the reconnect):
+  // the watch stays, and so does the caller's job of removing it.
+  if (rc == ZOK) on_watch_removed(w);
+}
+
 void session_impl::wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
   auto op = pending<void(error_code, watch_event)>::make(std::move(h), ex_);
   if (w->fired) {
