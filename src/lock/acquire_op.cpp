@@ -24,18 +24,18 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
  public:
   using ptr = boost::intrusive_ptr<acquire_op>;
 
-  acquire_op(std::shared_ptr<lock_dir> m, const acquire_params& p)
-      : m_(std::move(m)),
-        s_(m_->s),
-        fsm_(m_->path,
-             m_->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), s_->session_id()) : new_client_id(),
-             p.mode, p.kind, m_->max_leases, m_->max_watched),
+  acquire_op(std::shared_ptr<lock_dir> dir, const acquire_params& p)
+      : dir_(std::move(dir)),
+        s_(dir_->s),
+        fsm_(dir_->path,
+             dir_->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), s_->session_id()) : new_client_id(),
+             p.mode, p.kind, dir_->max_leases, dir_->max_watched),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
-        retry_timer_(s_->executor()),
+        backoff_timer_(s_->executor()),
         delay_timer_(s_->executor()) {
-    fsm_.set_lock_delay(m_->lock_delay);
+    fsm_.set_lock_delay(dir_->lock_delay);
   }
   ~acquire_op() {
     if (op_) op_->on_cancel = nullptr;
@@ -44,7 +44,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
     op_ = std::move(op);
     session_id_ = s_->session_id();
-    metrics_ = acquire_meter::start(*s_, m_->path, fsm_.kind(), m_->metering);
+    metrics_ = acquire_meter::start(*s_, dir_->path, fsm_.kind(), dir_->metering);
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
     // destructor unhooks it, so it never outlives us.
@@ -88,7 +88,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     ptr self(this);
     session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
     auto list = [&] {
-      s_->get_children(m_->path, nullptr, children_handler([self](error_code ec, children_result r) {
+      s_->get_children(dir_->path, nullptr, children_handler([self](error_code ec, children_result r) {
                          self->run(self->fsm_.on_children(ec, r.children));
                        }));
     };
@@ -208,11 +208,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           timer_.cancel();
           fail(a.ec);
           break;
-        case acquire_action::retry_delete:
+        case acquire_action::backoff_delete:
           // (the timer holds us: the cleanup must finish even when the caller was answered)
-          retry_timer_.expires_after(a.delay);
-          retry_timer_.async_wait([self](error_code ec) {
-            if (!ec) self->run(self->fsm_.on_retry_due());
+          backoff_timer_.expires_after(a.delay);
+          backoff_timer_.async_wait([self](error_code ec) {
+            if (!ec) self->run(self->fsm_.on_backoff_due());
           });
           break;
         case acquire_action::report_cleanup_failed:
@@ -239,7 +239,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case acquire_action::start_lock_delay:
           s_->log(log_level::info, "zklock: " + (a.path.empty() ? std::string("a contender ahead") : a.path) +
                                        " went with its session (or could not be told from a release): the grant of " +
-                                       m_->path + " waits its lock-delay");
+                                       dir_->path + " waits its lock-delay");
           // (a restart replaces the wait; a completion already queued finds a later expiry)
           delay_timer_.expires_after(a.delay);
           delay_timer_.async_wait([self](error_code ec) {
@@ -276,14 +276,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void ensure_parents(bool ancestors = false) {
     if (!ancestors) {
       ptr self(this);
-      s_->create(m_->path, {}, create_mode::container, create_handler([self](error_code ec, create_result) {
+      s_->create(dir_->path, {}, create_mode::container, create_handler([self](error_code ec, create_result) {
                    if (ec == zk_errc::no_node) return self->ensure_parents(true);
                    self->run(self->fsm_.on_parents(ec == zk_errc::node_exists ? error_code{} : ec));
                  }));
       return;
     }
     std::vector<std::string> paths;
-    for (std::string p = m_->path; !p.empty() && p != "/"; p = parent_path(p)) paths.push_back(p);
+    for (std::string p = dir_->path; !p.empty() && p != "/"; p = parent_path(p)) paths.push_back(p);
     auto remaining = std::make_shared<std::size_t>(paths.size());
     auto first_error = std::make_shared<error_code>();
     ptr self(this);
@@ -301,9 +301,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   // parent a container, made when missing. Best effort: without it our releases are delayed.
   void create_beacon(bool parent_made = false) {
     auto sid = s_->session_id();
-    if (!parent_made && m_->beacon_session == sid) return;
-    m_->beacon_session = sid;
-    auto path = lock_delay_beacon(m_->path, sid);
+    if (!parent_made && dir_->beacon_session == sid) return;
+    dir_->beacon_session = sid;
+    auto path = lock_delay_beacon(dir_->path, sid);
     ptr self(this);
     s_->create(path, {}, create_mode::ephemeral,
                create_handler([self, sid, path, parent_made](error_code ec, create_result) {
@@ -319,7 +319,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                    self->create_beacon(true);
                    return;
                  }
-                 if (self->m_->beacon_session == sid) self->m_->beacon_session = 0;  // the next acquire tries again
+                 if (self->dir_->beacon_session == sid) self->dir_->beacon_session = 0;  // the next acquire tries again
                  self->s_->log(log_level::warn, "zklock: could not create the lock-delay beacon " + path + " (" +
                                                     ec.message() + "); releases of this session will look like its end");
                }));
@@ -347,7 +347,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     // A candidate's node data is its identity (an election's participant id): a revocation
     // request written over it does not change who leads.
     if (h->kind == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
-    if (owner_) m_->owned = {h, owner_};
+    if (owner_) dir_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }
 
@@ -362,14 +362,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     return session_end_error(s_->state(), true, s_->session_id() != session_id_);
   }
 
-  std::shared_ptr<lock_dir> m_;
+  std::shared_ptr<lock_dir> dir_;
   std::shared_ptr<session_impl> s_;
   std::int64_t session_id_ = 0;  // the ZooKeeper session the acquire started on
   acquire_fsm fsm_;
   std::optional<owner_id> owner_;
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;
-  asio::steady_timer retry_timer_;  // acquire_action::retry_delete
+  asio::steady_timer backoff_timer_;  // acquire_action::backoff_delete
   asio::steady_timer delay_timer_;  // acquire_action::start_lock_delay
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;  // the lease dir's

@@ -8,7 +8,7 @@
 namespace zklock::detail {
 
 hold::hold(std::shared_ptr<session_impl> session, bool connected, bool local)
-    : s(std::move(session)), fsm(connected, local), deadline_timer(s->executor()), retry_timer(s->executor()) {}
+    : s(std::move(session)), fsm(connected, local), deadline_timer(s->executor()), backoff_timer(s->executor()) {}
 
 hold::~hold() {
   // A guard may be destroyed on any thread, holding our last reference (a released guard
@@ -169,11 +169,11 @@ void hold::run(const hold_fsm::actions& actions) {
       case hold_action::complete_release:
         if (auto w = std::move(release_waiter)) w->complete(a.ec);
         break;
-      case hold_action::retry_release:
+      case hold_action::backoff_release:
         // The session keeps us meanwhile (the delete is still owed): a strong reference is no cycle.
-        retry_timer.expires_after(a.delay);
-        retry_timer.async_wait([self = shared_from_this()](error_code ec) {
-          if (!ec) self->run(self->fsm.on_retry_due());
+        backoff_timer.expires_after(a.delay);
+        backoff_timer.async_wait([self = shared_from_this()](error_code ec) {
+          if (!ec) self->run(self->fsm.on_backoff_due());
         });
         break;
       case hold_action::arm_timer:

@@ -48,7 +48,7 @@ struct hold : std::enable_shared_from_this<hold> {
   std::uint64_t next_waiter = 0;
   pending<void(error_code)>::ptr release_waiter;
   asio::steady_timer deadline_timer;  // hold_action::arm_timer: the deadline, the keepalive, a waiter
-  asio::steady_timer retry_timer;  // a delete the server refused for now (hold_action::retry_release)
+  asio::steady_timer backoff_timer;  // a delete the server refused for now (hold_action::backoff_release)
   asio::cancellation_signal lost_signal;
   // While a release is owed the guard may be gone (release_pending), and the session listener
   // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so

@@ -20,9 +20,9 @@ namespace zklock::detail {
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
   local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs, std::string identity)
-      : s_(s), node_dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
-    node_dir_->identity = std::move(identity);
-    node_dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
+      : s_(s), dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
+    dir_->identity = std::move(identity);
+    dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
     // Any thread may run this (a released local guard destroyed there holds our last
@@ -52,7 +52,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto& w = waiters_[id];
     w.op = op;
     w.owner = p.owner;
-    w.metrics = acquire_meter::start(*s_, node_dir_->path, lock_kind::exclusive);
+    w.metrics = acquire_meter::start(*s_, dir_->path, lock_kind::exclusive);
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
     op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
@@ -165,7 +165,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   void acquire_node(bool try_once) {
     const auto epoch = ++epoch_;
     node_cancel_ = std::make_unique<asio::cancellation_signal>();
-    start_acquire(node_dir_,
+    start_acquire(dir_,
                   asio::bind_cancellation_slot(node_cancel_->slot(),
                                                [self = shared_from_this(), epoch](error_code ec, lock_guard g) {
                                                  self->on_node(epoch, ec, std::move(g));
@@ -211,7 +211,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 
   void watch_queue() {
     const auto epoch = epoch_;
-    s_->get_children(node_dir_->path, &watch_,
+    s_->get_children(dir_->path, &watch_,
                      children_handler([self = shared_from_this(), epoch](error_code ec, children_result r) {
                        if (epoch != self->epoch_) return;
                        auto w = self->watch_;
@@ -284,7 +284,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
  private:
 
   std::shared_ptr<session_impl> s_;
-  std::shared_ptr<lock_dir> node_dir_;  // a plain lock dir: the queue's node is an ordinary acquire
+  std::shared_ptr<lock_dir> dir_;  // a plain lock dir: the queue's node is an ordinary acquire
   local_queue_fsm fsm_;
   std::map<std::uint64_t, waiter> waiters_;
   std::uint64_t next_id_ = 1;

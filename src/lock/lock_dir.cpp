@@ -58,13 +58,13 @@ void set_lock_delay(const std::shared_ptr<lock_dir>& dir, std::chrono::milliseco
   dir->lock_delay = std::max(delay, std::chrono::milliseconds(0));
 }
 
-void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler h) {
-  on_executor(state->s->executor(), std::move(h), [state](auto h) mutable {
-    auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), state->s->executor());
-    if (state->path_error) return op->fail(state->path_error);
-    auto s = state->s;
-    auto dir = state->path;
-    s->get_children(dir, nullptr, detail::children_handler([op, s, dir](error_code ec, children_result r) {
+void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h) {
+  on_executor(dir->s->executor(), std::move(h), [dir](auto h) mutable {
+    auto op = detail::pending<void(error_code, std::vector<zklock::contender>)>::make(std::move(h), dir->s->executor());
+    if (dir->path_error) return op->fail(dir->path_error);
+    auto s = dir->s;
+    auto path = dir->path;
+    s->get_children(path, nullptr, detail::children_handler([op, s, path](error_code ec, children_result r) {
       if (ec == zk_errc::no_node) return op->complete({}, {});
       if (ec) return op->fail(ec);
       auto queue = detail::queue_order(r.children);
@@ -91,7 +91,7 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
         (*result)[i].node = queue[i].name;
         (*result)[i].sequence = queue[i].sequence;
         (*result)[i].kind = queue[i].kind;
-        s->get_data(join_path(dir, queue[i].name), nullptr,
+        s->get_data(join_path(path, queue[i].name), nullptr,
                     detail::data_handler([i, result, found, remaining, first_error, finish](error_code ec, data_result d) {
                       if (!ec) {
                         (*found)[i] = true;
@@ -103,7 +103,7 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
                     }));
       }
       if (read_mark)
-        s->exists(join_path(dir, mark_name), nullptr,
+        s->exists(join_path(path, mark_name), nullptr,
                   exists_handler([mark, remaining, first_error, finish](error_code ec, std::optional<node_stat> st) {
                     if (!ec && st) *mark = *st;  // gone since the listing: no downgrade to show
                     else if (ec && ec != zk_errc::no_node && !*first_error) *first_error = ec;
@@ -113,21 +113,21 @@ void list_contenders(const std::shared_ptr<lock_dir>& state, contenders_handler 
   });
 }
 
-void start_acquire(const std::shared_ptr<lock_dir>& state, acquire_handler h, acquire_params p) {
-  on_executor(state->s->executor(), std::move(h), [state, p = std::move(p)](auto h) mutable {
-    auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), state->s->executor());
-    if (state->path_error) return op->complete(state->path_error, lock_guard{});
+void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p) {
+  on_executor(dir->s->executor(), std::move(h), [dir, p = std::move(p)](auto h) mutable {
+    auto op = detail::pending<void(error_code, lock_guard)>::make(std::move(h), dir->s->executor());
+    if (dir->path_error) return op->complete(dir->path_error, lock_guard{});
     // The session first: a reentrant hold of a session that just ended (its state event still
     // queued) must not be handed out again.
-    if (auto ec = session_end_error(state->s->state())) return op->complete(ec, lock_guard{});
-    if (state->local) return start_local_acquire(state->local, std::move(op), std::move(p));
+    if (auto ec = session_end_error(dir->s->state())) return op->complete(ec, lock_guard{});
+    if (dir->local) return start_local_acquire(dir->local, std::move(op), std::move(p));
     // Our node's data: the marker of its kind and who we are (an election passes its own).
-    if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), state->identity);
-    if (state->owned.reenter(p, op)) return;
+    if (!p.node_data) p.node_data = make_node_data(creation_marker(p.kind), dir->identity);
+    if (dir->owned.reenter(p, op)) return;
     // A try-acquire never waits: not connected, ZooKeeper cannot be asked now.
-    if (p.mode != lock_mode::wait && !is_connected(state->s->state()))
+    if (p.mode != lock_mode::wait && !is_connected(dir->s->state()))
       return op->complete(errc::connection_unavailable, lock_guard{});
-    run_acquire(state, std::move(op), std::move(p));
+    run_acquire(dir, std::move(op), std::move(p));
   });
 }
 

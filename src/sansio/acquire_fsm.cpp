@@ -162,8 +162,8 @@ acquire_fsm::actions acquire_fsm::requeue() {
   return create_and_list();
 }
 
-acquire_fsm::actions acquire_fsm::after_connection_loss(retry what) {
-  retry_ = what;
+acquire_fsm::actions acquire_fsm::after_connection_loss(resend what) {
+  resend_ = what;
   return {{acquire_action::wait_reconnect, {}}};
 }
 
@@ -183,7 +183,7 @@ acquire_fsm::actions acquire_fsm::on_create(error_code ec, const std::string& cr
   in_flight_.erase(request::list);  // the pipelined listing fails the same way; ignore its reply
   if (is_connection_loss(ec)) {
     create_outcome_unknown_ = true;  // find our node by its id after the reconnect
-    return after_connection_loss(retry::list);
+    return after_connection_loss(resend::list);
   }
   if (phase_ == phase::cleaning) {
     node_gone_ = true;
@@ -203,7 +203,7 @@ acquire_fsm::actions acquire_fsm::on_parents(error_code ec) {
     return finish_cleaning_if_idle();
   }
   if (!ec || ec == zk_errc::node_exists) return create_and_list();
-  if (is_connection_loss(ec)) return after_connection_loss(retry::create);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::create);
   return fail(ec);
 }
 
@@ -211,7 +211,7 @@ acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<s
   if (phase_ == phase::done || !in_flight_.take(request::list)) return {};
   if (probing_) {
     if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-    if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+    if (is_connection_loss(ec)) return after_connection_loss(resend::list);
     if (ec && ec != zk_errc::no_node) return fail(failure(ec));
     if (!ec) {
       switch (probe(children, kind_, max_leases_)) {
@@ -226,7 +226,7 @@ acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<s
     return create_and_list();  // looks free (or no dir yet): the create-and-list decides
   }
   if (!ec) return evaluate(children);
-  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::list);
   if (ec == zk_errc::no_node) {
     // the lock dir is gone, so is any node of ours in it
     node_.clear();
@@ -265,7 +265,7 @@ acquire_fsm::actions acquire_fsm::on_downgrade_checked(const std::string& writer
                                                  std::int64_t mark_owner) {
   if (phase_ == phase::done || !in_flight_.take(request::check_downgrade)) return {};
   if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
-  if (is_connection_loss(ec)) return after_connection_loss(retry::list);  // look again
+  if (is_connection_loss(ec)) return after_connection_loss(resend::list);  // look again
   if (ec) return fail(failure(ec));
   // Proven: evaluate counts it as a reader from now on. A mark of another session's (or none
   // left) proves nothing: the writer still blocks.
@@ -468,7 +468,7 @@ acquire_fsm::actions acquire_fsm::on_stat(error_code ec, std::int64_t czxid, boo
     return acquired();
   }
   if (ec == zk_errc::no_node) return requeue();
-  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::list);
   return fail(failure(ec));
 }
 
@@ -483,7 +483,7 @@ acquire_fsm::actions acquire_fsm::on_dir_watch_set(error_code ec, const std::vec
     return finish_cleaning_if_idle();
   }
   if (!ec) return evaluate(children);
-  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::list);
   if (ec == zk_errc::no_node) return create_and_list();  // the dir went, and our node with it
   return fail(failure(ec));
 }
@@ -517,7 +517,7 @@ acquire_fsm::actions acquire_fsm::on_watch_set(const std::string& path, error_co
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
   }
-  if (is_connection_loss(ec)) return after_connection_loss(retry::list);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::list);
   return fail(failure(ec));
 }
 
@@ -674,7 +674,7 @@ acquire_fsm::actions acquire_fsm::on_watch_removed(const std::string& path, erro
     // Lost with the connection: the C client keeps the watcher and sets it again on the
     // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
     // session gone) it is gone.
-    if (is_connection_loss(ec)) return after_connection_loss(retry::remove_watch);
+    if (is_connection_loss(ec)) return after_connection_loss(resend::remove_watch);
     watch_active_ = false;
     return after_watch_removed();
   }
@@ -704,22 +704,22 @@ acquire_fsm::actions acquire_fsm::after_watch_removed() {
 
 acquire_fsm::actions acquire_fsm::on_deleted(error_code ec) {
   if (!in_flight_.take(request::delete_node)) return {};
-  if (is_connection_loss(ec)) return after_connection_loss(retry::delete_node);
+  if (is_connection_loss(ec)) return after_connection_loss(resend::delete_node);
   if (!ec || ec == zk_errc::no_node || ec == condition::session_lost) {
     node_gone_ = true;  // deleted, or the session is gone (ephemeral with it)
     return finish_cleaning_if_idle();
   }
   // Refused. For now (the server throttles; the C client failed locally): the node is still
   // ours to delete, send it again after a growing delay, as hold_fsm does for a release.
-  if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && delete_retries_ < max_delete_retries) {
-    acquire_action a{acquire_action::retry_delete, node_};
+  if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && delete_backoffs_ < max_delete_backoffs) {
+    acquire_action a{acquire_action::backoff_delete, node_};
     a.ec = ec;
-    a.delay = std::chrono::milliseconds(100 << delete_retries_);
-    ++delete_retries_;
+    a.delay = std::chrono::milliseconds(100 << delete_backoffs_);
+    ++delete_backoffs_;
     in_flight_.insert(request::delete_delay);
     return {a};
   }
-  // For good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our node
+  // For good (no_auth: the lock dir's ACL lacks DELETE; or the backoffs ran out): our node
   // blocks the lock until the session ends. Never silent: the runner logs it.
   node_gone_ = true;  // nothing more we can do for it
   actions out{{acquire_action::report_cleanup_failed, node_, ec}};
@@ -728,7 +728,7 @@ acquire_fsm::actions acquire_fsm::on_deleted(error_code ec) {
   return out;
 }
 
-acquire_fsm::actions acquire_fsm::on_retry_due() {
+acquire_fsm::actions acquire_fsm::on_backoff_due() {
   if (phase_ == phase::done || !in_flight_.take(request::delete_delay)) return {};
   in_flight_.insert(request::delete_node);
   return {{acquire_action::delete_node, node_}};  // while disconnected it fails, and waits for the reconnect
@@ -745,34 +745,34 @@ acquire_fsm::actions acquire_fsm::on_reconnected() {
     }
   // our node's watch lost with the connection (its request failed): set it again
   if ((phase_ == phase::acquiring || phase_ == phase::granting) && !node_.empty() && own_ == own_watch::none &&
-      !own_gone_ && retry_ != retry::create) {
+      !own_gone_ && resend_ != resend::create) {
     auto w = watch_own();
     out.insert(out.end(), w.begin(), w.end());
   }
-  retry r = retry_;
-  retry_ = retry::none;
+  resend r = resend_;
+  resend_ = resend::none;
   auto add = [&out](actions more) {
     out.insert(out.end(), more.begin(), more.end());
     return out;
   };
   switch (r) {
-    case retry::none:
+    case resend::none:
       if (phase_ == phase::acquiring && (watch_active_ || !blockers_.empty())) unconfirmed_ = true;  // see unconfirmed_
       return out;
-    case retry::create:
+    case resend::create:
       if (phase_ == phase::cleaning) return add(finish_cleaning_if_idle());
       return add(create_and_list());
-    case retry::list:
+    case resend::list:
       if (phase_ == phase::acquiring && !blockers_.empty()) unconfirmed_ = true;
       if (phase_ == phase::cleaning && !node_.empty() && !create_outcome_unknown_) return add(finish_cleaning_if_idle());
       if (in_flight_.contains(request::list)) return out;
       return add(list_dir());
-    case retry::remove_watch:
+    case resend::remove_watch:
       if (!watch_active_) return add(after_watch_removed());
       in_flight_.insert(request::remove_watch);
       out.push_back({acquire_action::remove_watch, predecessor_});
       return out;
-    case retry::delete_node:
+    case resend::delete_node:
       in_flight_.insert(request::delete_node);
       out.push_back({acquire_action::delete_node, node_});
       return out;
@@ -789,7 +789,7 @@ acquire_fsm::actions acquire_fsm::on_expired(error_code why) {
   watch_active_ = false;
   blockers_.clear();
   own_ = own_watch::none;
-  retry_ = retry::none;
+  resend_ = resend::none;
   checks_pending_ = 0;
   delay_running_ = false;
   grant_waiting_ = false;
@@ -839,7 +839,7 @@ acquire_fsm::actions acquire_fsm::fail(error_code ec) {
 acquire_fsm::actions acquire_fsm::finish_cleaning_if_idle() {
   if (phase_ != phase::cleaning) return {};
   // Wait for what is in flight (cleanup_waits_for says what and why), or a reconnect.
-  if (in_flight_.contains_any(cleanup_waits_for) || retry_ != retry::none) return {};
+  if (in_flight_.contains_any(cleanup_waits_for) || resend_ != resend::none) return {};
   if (!blockers_.empty()) {
     // blocker watches: wait for their requests; one still set (none should be) goes now
     return remove_blocker_watches();

@@ -104,7 +104,7 @@ struct acquire_action {
     refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
     requeued,           ///< our node `path` was deleted by someone else: we queue again (for the record)
     answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
-    retry_delete,       ///< call on_retry_due() after `delay` (the server refused our cleanup delete for now)
+    backoff_delete,       ///< call on_backoff_due() after `delay` (the server refused our cleanup delete for now)
     report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
     complete,           ///< the operation is over: see acquire_fsm::result()
     // lock-delay only (set_lock_delay):
@@ -199,10 +199,10 @@ class acquire_fsm {
   /// Reply to remove_watch on `path`.
   actions on_watch_removed(const std::string& path, error_code ec);
   actions on_deleted(error_code ec);
-  /// The delay asked by retry_delete has passed.
-  actions on_retry_due();
+  /// The delay asked by backoff_delete has passed.
+  actions on_backoff_due();
   /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...).
-  static constexpr int max_delete_retries = 5;
+  static constexpr int max_delete_backoffs = 5;
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
   /// node of another session is never adopted).
   actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
@@ -250,7 +250,7 @@ class acquire_fsm {
  private:
   // granting: won, checked against the session (and its contact refreshed) before the grant
   enum class phase { idle, acquiring, granting, cleaning, done };
-  enum class retry { none, create, list, delete_node, remove_watch };
+  enum class resend { none, create, list, delete_node, remove_watch };
   // A watched blocker: its getData in flight (setting), its watch set, its removal in flight,
   // or its removal lost with the connection (sent again after the reconnect).
   enum class blocker_watch { setting, set, removing, remove_lost };
@@ -266,7 +266,7 @@ class acquire_fsm {
     stat,
     check_downgrade,  // a look at the head writer's downgrade mark (one at a time)
     refresh,       // refresh_contact, before a grant
-    delete_delay,  // a retry_delete's delay is running (a timer, not a server request)
+    delete_delay,  // a backoff_delete's delay is running (a timer, not a server request)
   };
   // The cleanup waits for these before it decides what is left to delete: a create's outcome
   // says whether there is a node, a watch being set must be removed, a removal or a delete (or
@@ -293,14 +293,14 @@ class acquire_fsm {
   actions finish_cleaning(actions out);  // `out`, then finish_cleaning_if_idle's
   actions after_watch_removed();  // our watch is gone: grant, look again, or go on cleaning
   actions create_and_list();
-  actions after_connection_loss(retry what);
+  actions after_connection_loss(resend what);
   actions list_dir();  // after a lost create, behind a sync (protected-create recovery)
   actions blocker_vanished(const std::string& path);  // lock-delay: check its owner's session, or delay
   actions delay_grant();                               // lock-delay: (re)start the delay
   actions vanished_from(const std::vector<std::string>& children);  // owners_ not in the listing
   bool grant_held_back() const noexcept { return checks_pending_ > 0 || delay_running_; }
 
-  // State. The requests in flight are one set (in_flight_); phase_, retry_ and refresh_ are one
+  // State. The requests in flight are one set (in_flight_); phase_, resend_ and refresh_ are one
   // variable each. The booleans left are facts of their own, each true or false in any phase
   // and whatever is in flight:
   //  - probing_: the try-lock's look before its create; it outlives a stop (cleaning), where a
@@ -334,7 +334,7 @@ class acquire_fsm {
   bool create_outcome_unknown_ = false;  // create lost with the connection
   bool watch_active_ = false;
   bool node_gone_ = false;      // deleted (or never created) during cleanup
-  retry retry_ = retry::none;
+  resend resend_ = resend::none;
   int parent_attempts_ = 0;
   std::string predecessor_;  // the lease dir, while watched
   int max_watched_;
@@ -350,7 +350,7 @@ class acquire_fsm {
   std::vector<std::string> downgraded_;  // writers' nodes whose downgrade mark proved them readers
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
-  int delete_retries_ = 0;  // cleanup deletes sent again after the server refused them for now
+  int delete_backoffs_ = 0;  // cleanup deletes sent again after the server refused them for now
   // Lock-delay: the owner sessions of the nodes ahead we watch (or, for a lease, read; 0 until
   // known), the checks of vanished ones' sessions in flight, the delay running, and a grant
   // that waits for both.

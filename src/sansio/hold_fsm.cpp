@@ -43,7 +43,7 @@ hold_fsm::actions hold_fsm::on_suspended() {
   link_ = link::suspended;
   if (status_ == lock_status::held) status_ = lock_status::maybe_lost;
   actions out;
-  // A retry waiting out its delay now waits for the network too: do not make the caller wait.
+  // A delete backing off now waits for the network too: do not make the caller wait.
   if (delete_ == delete_state::backoff) complete(out, errc::release_pending);
   return out;
 }
@@ -135,7 +135,7 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     delete_ = delete_state::done;
     complete(out, {});
   } else if (ec == zk_errc::no_node) {
-    // On a retry the first request committed (our session lives, and only its delete or its
+    // On a later attempt (a resend or a backoff) the first request committed (our session lives, and only its delete or its
     // expiry removes our ephemeral node). On the first try someone else deleted it.
     delete_ = delete_state::done;
     complete(out, attempts_ > 1 ? error_code{} : make_lock_lost(lost_cause::node_deleted));
@@ -143,14 +143,14 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     delete_ = delete_state::done;  // the node goes with the session
     complete(out, make_lock_lost(ec == zk_errc::closing || ec == errc::session_closed ? lost_cause::session_closed
                                                                                         : lost_cause::session_expired));
-  } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && retries_ < max_release_retries) {
+  } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && backoffs_ < max_release_backoffs) {
     // Refused for now (the server throttles; the C client failed locally): the node is still
     // ours to delete. The caller, if any, keeps waiting for the outcome.
     delete_ = delete_state::backoff;
-    out.push_back({hold_action::retry_release, ec, std::chrono::milliseconds(100 << retries_)});
-    ++retries_;
+    out.push_back({hold_action::backoff_release, ec, std::chrono::milliseconds(100 << backoffs_)});
+    ++backoffs_;
   } else {
-    // Refused for good (no_auth: the lock dir's ACL lacks DELETE; or the retries ran out): our
+    // Refused for good (no_auth: the lock dir's ACL lacks DELETE; or the backoffs ran out): our
     // node blocks the lock until the session ends. Never counted as done, never silent.
     delete_ = delete_state::failed;
     failure_ = ec;
@@ -160,7 +160,7 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
   return out;
 }
 
-hold_fsm::actions hold_fsm::on_retry_due() {
+hold_fsm::actions hold_fsm::on_backoff_due() {
   if (delete_ != delete_state::backoff) return {};
   delete_ = delete_state::wanted;
   return send_if_connected();  // or after the reconnect

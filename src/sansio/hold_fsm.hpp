@@ -10,14 +10,14 @@
 //    after it was reported lost (a long disconnection that the session survived): a lost hold
 //    left in place would block every contender for the life of the session.
 //  - A release whose request was lost with the connection is sent again after the reconnect;
-//    if that retry finds the node gone while our session lives, the first one committed: the
+//    if that resend finds the node gone while our session lives, the first one committed: the
 //    release succeeded (only our session's delete or its expiry removes our ephemeral node).
 //  - A release never waits for the network while the connection is down: it completes with
 //    errc::release_pending and finishes in the background.
 //  - A delete the server refuses is never counted as done: one it may accept later
 //    (throttled_op, the C client's system_error) is sent again after a growing delay, a few
 //    times; one it refuses for good (no_auth: the lock dir's ACL lacks DELETE, and any other
-//    error, or the retries used up) leaves our node blocking the lock until the session ends,
+//    error, or the backoffs used up) leaves our node blocking the lock until the session ends,
 //    and says so: the release's caller gets the error, release_failure() keeps it for the
 //    guard, and report_release_failed asks the runner to log it (nobody may wait).
 //  - The validity deadline (lock_guard::valid_until: the last reply + the session timeout - a
@@ -64,7 +64,7 @@ struct hold_action {
     send_release,      ///< delete our node (the marking transaction or a plain delete)
     report_lost,       ///< the lock is lost: tell the guard's lost waiters
     complete_release,  ///< the caller of the release gets `ec`
-    retry_release,     ///< call on_retry_due() after `delay` (the server refused for now)
+    backoff_release,     ///< call on_backoff_due() after `delay` (the server refused for now)
     report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
     arm_timer,         ///< call on_clock() at `at` (replaces the previous timer)
     stop_timer,        ///< nothing to wait for: cancel the timer
@@ -100,7 +100,7 @@ class hold_fsm {
   /// until the session ends, and blocks the lock meanwhile.
   error_code release_failure() const noexcept { return failure_; }
   /// How often a delete the server may accept later is sent again, after 100 ms, 200 ms, ...
-  static constexpr int max_release_retries = 5;
+  static constexpr int max_release_backoffs = 5;
 
   /// Why the lock was lost (errc::lock_lost naming the cause; empty while not lost).
   error_code lost_error() const noexcept { return lost_; }
@@ -140,12 +140,12 @@ class hold_fsm {
   actions release(bool caller_waits);
   /// Reply to send_release.
   actions on_release_reply(error_code ec);
-  /// The delay asked by retry_release has passed.
-  actions on_retry_due();
+  /// The delay asked by backoff_release has passed.
+  actions on_backoff_due();
 
  private:
   enum class link { connected, suspended, ended };
-  // backoff: refused for now, wanted again after retry_release's delay; failed: refused for
+  // backoff: refused for now, wanted again after backoff_release's delay; failed: refused for
   // good, our node stays until the session ends
   enum class delete_state { none, wanted, in_flight, backoff, failed, done };
 
@@ -157,7 +157,7 @@ class hold_fsm {
   link link_;
   delete_state delete_ = delete_state::none;
   int attempts_ = 0;           // release requests sent
-  int retries_ = 0;            // of them, resent after the server refused for now
+  int backoffs_ = 0;            // of them, resent after the server refused for now
   error_code failure_;         // see release_failure()
   error_code lost_;            // see lost_error()
   bool caller_waits_ = false;  // a caller waits for complete_release

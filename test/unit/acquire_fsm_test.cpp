@@ -1262,13 +1262,13 @@ TEST_CASE("a cleanup delete the server throttles is sent again after a growing d
   busy_after_create(s);
   s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
   CHECK_FALSE(s.completed);  // the node is still there: not done
-  REQUIRE(s.delete_retries == 1);
-  s.retry_delete_due();  // the delete again
+  REQUIRE(s.delete_backoffs == 1);
+  s.backoff_delete_due();  // the delete again
   REQUIRE(s.replies.size() == 1);
   s.replies.clear();
   s.apply(s.fsm.on_deleted(zk_errc::system_error));  // the C client failed it locally: again
-  CHECK(s.delete_retries == 2);
-  s.retry_delete_due();
+  CHECK(s.delete_backoffs == 2);
+  s.backoff_delete_due();
   s.drain();  // applied this time
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::lock_busy);
@@ -1280,7 +1280,7 @@ TEST_CASE("a cleanup delete refused by the ACL (no_auth) is reported, never forg
   sim s(lock_mode::try_once);
   busy_after_create(s);
   s.apply(s.fsm.on_deleted(zk_errc::no_auth));
-  CHECK(s.delete_retries == 0);  // refused for good: no retry
+  CHECK(s.delete_backoffs == 0);  // refused for good: no retry
   CHECK(s.cleanup_failures == 1);
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::lock_busy);
@@ -1290,12 +1290,12 @@ TEST_CASE("a cleanup delete refused by the ACL (no_auth) is reported, never forg
 TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[unit][lock][fault][cancel]") {
   sim s(lock_mode::try_once);
   busy_after_create(s);
-  for (int i = 0; i <= acquire_fsm::max_delete_retries && !s.completed; ++i) {
+  for (int i = 0; i <= acquire_fsm::max_delete_backoffs && !s.completed; ++i) {
     s.apply(s.fsm.on_deleted(zk_errc::throttled_op));
-    s.retry_delete_due();
+    s.backoff_delete_due();
     s.replies.clear();
   }
-  CHECK(s.delete_retries == acquire_fsm::max_delete_retries);
+  CHECK(s.delete_backoffs == acquire_fsm::max_delete_backoffs);
   CHECK(s.cleanup_failures == 1);
   REQUIRE(s.completed);
 }

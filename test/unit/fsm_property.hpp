@@ -133,10 +133,10 @@ struct sim {
   // no watch is on the server. What it was at the completion.
   int own_watch_failing = 0, own_watch_failing_at_completion = 0;
   bool own_watch_set_at_completion = false;  // on the server (a reply lost later is the hold's to handle)
-  int delete_retries = 0, cleanup_failures = 0;
+  int delete_backoffs = 0, cleanup_failures = 0;
   // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
   std::function<bool()> throttle_delete;
-  bool retry_due = false;  // a retry_delete's delay is running
+  bool backoff_due = false;  // a backoff_delete's delay is running
   std::string violation;       // the first request the fsm's state forbids (property tests)
 
   /// `max_watched`: K, the blockers the machine watches at once.
@@ -277,7 +277,7 @@ struct sim {
       if (completed) forbid("an action after the completion");
       if (!connected && a.type != acquire_action::wait_reconnect && a.type != acquire_action::complete &&
           a.type != acquire_action::check_grant && a.type != acquire_action::answer_early &&
-          a.type != acquire_action::retry_delete && a.type != acquire_action::report_cleanup_failed) {
+          a.type != acquire_action::backoff_delete && a.type != acquire_action::report_cleanup_failed) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -481,11 +481,11 @@ struct sim {
               a.ec != errc::lock_timeout)
             forbid("answered early with " + a.ec.message());
           break;
-        case acquire_action::retry_delete:
+        case acquire_action::backoff_delete:
           --requests;
-          if (retry_due) forbid("a second delete retry while one is due");
-          retry_due = true;
-          ++delete_retries;
+          if (backoff_due) forbid("a second delete backoff while one is due");
+          backoff_due = true;
+          ++delete_backoffs;
           break;
         case acquire_action::report_cleanup_failed:
           --requests;
@@ -509,10 +509,10 @@ struct sim {
       }
     }
   }
-  void retry_delete_due() {
-    if (!retry_due) return;
-    retry_due = false;
-    apply(fsm.on_retry_due());
+  void backoff_delete_due() {
+    if (!backoff_due) return;
+    backoff_due = false;
+    apply(fsm.on_backoff_due());
   }
   // A request sent while the connection is down: its reply is connection_loss.
   void queue_lost(const acquire_action& a) {
@@ -546,7 +546,7 @@ struct sim {
       case acquire_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case acquire_action::wait_reconnect:
       case acquire_action::requeued:
-      case acquire_action::retry_delete:
+      case acquire_action::backoff_delete:
       case acquire_action::report_cleanup_failed:
       case acquire_action::check_grant:
       case acquire_action::answer_early:
@@ -820,7 +820,7 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
         }
         break;
       case 5:
-        s.retry_delete_due();  // the delay of a refused cleanup delete passed
+        s.backoff_delete_due();  // the delay of a refused cleanup delete passed
         break;
       case 9: {
         bool was = s.connected;
@@ -847,13 +847,13 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
   // contender gone; whatever was still waiting must now complete.
   s.reconnect();
   s.drain();
-  for (int i = 0; i < 10 && s.retry_due; ++i) s.retry_delete_due(), s.drain();
+  for (int i = 0; i < 10 && s.backoff_due; ++i) s.backoff_delete_due(), s.drain();
   if (auto bad = check()) return bad;
   if (!s.completed && !expired) {
     for (auto& f : foreign) s.delete_foreign(f);
     foreign.clear();
     s.drain();
-    for (int i = 0; i < 10 && s.retry_due; ++i) s.retry_delete_due(), s.drain();
+    for (int i = 0; i < 10 && s.backoff_due; ++i) s.backoff_delete_due(), s.drain();
     if (auto bad = check()) return bad;
     if (!s.completed) return "still waiting with the connection up and no contender left";
   }
@@ -861,7 +861,7 @@ std::optional<std::string> run_lock_property(Source& rng, bool faults) {
     return "our granted node vanished";
   if (s.completed && !expired && s.fsm.result().ec && s.ours() != 0 && s.cleanup_failures == 0)
     return "a node of ours left after the failure, not reported";
-  if (s.retry_due && s.completed) return "a delete retry due after the completion";
+  if (s.backoff_due && s.completed) return "a delete backoff due after the completion";
   return std::nullopt;
 }
 
@@ -875,7 +875,7 @@ struct hold_driver {
   error_code last_completion;
   error_code lost_error;  // what report_lost said
   bool in_flight = false;
-  bool retry_pending = false;  // a retry_release's delay is running
+  bool backoff_pending = false;  // a backoff_release's delay is running
   std::string violation;  // the first broken rule of the driver's own
   // The clock and the session's contact (on_clock): a session timeout of 3 s, a margin of 1 s.
   time_point now{std::chrono::seconds(1000)}, last_ack = now;
@@ -941,10 +941,10 @@ struct hold_driver {
           ++completions;
           last_completion = a.ec;
           break;
-        case hold_action::retry_release:
-          if (retry_pending) forbid("a second retry while one is due");
-          if (in_flight) forbid("a retry while a release is in flight");
-          retry_pending = true;
+        case hold_action::backoff_release:
+          if (backoff_pending) forbid("a second backoff while one is due");
+          if (in_flight) forbid("a backoff while a release is in flight");
+          backoff_pending = true;
           ++retries;
           break;
         case hold_action::report_release_failed:
@@ -980,11 +980,11 @@ struct hold_driver {
       if (a.type == hold_action::report_lost) deadline_waiters.clear(), timer.reset();
     }
   }
-  // the delay of retry_release passed
-  void retry_due() {
-    if (!retry_pending) return;
-    retry_pending = false;
-    apply(fsm.on_retry_due());
+  // the delay of backoff_release passed
+  void backoff_due() {
+    if (!backoff_pending) return;
+    backoff_pending = false;
+    apply(fsm.on_backoff_due());
   }
   void reply(error_code ec) {
     if (!in_flight) forbid("a reply without a request");
@@ -1075,7 +1075,7 @@ std::optional<std::string> run_hold_property(Source& rng) {
         if (d.in_flight || d.keepalive_in_flight) d.drop_connection(), d.tick();
         break;
       case 7:
-        d.retry_due();
+        d.backoff_due();
         break;
       case 8:
         d.advance(std::chrono::milliseconds(rng() % 1200));
@@ -1126,9 +1126,9 @@ std::optional<std::string> run_hold_property(Source& rng) {
   if (!d.ended) {
     d.connected = true;
     d.apply(d.fsm.on_connected(true));
-    while (d.in_flight || d.retry_pending) {
+    while (d.in_flight || d.backoff_pending) {
       if (d.in_flight) d.reply(node_gone ? error_code(zk_errc::no_node) : error_code{});
-      d.retry_due();
+      d.backoff_due();
     }
     // a node left behind is either deleted or reported (the server refused it for good)
     if ((released || d.fsm.status() == lock_status::lost) && !d.fsm.finished() && !d.fsm.release_failure())

@@ -186,13 +186,13 @@ TEST_CASE("a release the server throttles is sent again after a growing delay, a
     auto out = d.fsm.on_release_reply(zk_errc::throttled_op);
     d.in_flight = false;
     REQUIRE(out.size() == 1);
-    CHECK(out[0].type == hold_action::retry_release);
+    CHECK(out[0].type == hold_action::backoff_release);
     delays.push_back(out[0].delay);
     d.apply(out);
     CHECK(d.fsm.release_owed());  // the session keeps the hold meanwhile
     CHECK(d.completions == 0);    // the caller waits for the outcome
     CHECK(d.sends == i + 1);      // nothing sent before the delay passed
-    d.retry_due();
+    d.backoff_due();
     CHECK(d.sends == i + 2);
   }
   CHECK(delays == std::vector<std::chrono::milliseconds>{100ms, 200ms, 400ms});
@@ -208,14 +208,14 @@ TEST_CASE("a release throttled until the retries run out: the caller gets the er
           "[unit][hold][fault]") {
   driver d;
   d.apply(d.fsm.release(true));
-  for (int i = 0; i < hold_fsm::max_release_retries; ++i) {
+  for (int i = 0; i < hold_fsm::max_release_backoffs; ++i) {
     d.reply(zk_errc::throttled_op);
-    CHECK(d.retry_pending);
-    d.retry_due();
+    CHECK(d.backoff_pending);
+    d.backoff_due();
   }
-  CHECK(d.sends == hold_fsm::max_release_retries + 1);
+  CHECK(d.sends == hold_fsm::max_release_backoffs + 1);
   d.reply(zk_errc::throttled_op);
-  CHECK_FALSE(d.retry_pending);
+  CHECK_FALSE(d.backoff_pending);
   CHECK(d.completions == 1);
   CHECK(d.last_completion == zk_errc::throttled_op);
   CHECK(d.failures == 1);
@@ -235,7 +235,7 @@ TEST_CASE("a release refused by the ACL (no_auth): no retry, the caller and the 
     d.apply(d.fsm.release(waits));
     d.reply(zk_errc::no_auth);
     CHECK(d.sends == 1);
-    CHECK_FALSE(d.retry_pending);
+    CHECK_FALSE(d.backoff_pending);
     CHECK(d.completions == (waits ? 1 : 0));
     if (waits) CHECK(d.last_completion == zk_errc::no_auth);
     CHECK(d.failures == 1);  // reported whether or not a caller waits: never silent
@@ -268,7 +268,7 @@ TEST_CASE("a throttled release whose connection drops during the delay: release_
   d.drop_connection();
   CHECK(d.completions == 1);
   CHECK(d.last_completion == errc::release_pending);
-  d.retry_due();  // the delay passes while the connection is down: nothing sent
+  d.backoff_due();  // the delay passes while the connection is down: nothing sent
   CHECK(d.sends == 1);
   d.apply(d.fsm.on_connected(true));
   CHECK(d.sends == 2);
@@ -283,7 +283,7 @@ TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", 
   d.reply(zk_errc::throttled_op);
   d.apply(d.fsm.on_session_ended());
   CHECK(d.last_completion == errc::lock_lost);
-  d.retry_due();
+  d.backoff_due();
   CHECK(d.sends == 1);
   CHECK(d.fsm.finished());
 }
