@@ -92,7 +92,10 @@ class ZKLOCK_API lock_guard {
   /// A cancellation slot emitted (terminal) when the lock is lost: bind the work of the
   /// critical section to it (`asio::bind_cancellation_slot(guard.lost_slot(), token)`) and it is
   /// cancelled through Asio's own cancellation as soon as the lock is lost. One handler at a
-  /// time, like any cancellation slot. Empty for an empty guard.
+  /// time, like any cancellation slot. Empty for an empty guard. The slot is the hold's, not
+  /// this object's (a moved guard keeps it; a reentrant owner's guards share it): a release never
+  /// emits it, and its handler is destroyed uncalled when the hold ends, which can be soon after
+  /// the guard is destroyed. So finish the work bound to it (or clear the slot) first.
   asio::cancellation_slot lost_slot() const noexcept;
 
   /// Releases this hold (the last hold of a reentrant owner deletes the lock node).
