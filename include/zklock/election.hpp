@@ -2,7 +2,7 @@
 // operations, on the lock recipe's engine.
 #pragma once
 
-#include <zklock/detail/rebind.hpp>
+#include <zklock/detail/election.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/mutex.hpp>
 
@@ -24,31 +24,12 @@ struct leader_info {
   friend bool operator==(const leader_info&, const leader_info&) = default;
 };
 
-class leadership;
-
 /// Options of an election.
 struct election_options {
   /// Lock-delay (zero: off): a candidate whose leader ahead went with its session (an expiry,
   /// not a resignation) takes the lead this long later. See mutex_options::lock_delay.
   std::chrono::milliseconds lock_delay{0};
 };
-
-namespace detail {
-struct election_state;
-using leadership_handler = asio::any_completion_handler<void(error_code, leadership)>;
-using leader_handler = asio::any_completion_handler<void(error_code, std::optional<leader_info>)>;
-ZKLOCK_API std::shared_ptr<election_state> make_election_state(std::shared_ptr<session_impl> s, std::string path,
-                                                    std::string identity);
-ZKLOCK_API const std::string& election_path(const election_state& e) noexcept;
-ZKLOCK_API const std::string& election_identity(const election_state& e) noexcept;
-ZKLOCK_API std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e);
-ZKLOCK_API void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
-                    std::chrono::steady_clock::duration timeout);
-ZKLOCK_API void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h);
-ZKLOCK_API void query_leader(const std::shared_ptr<election_state>& e, leader_handler h);
-ZKLOCK_API void observe_leader(const std::shared_ptr<election_state>& e, std::optional<leader_info> known, leader_handler h);
-struct election_access;
-}  // namespace detail
 
 /// This candidate leads: a lock_guard on our election node, plus our identity. Move-only.
 /// Destroying it (or move-assigning over it) without async_resign resigns in the background,
@@ -148,18 +129,12 @@ class leadership {
   }
 
  private:
-  friend struct detail::election_access;
+  friend struct detail::access;
   leadership(lock_guard g, std::string identity) noexcept : guard_(std::move(g)), identity_(std::move(identity)) {}
 
   lock_guard guard_;
   std::string identity_;
 };
-
-namespace detail {
-struct election_access {
-  static leadership make(lock_guard g, std::string identity) { return leadership(std::move(g), std::move(identity)); }
-};
-}  // namespace detail
 
 /// A leader election on `path` (its candidates' nodes are its children), wire-compatible with
 /// Curator's LeaderLatch: each candidate is a protected ephemeral-sequential node

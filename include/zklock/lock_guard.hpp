@@ -2,8 +2,7 @@
 // std::unique_lock: release, lost-tracking, validity deadline, fencing token, guarded writes.
 #pragma once
 
-#include <zklock/detail/pending.hpp>
-#include <zklock/detail/rebind.hpp>
+#include <zklock/detail/lock_guard.hpp>
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
 #include <zklock/session.hpp>
@@ -23,31 +22,6 @@
 namespace zklock {
 
 class multi_guard;
-
-namespace detail {
-/// The right to give back one hold, taken from a guard by async_release. Launched, it
-/// releases; destroyed unlaunched (a deferred release never awaited), it releases in the
-/// background. Either way exactly once, whatever became of the guard meanwhile.
-class ZKLOCK_API release_ticket {
- public:
-  release_ticket(std::shared_ptr<hold> h, asio::any_io_executor ex) noexcept : hold_(std::move(h)), ex_(std::move(ex)) {}
-  release_ticket(release_ticket&& o) noexcept = default;
-  release_ticket& operator=(release_ticket&&) = delete;
-  ~release_ticket();
-  void launch(void_handler h);
-
- private:
-  std::shared_ptr<hold> hold_;  // null once launched, or for an empty or released guard
-  asio::any_io_executor ex_;    // the guard's (empty for a default-constructed guard)
-};
-ZKLOCK_API void wait_lost(const std::shared_ptr<hold>& h, void_handler handler);
-ZKLOCK_API void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler);
-ZKLOCK_API void downgrade(const std::shared_ptr<hold>& h, void_handler handler);
-ZKLOCK_API void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler);
-/// Launches every ticket; completes `h` once all are done, with the most telling error
-/// (lock_lost, then release_pending, then any other).
-ZKLOCK_API void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, void_handler h);
-}  // namespace detail
 
 /// Owns one hold of a lock, like std::unique_lock. Move-only.
 ///
@@ -118,7 +92,10 @@ class ZKLOCK_API lock_guard {
   /// A cancellation slot emitted (terminal) when the lock is lost: bind the work of the
   /// critical section to it (`asio::bind_cancellation_slot(guard.lost_slot(), token)`) and it is
   /// cancelled through Asio's own cancellation as soon as the lock is lost. One handler at a
-  /// time, like any cancellation slot. Empty for an empty guard.
+  /// time, like any cancellation slot. Empty for an empty guard. The slot is the hold's, not
+  /// this object's (a moved guard keeps it; a reentrant owner's guards share it): a release never
+  /// emits it, and its handler is destroyed uncalled when the hold ends, which can be soon after
+  /// the guard is destroyed. So finish the work bound to it (or clear the slot) first.
   asio::cancellation_slot lost_slot() const noexcept;
 
   /// Releases this hold (the last hold of a reentrant owner deletes the lock node).

@@ -1,7 +1,7 @@
 // zklock::multi_lock: several locks taken as one, in a global order, all or nothing.
 #pragma once
 
-#include <zklock/detail/rebind.hpp>
+#include <zklock/detail/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 
 #include <algorithm>
@@ -51,17 +51,6 @@ class multi_guard {
  private:
   std::vector<lock_guard> guards_;
 };
-
-namespace detail {
-struct multi_lock_item {
-  std::shared_ptr<lock_dir> dir;
-  lock_kind kind;
-};
-using multi_handler_t = asio::any_completion_handler<void(error_code, multi_guard)>;
-/// `ex`: the session's executor (an empty set completes through it too, never inline).
-ZKLOCK_API void start_multi(std::vector<multi_lock_item> items, multi_handler_t h, std::chrono::steady_clock::duration timeout,
-                 asio::any_io_executor ex);
-}  // namespace detail
 
 /// Acquires several locks as one. Each is a mutex path or a side of a shared_mutex path;
 /// `async_acquire` takes them one after another in a global order (by path), so two

@@ -1,9 +1,7 @@
 // zklock::mutex: the ZooKeeper exclusive-lock recipe as an Asio async operation.
 #pragma once
 
-#include <zklock/detail/acquire_params.hpp>
-#include <zklock/detail/pending.hpp>
-#include <zklock/detail/rebind.hpp>
+#include <zklock/detail/mutex.hpp>
 #include <zklock/error.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/session.hpp>
@@ -21,10 +19,6 @@
 #include <vector>
 
 namespace zklock {
-
-namespace detail {
-struct lock_dir;
-}  // namespace detail
 
 /// How a mutex object queues its own acquires.
 ///
@@ -44,48 +38,21 @@ struct mutex_options {
   /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none.
   std::optional<std::string> identity = std::nullopt;
   /// K: how many of the contenders ahead that block an acquire it watches at once (values
-  /// below 1 count as 1). Each waiter also watches its own node, from its create on, for as
-  /// long as it waits and holds. When every contender ahead is watched, the deletion of the
-  /// last one is the grant with no request (one event per handoff); a queue deeper than K lists
-  /// again as each watched one goes, while K-1 others still stand ahead (off the handoff path
-  /// when the queue is served in order). Costs: K watches per waiter on the server, at most K
-  /// events per release (each node is watched by the K waiters behind it), K getData requests
-  /// when a waiter queues. The default 8 covers queues of 9 contenders (a host's worth of
-  /// workers, the benchmark's 8 contenders) with one event per handoff, and keeps a release's
-  /// events to 8 however deep the queue is.
+  /// below 1 count as 1), besides its own node. When all of them are watched, the last one's
+  /// deletion is the grant, with no request. The default (see docs/REFERENCE.md), the costs (K
+  /// watches per waiter, up to K events per release) and deeper queues: docs/REFERENCE.md, "The
+  /// mutex's options"; the handoff: README.md, "The mutex".
   int watched_blockers = 8;
-  /// Lock-delay (zero: off). When the contender ahead of an acquire vanished because its
-  /// owner's session ended (an expiry, or a session closed while it held; not a release), the
-  /// grant waits this long more, counted from when the waiter learnt it: the requests a dead
-  /// holder left in flight land first, for resources that cannot check a fencing token. A
-  /// release is not delayed. Each contender with it on keeps an ephemeral beacon per session
-  /// ("<parent>/__zklock_sessions__/<session id>", created before its first node) and a waiter
-  /// whose blocker went reads the owner's beacon (one exists): only a node that session owns
-  /// proves a release (a node gone before the waiter read its owner: the session its name
-  /// claims, "_c_<uuid>.<session hex>-lock-<seq>"). The safe side when it cannot tell, so these
-  /// are delayed too: the release of a Curator, kazoo or zklock holder without the option (no
-  /// beacon), a release whose session ended before the successor's check. A contender that
-  /// queues after the node is gone is not delayed (it never saw it).
-  /// Not applied by the local queue (local_queue = true) yet. Costs, when on: one create per
-  /// session and lock object, and one exists per vanished blocker (on the handoff path: one
-  /// round trip per handoff); off, nothing.
+  /// Lock-delay (zero: off, and nothing is sent): when the contender ahead of an acquire
+  /// vanished because its owner's session ended (not a release), the grant waits this long
+  /// more, so that what a dead holder left in flight lands first (for resources that cannot
+  /// check a fencing token). How a release is told apart, what is delayed to be safe and the
+  /// costs: README.md, "Lock-delay". Not applied by the local queue (local_queue = true) yet.
   std::chrono::milliseconds lock_delay{0};
 };
 
 template <class Executor>
 class basic_shared_mutex;
-
-namespace detail {
-using acquire_handler = asio::any_completion_handler<void(error_code, lock_guard)>;
-using contenders_handler = asio::any_completion_handler<void(error_code, std::vector<contender>)>;
-ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, int max_leases = 1);
-ZKLOCK_API std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o);
-ZKLOCK_API const std::string& lock_dir_path(const lock_dir& d) noexcept;
-/// mutex_options::lock_delay for a dir made without mutex_options (the other recipes' options).
-ZKLOCK_API void set_lock_delay(const std::shared_ptr<lock_dir>& dir, std::chrono::milliseconds delay) noexcept;
-ZKLOCK_API void start_acquire(const std::shared_ptr<lock_dir>& dir, acquire_handler h, acquire_params p);
-ZKLOCK_API void list_contenders(const std::shared_ptr<lock_dir>& dir, contenders_handler h);
-}  // namespace detail
 
 /// A distributed exclusive lock on `path` (a lock dir: contenders' nodes are its children),
 /// wire-compatible with Curator's InterProcessMutex and kazoo's Lock (with

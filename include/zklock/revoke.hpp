@@ -3,8 +3,9 @@
 // lock_guard::async_wait_revoked).
 #pragma once
 
-#include <zklock/session.hpp>
+#include <zklock/detail/revoke.hpp>
 #include <zklock/export.hpp>
+#include <zklock/session.hpp>
 
 #include <boost/asio/async_result.hpp>
 
@@ -36,16 +37,6 @@ struct revoke_result {
   std::vector<std::string> asked;    ///< the nodes "__REVOKE__" was written into
   std::vector<std::string> deleted;  ///< those still there after force_after, which were deleted
 };
-
-namespace detail {
-using revoke_result_handler = asio::any_completion_handler<void(error_code, revoke_result)>;
-using revoked_nodes_handler = asio::any_completion_handler<void(error_code, std::vector<std::string>)>;
-ZKLOCK_API void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h);
-ZKLOCK_API void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, int max_leases,
-                    revoked_nodes_handler h);
-ZKLOCK_API void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_path, revoke_options options,
-                               revoke_result_handler h);
-}  // namespace detail
 
 /// Asks the holder of lock node `node_path` (a full path, e.g. a contender's node under its lock
 /// dir) to give the lock back: writes "__REVOKE__" into the node (one setData, any version), as

@@ -2,20 +2,10 @@
 // InterProcessSemaphoreV2 layout) as Asio async operations.
 #pragma once
 
-#include <zklock/detail/rebind.hpp>
+#include <zklock/detail/semaphore.hpp>
 #include <zklock/mutex.hpp>
 
 namespace zklock {
-
-namespace detail {
-struct semaphore_state;
-ZKLOCK_API std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_impl> s, std::string path,
-                                                      int max_leases, const std::optional<std::string>& identity);
-ZKLOCK_API const std::string& semaphore_leases_path(const semaphore_state& s) noexcept;
-ZKLOCK_API int semaphore_max_leases(const semaphore_state& s) noexcept;
-ZKLOCK_API std::shared_ptr<lock_dir> semaphore_leases(const std::shared_ptr<semaphore_state>& s);
-ZKLOCK_API void start_lease(const std::shared_ptr<semaphore_state>& st, acquire_handler h, acquire_params p);
-}  // namespace detail
 
 /// Options of a semaphore.
 struct semaphore_options {

@@ -2,9 +2,7 @@
 // executor it is given. No thread is started.
 #pragma once
 
-#include <zklock/detail/rebind.hpp>
-#include <zklock/detail/session_ops.hpp>
-#include <zklock/detail/watch_state.hpp>
+#include <zklock/detail/session.hpp>
 #include <zklock/error.hpp>
 #include <zklock/metrics.hpp>
 #include <zklock/path.hpp>
@@ -24,14 +22,6 @@
 namespace zklock {
 
 namespace asio = boost::asio;
-
-namespace detail {
-struct access;
-/// The executor's default completion token, or asio::deferred when it has none.
-template <class Executor>
-using default_token_t = std::conditional_t<std::is_void_v<asio::default_completion_token_t<Executor>>,
-                                           asio::deferred_t, asio::default_completion_token_t<Executor>>;
-}  // namespace detail
 
 /// Counters of one session since its construction.
 struct session_stats {
@@ -140,24 +130,6 @@ class watch {
   explicit watch(boost::intrusive_ptr<detail::watch_state> s) : state_(std::move(s)) {}
   boost::intrusive_ptr<detail::watch_state> state_;
 };
-
-class lock_guard;
-template <class Executor>
-class basic_session;
-
-namespace detail {
-struct hold;
-/// The library's way into its objects' internals (as Boost.MySQL's access): not for users.
-struct access {
-  static watch make_watch(boost::intrusive_ptr<watch_state> s) { return watch(std::move(s)); }
-  static const boost::intrusive_ptr<watch_state>& state(const watch& w) noexcept { return w.state_; }
-  template <class Executor>
-  static const std::shared_ptr<session_impl>& impl(const basic_session<Executor>& s) noexcept {
-    return s.impl_;
-  }
-  static lock_guard make_guard(std::shared_ptr<hold> h);  // src/lock/guard.cpp
-};
-}  // namespace detail
 
 /// One ZooKeeper session.
 ///
@@ -326,7 +298,7 @@ class basic_session {
         [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
           detail::session_ops::exists(*impl, std::move(p), &st, detail::exists_handler(std::move(h)));
-          w = detail::access::make_watch(std::move(st));
+          w = detail::access::construct<watch>(std::move(st));
         },
         token, std::move(path));
   }
@@ -348,7 +320,7 @@ class basic_session {
         [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
           detail::session_ops::get_children(*impl, std::move(p), &st, detail::children_handler(std::move(h)));
-          w = detail::access::make_watch(std::move(st));
+          w = detail::access::construct<watch>(std::move(st));
         },
         token, std::move(path));
   }
@@ -370,7 +342,7 @@ class basic_session {
         [impl = impl_, &w](auto h, std::string p) {
           boost::intrusive_ptr<detail::watch_state> st;
           detail::session_ops::get_data(*impl, std::move(p), &st, detail::data_handler(std::move(h)));
-          w = detail::access::make_watch(std::move(st));
+          w = detail::access::construct<watch>(std::move(st));
         },
         token, std::move(path));
   }

@@ -9,11 +9,6 @@ namespace zklock {
 
 namespace detail {
 
-lock_guard access::make_guard(std::shared_ptr<hold> h) {
-  auto ex = h->s->executor();
-  return lock_guard(std::move(h), std::move(ex));
-}
-
 namespace {
 // Gives back one hold from any thread: only posts to the session's executor.
 void release_in_background(std::shared_ptr<hold> h) {

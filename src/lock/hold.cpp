@@ -251,6 +251,9 @@ void hold::send_release() {
   }));
 }
 
-lock_guard make_guard(std::shared_ptr<hold> h) { return access::make_guard(std::move(h)); }
+lock_guard make_guard(std::shared_ptr<hold> h) {
+  auto ex = h->s->executor();
+  return access::construct<lock_guard>(std::move(h), std::move(ex));
+}
 
 }  // namespace zklock::detail

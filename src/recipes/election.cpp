@@ -55,7 +55,7 @@ class campaign_op : public std::enable_shared_from_this<campaign_op> {
                   asio::bind_cancellation_slot(inner_.slot(),
                                                [self = shared_from_this()](error_code ec, lock_guard g) {
                                                  if (ec) return self->op_->complete(ec, leadership{});
-                                                 self->op_->complete({}, election_access::make(std::move(g), self->e_->identity));
+                                                 self->op_->complete({}, access::construct<leadership>(std::move(g), self->e_->identity));
                                                }),
                   {.mode = mode, .kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
   }

@@ -256,6 +256,57 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
+TEST_CASE_METHOD(server_fixture,
+                 "lost_slot is the hold's: it follows a moved guard, a release never emits it, its handler goes "
+                 "uncalled with the hold",
+                 "[integration][mutex]") {
+  auto sessions = connect_sessions(2);
+  // A handler bound to a guard's lost_slot(): how often it was called, and whether it still exists.
+  struct probe {
+    int calls = 0;
+    std::weak_ptr<int> handler;
+    void bind(const lock_guard& g) {
+      auto alive = std::make_shared<int>(0);
+      handler = alive;
+      g.lost_slot().assign([this, alive](asio::cancellation_type) { ++calls; });
+    }
+  };
+  auto until_gone = [](const probe& p) -> asio::awaitable<void> {
+    for (int i = 0; i < 300 && !p.handler.expired(); ++i) co_await sleep_for(50ms);
+  };
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex m(*sessions[0], "/locks/lost-slot");
+    probe moved, released, dropped;
+    {
+      auto g1 = co_await m.async_acquire(asio::use_awaitable);
+      moved.bind(g1);
+      lock_guard g2 = std::move(g1);
+      co_await sessions[1]->async_delete(g2.node_path(), -1, asio::use_awaitable);  // someone else ends our hold
+      auto [lost] = co_await g2.async_wait_lost(tuple_awaitable);
+      CHECK(lost == errc::lock_lost);
+      CHECK(moved.calls == 1);  // the slot bound through g1, emitted for g2
+      auto [ec] = co_await g2.async_release(tuple_awaitable);
+      CHECK(ec == errc::lock_lost);
+    }
+    {
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      released.bind(g);
+      co_await g.async_release(asio::use_awaitable);
+    }
+    co_await until_gone(released);
+    CHECK(released.handler.expired());  // destroyed with the hold
+    CHECK(released.calls == 0);         // never called by the release
+    {
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      dropped.bind(g);
+    }  // destroyed without release: released in the background
+    co_await until_children(*sessions[1], "/locks/lost-slot", 0);
+    co_await until_gone(dropped);
+    CHECK(dropped.handler.expired());
+    CHECK(dropped.calls == 0);
+  }());
+}
+
 TEST_CASE_METHOD(server_fixture, "reentrant acquire by the same owner", "[integration][mutex]") {
   auto sessions = connect_sessions(2);
   run_test(ioc, [&]() -> asio::awaitable<void> {
