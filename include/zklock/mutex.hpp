@@ -53,7 +53,7 @@ struct mutex_options {
   /// when a waiter queues. The default 8 covers queues of 9 contenders (a host's worth of
   /// workers, the benchmark's 8 contenders) with one event per handoff, and keeps a release's
   /// events to 8 however deep the queue is.
-  int watched_blockers = 8;
+  int watched_blockers = 2;
   /// Lock-delay (zero: off). When the contender ahead of an acquire vanished because its
   /// owner's session ended (an expiry, or a session closed while it held; not a release), the
   /// grant waits this long more, counted from when the waiter learnt it: the requests a dead
