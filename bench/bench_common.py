@@ -26,6 +26,25 @@ def parse(out, numbers=False):
     return kv
 
 
+def percentile(values, p):
+    """Nearest rank, as the benchmark programs (nan for no values)."""
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(-(-p * len(v) // 100)) - 1))]
+
+
+def mutex_run(bench, connect, path, contenders, cycles, extra, cdf, log):
+    """One zklock-bench mutex run (10 solo cycles) with `extra` options: its result line and
+    its handoff samples (us); exits if it saw two holders at once."""
+    kv = run([bench, "--connect", connect, "--path", path, "--contenders", str(contenders), "--cycles", str(cycles),
+              "--solo-cycles", "10", "--cdf", cdf] + list(extra), echo=False, log=log, numbers=True)
+    if kv.get("violations") not in (0, 0.0, None):
+        raise SystemExit("mutual exclusion violated: %s" % kv)
+    with open(cdf) as f:
+        return kv, [float(x) for x in f if x.strip()]
+
+
 def run(cmd, timeout=240, echo=True, log=None, heartbeat_s=30, numbers=False):
     """Runs a benchmark program to its end and returns its parsed result line (parse()).
 

@@ -52,14 +52,9 @@ def main():
             for variant in order:
                 cdf = os.path.join(work, "cdf-%s-%d.txt" % (variant, r))
                 delay = args.lock_delay_ms if variant == "on" else 0
-                kv = bench_common.run([args.bench, "--connect", connect, "--path", "/bench/lockdelay/%s%d" % (variant, r),
-                                       "--contenders", str(args.contenders), "--cycles", str(args.cycles),
-                                       "--solo-cycles", "10", "--lock-delay-ms", str(delay), "--cdf", cdf],
-                                      echo=False, log=log, numbers=True)
-                if kv.get("violations") not in (0, 0.0, None):
-                    raise SystemExit("mutual exclusion violated: %s" % kv)
-                with open(cdf) as f:
-                    samples[variant] += [float(x) for x in f if x.strip()]
+                kv, got = bench_common.mutex_run(args.bench, connect, "/bench/lockdelay/%s%d" % (variant, r),
+                                                 args.contenders, args.cycles, ["--lock-delay-ms", str(delay)], cdf, log)
+                samples[variant] += got
                 runs.append({"round": r, "variant": variant, **kv})
                 log("  round %d %s: handoff p50 %.0f us" % (r, variant, kv.get("handoff_p50_us") or float("nan")))
     res = {}

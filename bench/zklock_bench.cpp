@@ -210,6 +210,10 @@ int main(int argc, char** argv) {
   app.add_option("--lock-delay-ms", lock_delay_ms,
                  "--kind mutex: mutex_options::lock_delay (0: off); a clean release's handoff with it on "
                  "(bench/lock_delay_bench.py compares on and off in one run)");
+  int watched_blockers = zklock::mutex_options{}.watched_blockers;
+  app.add_option("--watched-blockers", watched_blockers,
+                 "--kind mutex: mutex_options::watched_blockers (K, default " + std::to_string(watched_blockers) +
+                     "): how many contenders ahead each waiter watches");
   int pending = 0;
   app.add_option("--pending", pending,
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
@@ -242,7 +246,7 @@ int main(int argc, char** argv) {
     }
   };
   auto contender = [&](int i, zklock::session& s) -> asio::awaitable<void> {
-    zklock::mutex m(s, path, {.lock_delay = std::chrono::milliseconds(lock_delay_ms)});
+    zklock::mutex m(s, path, {.watched_blockers = watched_blockers, .lock_delay = std::chrono::milliseconds(lock_delay_ms)});
     for (int k = 0; k < cycles; ++k) {
       auto g = co_await m.async_acquire(asio::use_awaitable);
       if (release_started != clock_type::time_point{} && releaser != i) handoffs.push_back(us_since(release_started));
@@ -265,6 +269,7 @@ int main(int argc, char** argv) {
   r.add("contenders", static_cast<long long>(contenders));
   r.add("cycles", static_cast<long long>(cycles));
   r.add("lock_delay_ms", static_cast<long long>(lock_delay_ms));
+  r.add("watched_blockers", static_cast<long long>(watched_blockers));
   r.add("acquisitions", static_cast<long long>(acquisitions));
   r.add("throughput", acquisitions / contended_seconds);
   r.add("handoff_p50_us", percentile(handoffs, 50));

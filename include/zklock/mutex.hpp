@@ -42,7 +42,7 @@ struct mutex_options {
   /// deletion is the grant, with no request. The default (see docs/REFERENCE.md), the costs (K
   /// watches per waiter, up to K events per release) and deeper queues: docs/REFERENCE.md, "The
   /// mutex's options"; the handoff: README.md, "The mutex".
-  int watched_blockers = 8;
+  int watched_blockers = 2;
   /// Lock-delay (zero: off, and nothing is sent): when the contender ahead of an acquire
   /// vanished because its owner's session ended (not a release), the grant waits this long
   /// more, so that what a dead holder left in flight lands first (for resources that cannot

@@ -130,13 +130,15 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         }
         case acquire_action::watch_own:
           own_reply_pending_ = true;
+          own_read_.reset();
           s_->get_data(a.path, &own_watch_, data_handler([self](error_code ec, data_result d) {
                          self->own_reply_pending_ = false;
                          auto w = self->own_watch_;
                          if (ec) self->own_watch_ = nullptr;
+                         if (!ec) self->own_read_ = d;
                          if (self->fsm_.done()) {
                            // granted before this reply came: the hold took the watch over
-                           if (auto h = self->granted_.lock()) h->on_node_watch_reply(ec, d.stat);
+                           if (auto h = self->granted_.lock()) h->on_node_watch_reply(ec, d);
                            return;
                          }
                          self->run(self->fsm_.on_own_watch_set(ec));
@@ -343,7 +345,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     // Our node's watch, set from its create on, is the hold's now (its reply may still come:
     // forwarded from the watch_own handler through granted_).
     granted_ = h;
-    h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_);
+    h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_, own_read_ ? &*own_read_ : nullptr);
     // A candidate's node data is its identity (an election's participant id): a revocation
     // request written over it does not change who leads.
     if (h->kind == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
@@ -376,6 +378,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::map<std::string, boost::intrusive_ptr<watch_state>> blocker_watches_;  // by the blocker's path
   boost::intrusive_ptr<watch_state> own_watch_;  // on our node (acquire_action::watch_own)
   bool own_reply_pending_ = false;
+  std::optional<data_result> own_read_;          // what the getData that set own_watch_ read
   std::weak_ptr<hold> granted_;                  // the hold our grant made
   std::uint64_t listener_ = 0;
   acquire_meter metrics_;   // the session's lock metrics

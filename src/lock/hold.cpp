@@ -111,25 +111,40 @@ void hold::check_node() {
   }));
 }
 
-void hold::adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending) {
+void hold::adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending, const data_result* last_read) {
   node_watch = std::move(w);
   if (!node_watch) return watch_node();
-  if (!reply_pending) follow_node_watch();
+  if (reply_pending) {
+    node_read_pending = true;
+    return;
+  }
+  if (last_read) node_data = node_read{last_read->data, last_read->stat.version};
+  follow_node_watch();
 }
 
 void hold::watch_node() {
-  if (!owns() || is_local()) return;
+  if (!owns() || is_local() || node_read_pending) return;
+  node_read_pending = true;
+  node_data.reset();
   s->get_data(node, &node_watch, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
-    if (auto self = weak.lock()) self->on_node_watch_reply(ec, d.stat);
+    if (auto self = weak.lock()) self->on_node_watch_reply(ec, d);
   }));
 }
 
-void hold::on_node_watch_reply(error_code ec, const node_stat& st) {
+void hold::on_node_watch_reply(error_code ec, const data_result& d) {
+  node_read_pending = false;
+  const auto g = std::exchange(revoke_read, 0);  // a revocation read waiting for this reply
   if (ec) node_watch = nullptr;  // getData sets no watch when it fails
-  if (ec == zk_errc::no_node) return run(fsm.on_node_deleted());
-  if (ec) return;  // lost with the connection: set again after the reconnect
-  if (st.ephemeral_owner != session_id) return run(fsm.on_node_checked({}, false));  // another session's
-  follow_node_watch();
+  if (ec == zk_errc::no_node) run(fsm.on_node_deleted());
+  else if (!ec && d.stat.ephemeral_owner != session_id) run(fsm.on_node_checked({}, false));  // another session's
+  else if (!ec) {
+    node_data = node_read{d.data, d.stat.version};
+    follow_node_watch();
+  }
+  // (lost with the connection: set again after the reconnect)
+  if (g == 0) return;
+  if (!ec) revoke_watching = g;
+  run_revocation(revocation.on_data(g, ec, d.data, d.stat.version, is_connected(s->state())));
 }
 
 void hold::follow_node_watch() {
@@ -137,9 +152,14 @@ void hold::follow_node_watch() {
     auto self = weak.lock();
     if (!self || self->node_watch != w || ec) return;  // the session's end reaches us by its listener
     self->node_watch = nullptr;  // spent
+    self->node_data.reset();
     if (ev.type == watch_event_type::deleted) return self->run(self->fsm.on_node_deleted());
-    // written to (a Revoker's "__REVOKE__", an operator's set): still ours, watch it again
-    if (ev.type == watch_event_type::changed) self->watch_node();
+    // written to (a Revoker's "__REVOKE__", an operator's set): still ours, watch it again; a
+    // revocation read that follows is answered by that read
+    if (ev.type != watch_event_type::changed) return;
+    self->watch_node();
+    if (auto g = std::exchange(self->revoke_watching, 0))
+      self->run_revocation(self->revocation.on_watch_event(g, {}, ev.type));
   }));
 }
 

@@ -64,14 +64,24 @@ struct hold : std::enable_shared_from_this<hold> {
   std::shared_ptr<local_queue> local_queue_owner;
   bool is_local() const noexcept { return local_queue_owner != nullptr; }
 
-  // lock_guard::async_wait_revoked (src/lock/revocation.cpp): a data watch on our node, set
-  // only while someone waits.
+  // lock_guard::async_wait_revoked (src/lock/revocation.cpp): read through node_watch (below);
+  // a local hold's own data watch on its queue's node (revoke_watch), set only while someone waits.
   revocation_fsm revocation;
   std::vector<pending<void(error_code)>::ptr> revoke_waiters;
   boost::intrusive_ptr<watch_state> revoke_watch;
   // A data watch on our node for the hold's whole life (from the acquire's create on): its
-  // deletion by anyone but us is heard at once, whatever else the session does.
+  // deletion by anyone but us is heard at once, whatever else the session does. It is also the
+  // revocation's watch (one watch per node): the data its getData read answers a revocation
+  // read while it has not fired (no write since), and its re-read after a change answers the next.
   boost::intrusive_ptr<watch_state> node_watch;
+  struct node_read {
+    std::string data;
+    std::int32_t version = 0;
+  };
+  std::optional<node_read> node_data;  // what the getData that set node_watch read
+  bool node_read_pending = false;      // that getData's reply is still to come
+  std::uint64_t revoke_read = 0;       // a revocation read (its generation) answered by that reply
+  std::uint64_t revoke_watching = 0;   // the revocation generation whose watch is node_watch
   // An election's leader keeps its identity in its node: written back after each request
   // (keep_data_through_revocation); a request nobody waited for then is kept for the next waiter.
   std::optional<std::string> kept_data;
@@ -111,9 +121,10 @@ struct hold : std::enable_shared_from_this<hold> {
   void complete_lost_waiters(error_code ec);
   /// Takes over the acquire's watch on our node (set from its create on; null: none, then the
   /// hold sets one). `reply_pending`: its getData's reply is still to come (on_node_watch_reply).
-  void adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending);
+  /// `last_read`: what its getData read (when its reply came).
+  void adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pending, const data_result* last_read = nullptr);
   /// Reply to the getData that set our node's watch: no node means deleted by someone else.
-  void on_node_watch_reply(error_code ec, const node_stat& st);
+  void on_node_watch_reply(error_code ec, const data_result& d);
   /// A local hold that ended: removes its revocation watch from the node it leaves behind.
   void drop_revoke_watch();
   /// Deletes our downgrade mark, if any (src/recipes/shared_mutex.cpp).
@@ -137,6 +148,8 @@ struct hold : std::enable_shared_from_this<hold> {
   void run(const hold_fsm::actions& actions);
   void send_release();
   void run_revocation(const revocation_fsm::actions& actions);
+  /// A revocation read of `generation` answered through our node's watch (not a local hold).
+  void read_through_node_watch(std::uint64_t generation);
   void write_back_kept_data();
 };
 

@@ -46,6 +46,11 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
     switch (a.type) {
       case revocation_action::read_data: {
         const auto g = a.generation;
+        if (!is_local()) {
+          read_through_node_watch(g);
+          break;
+        }
+        // A local hold's node is its queue's, watched by no hold: a watch of its own.
         // The watch this read registers (filled in by get_data before it returns).
         auto registered = std::make_shared<boost::intrusive_ptr<watch_state>>();
         s->get_data(node, registered.get(), data_handler([weak, g, registered](error_code ec, data_result r) {
@@ -69,6 +74,12 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
       }
       case revocation_action::remove_watch: {
         const auto g = a.generation;
+        if (!is_local()) {
+          // our node's watch stays for the hold's life: nothing to remove
+          if (revoke_watching == g) revoke_watching = 0;
+          run_revocation(revocation.on_watch_removed(g, {}, is_connected(s->state())));
+          break;
+        }
         s->remove_watch(revoke_watch, void_handler([weak, g](error_code ec) {
           if (auto self = weak.lock())
             self->run_revocation(self->revocation.on_watch_removed(g, ec, is_connected(self->s->state())));
@@ -105,6 +116,36 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         break;
       }
     }
+  }
+}
+
+// A hold's revocation reads go through its node's watch (node_watch), which it keeps anyway: one
+// data watch on the node, and no request when no write came since the watch's read (a grant's
+// revocation read is answered by the acquire's read of its node).
+void hold::read_through_node_watch(std::uint64_t generation) {
+  if (node_watch && node_watch->registered && !node_watch->fired && node_data && !node_read_pending) {
+    revoke_watching = generation;
+    auto d = *node_data;
+    return run_revocation(revocation.on_data(generation, {}, d.data, d.version, is_connected(s->state())));
+  }
+  revoke_read = generation;  // answered by the reply of the getData that sets the watch
+  if (node_read_pending) return;
+  if (node_watch && node_watch->registered && !node_watch->fired) {
+    // set, its read unknown: a plain read (no second watch)
+    s->get_data(node, nullptr, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
+      auto self = weak.lock();
+      if (!self || self->revoke_read == 0) return;
+      const auto g = std::exchange(self->revoke_read, 0);
+      if (!ec) self->revoke_watching = g;
+      self->run_revocation(self->revocation.on_data(g, ec, d.data, d.stat.version, is_connected(self->s->state())));
+    }));
+    return;
+  }
+  watch_node();
+  if (!node_read_pending) {
+    // nothing sent (the hold has ended): the read fails as the session's end would
+    revoke_read = 0;
+    run_revocation(revocation.on_data(generation, errc::lock_lost, {}, 0, is_connected(s->state())));
   }
 }
 

@@ -12,6 +12,7 @@
 #include <zklock/path.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -38,33 +39,27 @@ std::shared_ptr<lock_dir> election_dir(const std::shared_ptr<election_state>& e)
 
 namespace {
 
-// ---- campaign: one acquire of the election path, its guard wrapped as a leadership ----------
+// ---- campaign: one acquire of the election path, its guard handed over as a leadership -------
 
-class campaign_op : public std::enable_shared_from_this<campaign_op> {
- public:
-  campaign_op(std::shared_ptr<election_state> e, pending<void(error_code, leadership)>::ptr op)
-      : e_(std::move(e)), op_(std::move(op)) {}
-  ~campaign_op() { op_->on_cancel = nullptr; }
+// The acquire's handler: the caller's, which gets a leadership for the guard. It carries the
+// caller's executor and cancellation slot, so the acquire's one posted completion runs the
+// leader's code (no second post between the grant and it, as for a mutex), and cancellation goes
+// straight to the acquire, which cleans up (node, watch) before it completes.
+acquire_handler to_leadership(std::shared_ptr<election_state> e, leadership_handler h) {
+  auto ex = asio::get_associated_executor(h, e->dir->s->executor());
+  auto slot = asio::get_associated_cancellation_slot(h);
+  return asio::bind_executor(
+      ex, asio::bind_cancellation_slot(slot, [e = std::move(e), h = std::move(h)](error_code ec, lock_guard g) mutable {
+        if (ec) return std::move(h)(ec, leadership{});
+        std::move(h)(error_code{}, access::construct<leadership>(std::move(g), e->identity));
+      }));
+}
 
-  void start(std::chrono::steady_clock::duration timeout, lock_mode mode = lock_mode::wait) {
-    // Cancellation goes to the acquire, which cleans up (node, watch) before it completes.
-    op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
-      if (auto self = weak.lock()) self->inner_.emit(t);
-    };
-    start_acquire(e_->dir,
-                  asio::bind_cancellation_slot(inner_.slot(),
-                                               [self = shared_from_this()](error_code ec, lock_guard g) {
-                                                 if (ec) return self->op_->complete(ec, leadership{});
-                                                 self->op_->complete({}, access::construct<leadership>(std::move(g), self->e_->identity));
-                                               }),
-                  {.mode = mode, .kind = lock_kind::candidate, .timeout = timeout, .node_data = e_->identity});
-  }
-
- private:
-  std::shared_ptr<election_state> e_;
-  pending<void(error_code, leadership)>::ptr op_;
-  asio::cancellation_signal inner_;
-};
+void campaign(const std::shared_ptr<election_state>& e, leadership_handler h, std::chrono::steady_clock::duration timeout,
+              lock_mode mode) {
+  start_acquire(e->dir, to_leadership(e, std::move(h)),
+                {.mode = mode, .kind = lock_kind::candidate, .timeout = timeout, .node_data = e->identity});
+}
 
 // ---- observers: async_leader and async_observe, observe_leader_fsm's actions carried out ----
 
@@ -178,17 +173,11 @@ void start_observer(const std::shared_ptr<election_state>& e, observe_leader_fsm
 
 void start_campaign(const std::shared_ptr<election_state>& e, leadership_handler h,
                     std::chrono::steady_clock::duration timeout) {
-  on_executor(e->dir->s->executor(), std::move(h), [e, timeout](auto h) mutable {
-    auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
-    if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
-    std::make_shared<campaign_op>(e, std::move(op))->start(timeout);
-  });
+  campaign(e, std::move(h), timeout, lock_mode::wait);
 }
 
 void try_campaign(const std::shared_ptr<election_state>& e, leadership_handler h) {
-  auto op = pending<void(error_code, leadership)>::make(std::move(h), e->dir->s->executor());
-  if (e->dir->path_error) return op->complete(e->dir->path_error, leadership{});
-  std::make_shared<campaign_op>(e, std::move(op))->start(std::chrono::steady_clock::duration::max(), lock_mode::try_once);
+  campaign(e, std::move(h), std::chrono::steady_clock::duration::max(), lock_mode::try_once);
 }
 
 void query_leader(const std::shared_ptr<election_state>& e, leader_handler h) {

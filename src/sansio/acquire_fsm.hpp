@@ -84,7 +84,7 @@ enum class watch_change { deleted, data_changed, children_changed };
 
 /// How many blockers a waiter watches at most (K): see the recipe above and
 /// mutex_options::watched_blockers, whose default it is.
-inline constexpr int default_watched_blockers = 8;
+inline constexpr int default_watched_blockers = 2;
 
 struct acquire_action {
   enum kind {

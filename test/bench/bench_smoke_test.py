@@ -44,12 +44,17 @@ def main():
         assert int(r["threads"]) == 1, "a thread was added: %s" % r["threads"]
         assert float(r["throughput"]) > 0 and float(r["handoff_p50_us"]) > 0, r
         # create + list + the watch on our own node + release, plus a watch on each blocker of
-        # the listing (up to mutex_options::watched_blockers, here at most n - 1 = 3) and a
-        # listing when a deeper queue's watched blockers are gone: at most 8 with 4 contenders
+        # the listing (up to mutex_options::watched_blockers, default 2) and a listing when a
+        # deeper queue's watched blockers are gone: at most 8 with 4 contenders
         assert 4.0 <= float(r["requests_per_acq"]) <= 8.0, r
         # a release is heard by the waiters that watch the releaser (at most n - 1 here, and at
-        # most watched_blockers), and grants one of them with no request
-        assert float(r["wakeups_per_release"]) <= n - 1 + 0.01, r
+        # most watched_blockers) and by its own node's watch, and grants one of them with no request
+        assert float(r["wakeups_per_release"]) <= min(n - 1, int(r["watched_blockers"])) + 1 + 0.01, r
+        # --watched-blockers sets K: with 1, each release wakes its successor and the releaser
+        k1 = run([a.bench, "--connect", connect, "--path", "/smoke/k1", "--contenders", str(n), "--cycles", "10",
+                  "--solo-cycles", "5", "--watched-blockers", "1"])
+        assert int(k1["watched_blockers"]) == 1 and int(k1["violations"]) == 0, k1
+        assert float(k1["wakeups_per_release"]) <= 2.01, k1
         j = json.load(open(js))
         assert j["violations"] == 0 and j["contenders"] == n, j
         samples = [float(x) for x in open(cdf) if x.strip()]

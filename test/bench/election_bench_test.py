@@ -3,8 +3,8 @@
 against a throwaway ZooKeeper server (tickTime 1 s, as the phase's): behaviour only, no timing.
 
 - resign mode: every resign measured, no two leaders at once in the process, its keys, JSON and
-  CDF; the mutex reference loop too; requests per term those of one campaign (create, list, watch,
-  delete, and a listing when the predecessor was not the head when we listed), never a herd.
+  CDF; the mutex reference loop too; requests per term those of one campaign (create, list, the
+  watches, delete; nothing at the grant), never a herd.
 - candidate mode, through bench_common.kill_failover (the phase's driver): candidate B queues
   behind A and does not lead while A lives; after A's kill -9 B leads, and its "leader" line
   comes after the kill (a positive failover) and within the bound's order of magnitude
@@ -41,9 +41,11 @@ def main():
         assert r["impl"] == "zklock" and r["kind"] == "election-resign", r
         assert int(r["violations"]) == 0, r
         assert int(r["resigns"]) == 20 and int(r["failovers"]) == 20 and int(r["mutex_handoffs"]) == 20, r
-        # create, listing, the own-node watch, the blockers' watches, the leader's read of its
-        # own data (it keeps its identity through revocation requests), the resign's delete
-        assert 3.5 <= float(r["requests_per_term"]) <= 8.0, r
+        # create, listing, the own-node watch, the blockers' watches (2 at most with 3
+        # candidates), the resign's delete; nothing at the grant (the leader's revocation read is
+        # answered by its node's watch), and a listing only when a predecessor gave up
+        # (the parents' creation on a new server adds some: a bound, not the count)
+        assert 3.5 <= float(r["requests_per_term"]) <= 7.5, r
         assert float(r["failover_p50_us"]) > 0, r
         j = json.load(open(js))
         assert j["violations"] == 0 and j["failovers"] == 20, j

@@ -3,6 +3,7 @@
 #include "common.hpp"
 
 #include <zklock/election.hpp>
+#include <zklock/revoke.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -96,9 +97,10 @@ TEST_CASE_METHOD(server_fixture,
     co_await until([&] { return lb.has_value(); });
     CHECK(lb->is_leader());
     CHECK(lb->fencing_token() > la.fencing_token());
-    // the handoff is a's delete and the watch event: b sends no listing; its one request is
-    // the new leader's read of its own node (the watch that keeps its id through revocation)
-    CHECK(sessions[1]->stats().requests_sent == sent_before + 1);
+    // the handoff is a's delete and the watch event: b sends nothing, neither a listing nor a
+    // read of its own node (its node's watch, set since its create, keeps its id through
+    // revocation)
+    CHECK(sessions[1]->stats().requests_sent == sent_before);
     auto handoff = b_at - t0;
     std::fprintf(stderr, "election resign handoff: %.3f ms\n", ms(handoff));
     CHECK(handoff < 500ms);
@@ -120,6 +122,71 @@ TEST_CASE_METHOD(server_fixture,
     auto [ec] = co_await la.async_resign(tuple_awaitable);  // resigned before
     CHECK(ec == errc::already_released);
     co_await la2->async_resign(asio::use_awaitable);
+    CHECK(co_await children_of(*sessions[0], path) == 0);
+  }());
+}
+
+TEST_CASE_METHOD(server_fixture,
+                 "election: a leader keeps one data watch on its node; a revocation request and the identity "
+                 "written back over it are one event each",
+                 "[integration][election][revocation]") {
+  auto sessions = connect_sessions(3);
+  const std::string path = "/election/one-watch";
+  auto& s = *sessions[1];
+  // the paths the server watches for session `id` (wchc: "0x<id>" then "\t<path>" lines)
+  auto watched_by = [&](std::int64_t id) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(id));
+    std::vector<std::string> paths;
+    std::istringstream in(srv.four_letter("wchc"));
+    bool ours = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("0x", 0) == 0) ours = line.substr(0, line.find_first_of(":\r ")) == hex;
+      else if (ours && !line.empty() && line[0] == '\t') paths.push_back(line.substr(1));
+    }
+    return paths;
+  };
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    election first(*sessions[0], path, "first"), e(s, path, "second");
+    auto l0 = co_await first.async_campaign(asio::use_awaitable);
+    std::optional<leadership> l;
+    e.async_campaign([&](error_code ec, leadership got) {
+      CHECK_FALSE(ec);
+      l = std::move(got);
+    });
+    co_await await_children(*sessions[0], path, 2);
+    co_await sleep_for(100ms);  // its node and the leader's node watched
+    co_await l0.async_resign(asio::use_awaitable);
+    co_await until([&] { return l.has_value(); });
+    REQUIRE(l->is_leader());
+    co_await sleep_for(100ms);  // whatever the grant sent has its reply
+    auto w = watched_by(s.session_id());
+    INFO(srv.four_letter("wchc"));
+    CHECK(w == std::vector<std::string>{l->node_path()});
+    CHECK(server_watches(srv) == 0);  // (nobody else watches anything)
+
+    // Each write to its node fires one watch of its session (two watchers of one node would
+    // each get the event): the request, then the identity written back over it.
+    auto changed = [&] { return s.stats().events(watch_event_type::changed); };
+    auto before = changed();
+    auto revoked = std::make_shared<std::optional<error_code>>();
+    l->async_wait_revoked([revoked](error_code ec) { *revoked = ec; });
+    auto nodes = co_await async_revoke_holders(*sessions[2], path, asio::use_awaitable);
+    REQUIRE(nodes.size() == 1);
+    for (int i = 0; i < 300 && !*revoked; ++i) co_await sleep_for(10ms);
+    REQUIRE(*revoked);
+    CHECK_FALSE(revoked->value());
+    std::string data;
+    for (int i = 0; i < 300 && data != "second"; ++i) {
+      data = (co_await sessions[2]->async_get_data(l->node_path(), asio::use_awaitable)).data;
+      if (data != "second") co_await sleep_for(10ms);
+    }
+    CHECK(data == "second");  // written back
+    co_await sleep_for(200ms);  // the write-back's event heard, the watch set again
+    CHECK(changed() - before == 2);
+    CHECK(watched_by(s.session_id()) == std::vector<std::string>{l->node_path()});
+    CHECK(l->is_leader());
+    co_await l->async_resign(asio::use_awaitable);
     CHECK(co_await children_of(*sessions[0], path) == 0);
   }());
 }

@@ -1444,7 +1444,7 @@ TEST_CASE("a failed acquire's delete fires our node's watch: nothing is left wat
 
 TEST_CASE("K blockers watched: the last one's deletion is the grant, with no listing, whatever order they go in",
           "[unit][lock][handoff]") {
-  sim s;  // K = 8
+  sim s(lock_mode::wait, 3);  // K = 3: all three watched
   auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign();
   s.apply(s.fsm.start());
   s.drain();
