@@ -13,8 +13,8 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 #   the time for the library on 2 cores (64 s -> 32 s).
 # BUILD_TESTS=OFF (the demo's): the tests not even configured (no Catch2 needed).
 # DEBUG_INFO: RelWithDebInfo's debug info, -g by default; the test command's -g1 (line tables:
-#   a third less compile time for the library; the same code, and the installed library has
-#   no debug info either way, CMakeLists.txt).
+#   4-12 % less compile time for a library source; the same code, and the installed library
+#   has no debug info either way, CMakeLists.txt).
 # CMAKE_ARGS: more -D options (the demo's: a build without optimization or debug info).
 # shellcheck disable=SC2086
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
