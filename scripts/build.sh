@@ -7,12 +7,20 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh "${DEPS:-all}"
 BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
-# UNITY_BUILD=ON (the demo's): each target's sources compiled as one, half the time for the
-# library on 2 cores (64 s -> 32 s). Always passed, so a later build in the same dir without it
-# (the test command's) compiles file by file again, as every other build does.
+# Each of these is always passed, so a later build in the same dir without it (the test
+# command's after the demo's) is configured as every other build again:
+# UNITY_BUILD=ON (the demo's): each target's sources compiled in batches of UNITY_BATCH, half
+#   the time for the library on 2 cores (64 s -> 32 s).
+# BUILD_TESTS=OFF (the demo's): the tests not even configured (no Catch2 needed).
+# DEBUG_INFO: RelWithDebInfo's debug info, -g by default; the test command's -g1 (line tables:
+#   4-12 % less compile time for a library source; the same code, and the installed library
+#   has no debug info either way, CMakeLists.txt).
 # CMAKE_ARGS: more -D options (the demo's: a build without optimization or debug info).
 # shellcheck disable=SC2086
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" ${CMAKE_ARGS:-} >&2
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+  -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" -DCMAKE_UNITY_BUILD_BATCH_SIZE="${UNITY_BATCH:-8}" \
+  -DZKLOCK_BUILD_TESTS="${BUILD_TESTS:-ON}" \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 ${DEBUG_INFO:--g} -DNDEBUG" ${CMAKE_ARGS:-} >&2
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$BUILD_DIR" -j "${JOBS:-2}" "${targets[@]}" >&2

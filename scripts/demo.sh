@@ -3,14 +3,25 @@
 # runs the contention demo (several sessions, one thread, one lock) and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what the demo needs, installed (scripts/deps.sh demo: no peers, clang, doxygen, gnuplot)
-# and built (the library and the demo, as a unity build, without optimization or debug info:
-# half the compiler's time of -O2 -g; a handoff waits on the server, not on the CPU): the demo
-# within a minute. The test command builds the same dir again as it always does.
-DEPS=demo UNITY_BUILD=ON BUILD_TYPE=Debug CMAKE_ARGS="-DCMAKE_CXX_FLAGS_DEBUG=-O0" bash scripts/build.sh contention_demo
 BUILD_DIR=${BUILD_DIR:-build}
 dir=$(mktemp -d /tmp/zklock-demo-XXXXXX)
+# Only what the demo needs (no tests, peers, clang, doxygen, gnuplot: the test command installs
+# them), the compiler's packages first; the server's packages are installed and the server
+# started while the demo compiles (neither needs the other); their lines are printed when they
+# are done, not amid the compiler's.
+export ZKLOCK_APT_STAMP=$dir/apt-updated
+bash scripts/deps.sh build
+(bash scripts/deps.sh server 2>"$dir/server.txt" && bash scripts/zk-server.sh start "$dir" >"$dir/connect" 2>>"$dir/server.txt") &
+server=$!
+trap 'wait $server 2>/dev/null || true; cat "$dir/server.txt" >&2 2>/dev/null; bash scripts/zk-server.sh stop "$dir"' EXIT
+# The library and the demo as a unity build (3 batches of the library and the demo: 2 rounds on
+# 2 cores), without optimization or debug info: half the compiler's time of -O2 -g; a handoff
+# waits on the server, not on the CPU. The test command builds the same dir again as it always does.
+DEPS=build BUILD_TESTS=OFF UNITY_BUILD=ON UNITY_BATCH=10 BUILD_TYPE=Debug CMAKE_ARGS="-DCMAKE_CXX_FLAGS_DEBUG=-O0" \
+  bash scripts/build.sh contention_demo
+wait $server
 trap 'bash scripts/zk-server.sh stop "$dir"' EXIT
-connect=$(bash scripts/zk-server.sh start "$dir")
+cat "$dir/server.txt" >&2
+connect=$(cat "$dir/connect")
 echo "ZooKeeper at $connect" >&2
 "$BUILD_DIR/examples/contention_demo" --connect "$connect" "$@"

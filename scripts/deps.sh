@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# Installs what zklock needs from Debian bookworm packages, in two sets:
-#   scripts/deps.sh demo   what the demo needs: the build, the ZooKeeper server and a JRE
-#   scripts/deps.sh [all]  everything the tests need too: the benchmark's peers (Curator, kazoo,
-#                          a JDK), clang++ 14, doxygen, gnuplot
+# Installs what zklock needs from Debian bookworm packages, in sets:
+#   scripts/deps.sh build   what building the library, the examples and the zklock tool needs
+#   scripts/deps.sh server  the ZooKeeper server and a JRE (the demo installs them while it builds)
+#   scripts/deps.sh demo    both: what the demo needs
+#   scripts/deps.sh [all]   everything the tests need too: Catch2, the benchmark's peers (Curator,
+#                           kazoo, a JDK), clang++ 14, doxygen, gnuplot
 # Idempotent: installs only what is missing (apt-get update once, only when needed). One line per
 # step on stderr; apt's whole output goes to a log file, named (and its end shown) on failure.
 set -euo pipefail
 set_name=${1:-all}
-demo=(
+build=(
   build-essential cmake ninja-build pkg-config
   libboost1.81-dev libzookeeper-st-dev libcli11-dev
-  catch2  # configuring the project (the tests' targets are declared whether built or not)
+)
+server=(
   python3  # scripts/zk-server.sh waits for the server with it
   libzookeeper-java default-jre-headless  # the server: its jars (the `zookeeper` package would add a desktop JRE)
 )
 rest=(
+  catch2  # the tests (the demo configures without them)
   python3-kazoo libcurator-recipes-java default-jdk-headless  # the benchmark's and interop tests' peers
   gnuplot-nox  # the benchmark's plots
   procps iproute2  # the tests' process and network checks
@@ -22,9 +26,11 @@ rest=(
   doxygen  # the API reference (cmake --build build --target docs) and its test
 )
 case "$set_name" in
-  demo) packages=("${demo[@]}") ;;
-  all) packages=("${demo[@]}" "${rest[@]}") ;;
-  *) echo "usage: scripts/deps.sh [demo|all]" >&2; exit 2 ;;
+  build) packages=("${build[@]}") ;;
+  server) packages=("${server[@]}") ;;
+  demo) packages=("${build[@]}" "${server[@]}") ;;
+  all) packages=("${build[@]}" "${server[@]}" "${rest[@]}") ;;
+  *) echo "usage: scripts/deps.sh [build|server|demo|all]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do
@@ -53,7 +59,12 @@ step() {
 # force-unsafe-io: dpkg does not sync each unpacked file (Boost's headers are 14,000 files); a
 # crash mid-install is fixed by running this again, as for any interrupted install.
 apt=($SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o Dpkg::Options::=--force-unsafe-io)
-step "apt-get update" "${apt[@]}" update
+# ZKLOCK_APT_STAMP (the demo's): a file that says this run's package lists are fresh, written
+# after the update, so that the next set's install (in the background) does not update again
+if [ -z "${ZKLOCK_APT_STAMP:-}" ] || [ ! -e "$ZKLOCK_APT_STAMP" ]; then
+  step "apt-get update" "${apt[@]}" update
+  if [ -n "${ZKLOCK_APT_STAMP:-}" ]; then : >"$ZKLOCK_APT_STAMP"; fi
+fi
 step "installing ${#missing[@]} packages (${missing[*]})" \
   "${apt[@]}" install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"
 rm -f "$log"

@@ -20,7 +20,7 @@ using zklock::test::zk_server;
 
 namespace {
 
-std::string temp_log(const char* name) {
+std::string local_queue_log_path(const char* name) {
   auto p = std::filesystem::temp_directory_path() /
            (std::string("zklock-local-") + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove(p);
@@ -48,7 +48,7 @@ TEST_CASE_METHOD(server_fixture, "local queue: 200 coroutines of one session, on
           "[integration][local]") {
   auto& s = connect();
   auto& watcher = connect();
-  auto log_path = temp_log("200");
+  auto log_path = local_queue_log_path("200");
   exclusion_log log(log_path);
   std::vector<std::int64_t> tokens;
   std::set<std::string> nodes;
@@ -130,7 +130,7 @@ TEST_CASE("local queue: another session waiting gets the lock within the fairnes
   asio::io_context ioc;
   session busy(ioc.get_executor(), options_for(srv.connect_string()));
   session other(ioc.get_executor(), options_for(srv.connect_string()));
-  auto log_path = temp_log("fair");
+  auto log_path = local_queue_log_path("fair");
   exclusion_log log(log_path);
   std::vector<std::int64_t> tokens;
   int busy_grants = 0;

@@ -63,7 +63,7 @@ struct acquire_result {
 // For every k: the acquire fails with session_closed, or it completed before the close and its
 // guard turned lost at the close. Never a guard that owns the lock after its session closed
 // (a third session's try-acquire succeeds then: two holders).
-void grant_against_close(bool destroy) {
+void acquire_against_close(bool destroy) {
   zk_server srv;
   asio::io_context ioc_a;
   session a(ioc_a.get_executor(), options_for(srv.connect_string()));
@@ -179,12 +179,12 @@ void grant_against_close(bool destroy) {
 // 1. a grant racing the close or the destruction of its session
 
 TEST_CASE("a grant racing async_close at every step never hands out an owning guard", "[integration][mutex][race]") {
-  grant_against_close(false);
+  acquire_against_close(false);
 }
 
 TEST_CASE("a grant racing the session's destruction at every step never hands out an owning guard",
           "[integration][mutex][race]") {
-  grant_against_close(true);
+  acquire_against_close(true);
 }
 
 // ---------------------------------------------------------------------------------------------
