@@ -117,8 +117,8 @@ class leadership {
     return guard_.async_wait_revoked(std::forward<Token>(token));
   }
 
-  /// Resigns: deletes our node, and the next candidate (watching it) leads on that event:
-  /// without a listing when its last listing showed us at the head, else after one listing.
+  /// Resigns: deletes our node, and the next candidate (watching it) leads on that event with
+  /// no request (it lists again first only if candidates it did not watch may stand ahead).
   /// Handler: void(error_code); errors as lock_guard::async_release
   /// (already_released, lock_lost, release_pending while disconnected: the node is deleted
   /// after the reconnect or goes with the session). Not cancellable. The election object may
