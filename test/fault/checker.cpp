@@ -290,7 +290,15 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
     r.max_grant_delay_ms = max_free_grant_delay_ms(v, rule);
     return;
   }
-  if (rule.max_local_handoffs > 0) check_fairness(r, v, waits, rule.max_local_handoffs);
+  if (rule.max_local_handoffs > 0) {
+    // A wait ends, for fairness, when its own session is closed (local-close): from then on its
+    // process has no node in the queue (the close deletes it), so the others' listings rightly
+    // show nobody waiting, while the waiter's failure is reported a little later.
+    for (auto& w : waits)
+      for (auto& [owner, at] : closes)
+        if ((w.who == owner || process_of(w.who) == owner) && w.from <= at && at < w.to) w.to = at;
+    check_fairness(r, v, waits, rule.max_local_handoffs);
+  }
   // grant delay while the lock was free: previous holder released -> next grant
   for (std::size_t i = 1; i < v.size(); ++i) {
     auto& prev = v[i - 1];

@@ -326,6 +326,22 @@ TEST_CASE("checker: local queue: the fairness bound", "[unit][fault]") {
     CHECK(run(5, 2).fairness_violations == 1);
     CHECK_FALSE(r.zklock_ok());
   }
+  SECTION("a waiter whose own session was closed waits no more: its node is gone from the queue") {
+    // q's session is closed at 5 (local-close); q.1's failure is reported at 50. p's node
+    // granted after the event at 12 and 22: nobody of q was queued any more
+    auto with_close = [&](const std::string& closed) {
+      journal j;
+      j.add("acquire", "q.1", 0, 0);
+      j.section("p.1", node | 0, 1, 2, 4, "exclusive ev=0");
+      j.add("close", closed, 0, 5, "async_close after 1 handlers");
+      for (int g = 1; g <= 2; ++g) j.section("p." + std::to_string(g + 1), node | g, 1, 2 + 10 * g, 4 + 10 * g, "exclusive ev=1");
+      j.add("acquire_error", "q.1", 0, 50, "'the session was closed'");
+      recipe_rule lq{"local-queue", 1, 1};
+      return checked(j, {}, lq, 100);
+    };
+    CHECK(with_close("q").fairness_violations == 0);
+    CHECK(with_close("r").fairness_violations == 1);  // another process's close changes nothing
+  }
   SECTION("grants before the watch fired are not held against it") {
     // no event during the wait: p had not seen q's node (its session was cut off, say)
     journal j;
