@@ -41,19 +41,20 @@ struct fleet {
 asio::awaitable<void> readers_and_writer(fleet& f, std::string root) {
   auto ex = co_await asio::this_coro::executor;
   const std::string path = root + "/dataset";
-  int readers = 0, max_readers = 0, done = 0;
+  int readers = 0, max_readers = 0, entered = 0, done = 0;
   for (int i = 0; i < 3; ++i) {
     asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
       zklock::shared_mutex m(*f.s[i], path);
       auto g = co_await m.async_acquire_shared(asio::use_awaitable);
       max_readers = std::max(max_readers, ++readers);
+      ++entered;
       co_await sleep_for(300ms);
       --readers;
       co_await g.async_release(asio::use_awaitable);
       ++done;
     }, asio::detached);
   }
-  co_await sleep_for(100ms);
+  while (entered < 3) co_await sleep_for(5ms);  // the three readers in (however slow the machine)
   zklock::shared_mutex w(*f.s[3], path);
   auto t0 = std::chrono::steady_clock::now();
   auto g = co_await w.async_acquire(asio::use_awaitable);  // waits for the three readers
