@@ -9,6 +9,10 @@
  *      watcher callback and the latency ends when that reply arrives.
  *  (m) as (a), but A releases the way a zklock holder does, multi(setData(node), delete(node)), and
  *      B's watch fires "changed": the price of that transaction against a plain delete.
+ *  (i) as (a), with --idle-us U > 0 only: both sessions idle for U us (nothing sent, the process
+ *      asleep) between the exists reply and the delete, as a holder that holds U us before it lets
+ *      go: the floor of a handoff that comes after idle (the election benchmark's leader holds
+ *      20 ms before it resigns), where (a) is the floor of back-to-back handoffs.
  *  (c) uncontended cycle on one session: zoo_acreate(PATH/..., ephemeral|sequential) and
  *      zoo_aget_children2(PATH) sent back to back, both replies awaited, then zoo_adelete and its
  *      reply. Latency = whole cycle.
@@ -269,7 +273,7 @@ static void exists_watcher(zhandle_t* zh, int type, int state, const char* path,
 
 /* one delete -> watch (-> get_children) measurement; returns latency in us */
 static double delete_to_watch(zhandle_t* a, zhandle_t* b, const char* parent, const char* node, int with_children,
-                              int as_multi) {
+                              int as_multi, int idle_us) {
   struct op create, exists, del;
   create_node(a, parent, node, ZOO_EPHEMERAL, &create);
 
@@ -282,6 +286,11 @@ static double delete_to_watch(zhandle_t* a, zhandle_t* b, const char* parent, co
   check(zoo_awexists(b, node, exists_watcher, &w, stat_done, &exists), "zoo_awexists");
   wait_until(&exists.done, "exists reply");
   if (exists.rc != ZOK) die("exists %s: %s", node, zerror(exists.rc));
+  if (idle_us > 0) {
+    struct timespec idle = {idle_us / 1000000, (long)(idle_us % 1000000) * 1000};
+    while (nanosleep(&idle, &idle) != 0 && errno == EINTR) {
+    }
+  }
 
   reset(&del);
   zoo_op_t ops[2];
@@ -362,13 +371,13 @@ static void put_str(const char* key, const char* v) {
 
 static void usage(const char* msg) {
   fprintf(stderr, "cfloor: %s\nusage: zklock-cfloor --connect HOSTS --path PATH --contenders N --cycles M "
-                  "[--hold-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
+                  "[--hold-us U] [--idle-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
   exit(2);
 }
 
 int main(int argc, char** argv) {
   const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL;
-  int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0;
+  int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0, idle_us = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
@@ -390,6 +399,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(key, "--contenders")) contenders = atoi(v);
     else if (!strcmp(key, "--cycles")) cycles = atoi(v);
     else if (!strcmp(key, "--hold-us")) (void)v; /* accepted for a uniform command line; unused */
+    else if (!strcmp(key, "--idle-us")) idle_us = atoi(v);
     else if (!strcmp(key, "--json")) json_file = v;
     else if (!strcmp(key, "--resolve-delay-ms")) resolve_delay_ms = atoi(v), set_resolve_delay = 1;
     else usage("unknown option");
@@ -424,12 +434,14 @@ int main(int argc, char** argv) {
   double* fb = calloc((size_t)n, sizeof *fb);
   double* fc = calloc((size_t)n, sizeof *fc);
   double* fm = calloc((size_t)n, sizeof *fm);
-  if (!fa || !fb || !fc || !fm) die("out of memory");
+  double* fi = calloc((size_t)n, sizeof *fi);
+  if (!fa || !fb || !fc || !fm || !fi) die("out of memory");
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
-  for (int k = 0; k < n; ++k) fa[k] = delete_to_watch(A, B, path, node, 0, 0);
-  for (int k = 0; k < n; ++k) fb[k] = delete_to_watch(A, B, path, node, 1, 0);
-  for (int k = 0; k < n; ++k) fm[k] = delete_to_watch(A, B, path, node, 0, 1);
+  for (int k = 0; k < n; ++k) fa[k] = delete_to_watch(A, B, path, node, 0, 0, 0);
+  for (int k = 0; k < n; ++k) fb[k] = delete_to_watch(A, B, path, node, 1, 0, 0);
+  for (int k = 0; k < n; ++k) fm[k] = delete_to_watch(A, B, path, node, 0, 1, 0);
+  for (int k = 0; idle_us > 0 && k < n; ++k) fi[k] = delete_to_watch(A, B, path, node, 0, 0, idle_us);
   for (int k = 0; k < n; ++k) fc[k] = uncontended_cycle(A, path, prefix);
   getrusage(RUSAGE_SELF, &ru1);
   int threads = thread_count();
@@ -437,11 +449,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n_sessions; ++i) zookeeper_close(sessions[i].zh);
   double cpu_s = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) + (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
                  (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-  fprintf(stderr, "cfloor: cpu %.1f us per measured round trip\n", cpu_s * 1e6 / (4.0 * n));
+  fprintf(stderr, "cfloor: cpu %.1f us per measured round trip\n", cpu_s * 1e6 / ((idle_us > 0 ? 5.0 : 4.0) * n));
   qsort(fa, (size_t)n, sizeof *fa, cmp_double);
   qsort(fb, (size_t)n, sizeof *fb, cmp_double);
   qsort(fc, (size_t)n, sizeof *fc, cmp_double);
   qsort(fm, (size_t)n, sizeof *fm, cmp_double);
+  if (idle_us > 0) qsort(fi, (size_t)n, sizeof *fi, cmp_double);
 
   put_str("impl", "cfloor");
   put_int("contenders", contenders);
@@ -468,6 +481,11 @@ int main(int argc, char** argv) {
   put_num("floor_m_p99_us", percentile(fm, n, 99));
   put_num("floor_c_p50_us", percentile(fc, n, 50));
   put_num("floor_c_p99_us", percentile(fc, n, 99));
+  if (idle_us > 0) {
+    put_int("floor_i_idle_us", idle_us);
+    put_num("floor_i_p50_us", percentile(fi, n, 50));
+    put_num("floor_i_p99_us", percentile(fi, n, 99));
+  }
 
   for (int i = 0; i < n_out; ++i) printf("%s%s=%s", i ? " " : "", out[i].key, out[i].value);
   printf("\n");
@@ -492,5 +510,7 @@ int main(int argc, char** argv) {
   free(fa);
   free(fb);
   free(fc);
+  free(fm);
+  free(fi);
   return 0;
 }
