@@ -19,6 +19,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <deque>
 #include <dirent.h>
@@ -174,7 +175,7 @@ void add_process_figures(kv_line& r, const contended_run& run, int acquisitions)
 }
 
 int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
-                const std::string& json_file);
+                int watched_blockers, const std::string& json_file);
 
 struct recipe_options {
   std::string connect, path, json_file;
@@ -217,7 +218,8 @@ int main(int argc, char** argv) {
   int pending = 0;
   app.add_option("--pending", pending,
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
-                 "report memory and threads per pending waiter, then drain them");
+                 "report memory and threads per pending waiter, the server's watches (wchs), then drain them "
+                 "(every grant released at once) and report events and requests per release");
   if (int rc = zklock_bench::run_traffic_kind(argc, argv); rc >= 0) return rc;  // busy-process, distinct-keys
   CLI11_PARSE(app, argc, argv);
   // thousands of sessions need thousands of sockets
@@ -226,7 +228,7 @@ int main(int argc, char** argv) {
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
-  if (pending > 0) return run_pending(connect, path, contenders, pending, json_file);
+  if (pending > 0) return run_pending(connect, path, contenders, pending, watched_blockers, json_file);
   const recipe_options ro{connect, path, json_file, cycles, hold_us};
   if (kind == "shared") return run_shared(ro, readers, writers);
   if (kind == "semaphore") return run_semaphore(ro, contenders, leases);
@@ -297,51 +299,107 @@ int main(int argc, char** argv) {
 
 namespace {
 
-// 10,000 waiters on one thread: each is a znode, a watch and a small state machine; no thread.
+// A four-letter word's answer from the first server of `connect` (its whitelist must allow it;
+// empty if it does not answer).
+std::string four_letter(const std::string& connect, const std::string& word) {
+  const auto first = connect.substr(0, connect.find_first_of(",/"));
+  const auto colon = first.rfind(':');
+  try {
+    asio::io_context io;
+    asio::ip::tcp::socket sock(io);
+    asio::ip::tcp::resolver resolver(io);
+    asio::connect(sock, resolver.resolve(first.substr(0, colon), first.substr(colon + 1)));
+    asio::write(sock, asio::buffer(word));
+    std::string answer;
+    boost::system::error_code ec;
+    asio::read(sock, asio::dynamic_buffer(answer), ec);  // until the server closes
+    return answer;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// The number after `label` in a four-letter answer ("Total watches:2998"), -1 if absent.
+long long four_letter_number(const std::string& answer, const std::string& label) {
+  const auto at = answer.find(label);
+  return at == std::string::npos ? -1 : std::atoll(answer.c_str() + at + label.size());
+}
+
+// Pending waiters on one thread: each is a znode, its watches (its own node, up to K blockers)
+// and a small state machine; no thread. With --pending 1000 --contenders 1 (or one session per
+// waiter): what a release costs when 1,000 contenders queue on one lock. Every figure is a
+// count, none is checked here.
 int run_pending(const std::string& connect, const std::string& path, int contenders, int pending,
-                const std::string& json_file) {
+                int watched_blockers, const std::string& json_file) {
   asio::io_context ioc(1);
   auto sessions = make_sessions(ioc, connect, contenders + 1);
   long rss_before = 0, rss_pending = 0;
   int threads_before = 0, threads_pending = 0, granted = 0, errors = 0;
   double drain_seconds = 0;
   clock_type::time_point drained{};
-  std::string failure;
+  std::string failure, wchs;
   std::vector<std::unique_ptr<zklock::mutex>> mutexes;
+  // session totals: requests sent, watch events, deletion events
+  auto totals = [&] {
+    std::array<std::uint64_t, 3> t{};
+    for (auto& s : sessions)
+      t = {t[0] + s->stats().requests_sent, t[1] + s->stats().watch_events,
+           t[2] + s->stats().events(zklock::watch_event_type::deleted)};
+    return t;
+  };
+  // waits until no session sent a request for `quiet` (the last release's delete answered, every
+  // re-listing done)
+  auto settle = [&](clock_type::duration quiet) -> asio::awaitable<void> {
+    for (auto last = totals();;) {
+      co_await sleep_for(quiet);
+      auto now = totals();
+      if (now == last) co_return;
+      last = now;
+    }
+  };
+  std::array<std::uint64_t, 3> solo_before{}, solo_after{}, queue_before{}, queued{}, drain_before{}, drain_after{};
+  constexpr int solo_cycles = 20;
   asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
     for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
-    zklock::mutex holder_m(*sessions[0], path);
+    const zklock::mutex_options mo{.watched_blockers = watched_blockers};
+    zklock::mutex holder_m(*sessions[0], path, mo);
+    // what an uncontended release costs in events: our own node's watch fires on our own delete
+    solo_before = totals();
+    for (int k = 0; k < solo_cycles; ++k) {
+      auto g = co_await holder_m.async_acquire(asio::use_awaitable);
+      co_await g.async_release(asio::use_awaitable);
+    }
+    co_await settle(std::chrono::milliseconds(100));
+    solo_after = totals();
     auto held = co_await holder_m.async_acquire(asio::use_awaitable);
-    for (int i = 1; i <= contenders; ++i) mutexes.push_back(std::make_unique<zklock::mutex>(*sessions[i], path));
+    for (int i = 1; i <= contenders; ++i) mutexes.push_back(std::make_unique<zklock::mutex>(*sessions[i], path, mo));
     threads_before = thread_count();
     rss_before = rss_kb("VmRSS:");
-    std::uint64_t requests_before = 0;
-    for (auto& s : sessions) requests_before += s->stats().requests_sent;
+    queue_before = totals();
+    const std::uint64_t requests_before = queue_before[0];
     for (int k = 0; k < pending; ++k)
       mutexes[k % contenders]->async_acquire([&](zklock::error_code ec, zklock::lock_guard g) {
         if (ec) ++errors;
         if (++granted == pending) drained = clock_type::now();
         // g released on scope exit (background release hands over to the next)
       });
-    // all queued once every waiter has sent its create, listing and watch
+    // all queued once every waiter has sent its create, listing and watch, and nothing more is sent
     for (;;) {
-      std::uint64_t r = 0;
-      for (auto& s : sessions) r += s->stats().requests_sent;
-      if (r - requests_before >= static_cast<std::uint64_t>(pending) * 3) break;
-      asio::steady_timer t(ioc, std::chrono::milliseconds(50));
-      co_await t.async_wait(asio::use_awaitable);
+      if (totals()[0] - requests_before >= static_cast<std::uint64_t>(pending) * 3) break;
+      co_await sleep_for(std::chrono::milliseconds(50));
     }
-    asio::steady_timer settle(ioc, std::chrono::milliseconds(500));
-    co_await settle.async_wait(asio::use_awaitable);
+    co_await settle(std::chrono::milliseconds(500));
+    queued = totals();
+    wchs = four_letter(connect, "wchs");
     rss_pending = rss_kb("VmRSS:");
     threads_pending = thread_count();
+    drain_before = totals();
     auto t0 = clock_type::now();
     co_await held.async_release(asio::use_awaitable);
-    while (granted < pending) {
-      asio::steady_timer t(ioc, std::chrono::milliseconds(20));
-      co_await t.async_wait(asio::use_awaitable);
-    }
+    while (granted < pending) co_await sleep_for(std::chrono::milliseconds(20));
     drain_seconds = std::chrono::duration<double>(drained - t0).count();  // not this poll's wake-up
+    co_await settle(std::chrono::milliseconds(200));
+    drain_after = totals();
     for (auto& s : sessions) s->async_close(asio::detached);
   }, stop_on_exception(ioc, failure));
   ioc.run();
@@ -362,6 +420,22 @@ int run_pending(const std::string& connect, const std::string& path, int contend
   r.add("granted", static_cast<long long>(granted));
   r.add("errors", static_cast<long long>(errors));
   r.add("drain_throughput", pending / drain_seconds);
+  r.add("watched_blockers", static_cast<long long>(watched_blockers));
+  // the holder's own uncontended cycles: events per release with nobody waiting
+  r.add("solo_events_per_release", static_cast<double>(solo_after[1] - solo_before[1]) / solo_cycles, 2);
+  r.add("queue_requests_per_waiter", static_cast<double>(queued[0] - queue_before[0]) / pending, 2);
+  // the server's watches with every waiter queued (wchs: -1 when the server does not answer it)
+  r.add("server_watches", four_letter_number(wchs, "Total watches:"));
+  r.add("server_watched_paths", four_letter_number(wchs, "watching "));
+  r.add("server_watching_connections", std::atoll(wchs.c_str()));
+  // the drain: the holder's release and each waiter's (every grant released at once), the events
+  // the sessions received (each session hears of a watched path's deletion once, however many
+  // of its waiters watch it) and the requests they sent
+  const double releases = pending + 1.0;
+  r.add("releases", static_cast<long long>(pending + 1));
+  r.add("events_per_release", static_cast<double>(drain_after[1] - drain_before[1]) / releases, 2);
+  r.add("deleted_events_per_release", static_cast<double>(drain_after[2] - drain_before[2]) / releases, 2);
+  r.add("requests_per_release", static_cast<double>(drain_after[0] - drain_before[0]) / releases, 2);
   r.emit(json_file);
   return errors == 0 ? 0 : 1;
 }
