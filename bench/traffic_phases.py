@@ -175,6 +175,10 @@ def targets(results):
     for c in sorted({r["concurrency"] for r in results if r.get("phase") == "distinct-keys"}):
         z = dk_median(results, "zklock", c, "throughput")
         zc = dk_median(results, "zklock", c, "cpu_us_per_acq")
+        raw = dk_median(results, "cfloor", c, "throughput")
+        if z and raw:
+            out.append({"target": "distinct-keys C=%d throughput / the raw C client's" % c, "value": round(z / raw, 2),
+                        "limit": 1.0, "at_most": False, "met": z / raw >= 1.0})
         for peer in ("curator", "kazoo"):
             p, pc = dk_median(results, peer, c, "throughput"), dk_median(results, peer, c, "cpu_us_per_acq")
             if z and p:
