@@ -10,16 +10,12 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
     auto r1 = s.add_foreign(reader_prefix);
     auto r2 = s.add_foreign(reader_prefix);
     s.run();
-    REQUIRE_FALSE(s.completed);
-    CHECK(s.fsm.predecessor() == join_path(s.dir, r2));
-    CHECK_FALSE(s.fsm.watching_last_blocker());
+    check_waiting_on(s, r2, false);
     // zklock readers are created with shared_marker: their release is no grant (r1 still reads)
     CHECK(classify_predecessor(shared_marker) == predecessor_data::other);
     s.release_zklock(r2);
     s.drain();
-    CHECK_FALSE(s.completed);
-    CHECK(s.fsm.predecessor() == join_path(s.dir, r1));
-    CHECK(s.fsm.watching_last_blocker());
+    check_waiting_on(s, r1, true);
     check_granted_when_gone(s, r1);
   }
   // writer, reader, (reader: us) -> we watch the writer, not the reader between us
@@ -28,9 +24,7 @@ TEST_CASE("shared lock: readers share, a writer waits for them, FIFO keeps later
     auto w = s.add_foreign(writer_prefix);
     s.add_foreign(reader_prefix);
     s.run();
-    REQUIRE_FALSE(s.completed);
-    CHECK(s.fsm.predecessor() == join_path(s.dir, w));
-    CHECK(s.fsm.watching_last_blocker());
+    check_waiting_on(s, w, true);
     check_granted_when_gone(s, w);
     CHECK(s.ours() == 1);
   }

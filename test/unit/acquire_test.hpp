@@ -26,3 +26,10 @@ inline void check_granted_when_gone(sim& s, const std::string& blocker) {
   REQUIRE(s.completed);
   CHECK_FALSE(s.fsm.result().ec);
 }
+
+/// The acquire waits: its predecessor is `blocker`, which is (`last`) or is not its last blocker.
+inline void check_waiting_on(const sim& s, const std::string& blocker, bool last) {
+  REQUIRE_FALSE(s.completed);
+  CHECK(s.fsm.predecessor() == join_path(s.dir, blocker));
+  CHECK(s.fsm.watching_last_blocker() == last);
+}

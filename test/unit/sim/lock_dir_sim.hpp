@@ -160,14 +160,7 @@ struct sim {
   }
   // a zklock 2 holder releases: multi(setData(release_marker), delete), so a watcher sees
   // "changed" (the data watch fires once, on the setData)
-  void release_zklock(const std::string& name) {
-    drop_mark_of(name);
-    children.erase(name);
-    data.erase(name);
-    downgraded.erase(name);
-    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::data_changed);
-    if (watches.erase(dir)) fire(dir, watch_change::children_changed);
-  }
+  void release_zklock(const std::string& name) { remove_node(name, watch_change::data_changed); }
   // someone writes to a node (a foreign client: Curator's Revoker, an operator's set)
   void change_data(const std::string& name, std::string_view new_data = "__REVOKE__") {
     data[name] = std::string(new_data);
@@ -191,16 +184,17 @@ struct sim {
   std::pair<std::string, std::string> queue_third(std::string_view second_data = {}) {
     auto head = add_foreign();
     auto second = add_foreign(mutex_prefix, second_data);
-    apply(fsm.start());
-    drain();
+    run();
     return {head, second};
   }
-  void delete_foreign(const std::string& name) {
+  void delete_foreign(const std::string& name) { remove_node(name, watch_change::deleted); }
+  // `name` goes, its mark with it: its watchers hear `node_event`, the dir's a children change
+  void remove_node(const std::string& name, watch_change node_event) {
     drop_mark_of(name);
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
-    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::deleted);
+    if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), node_event);
     if (watches.erase(dir)) fire(dir, watch_change::children_changed);
   }
   // Someone else (an operator, a cleanup script, a reaper) deletes our node; false when we have none.
