@@ -62,10 +62,8 @@ TEST_CASE_METHOD(server_fixture, "a write to the holder's node grants nobody: th
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
+TEST_CASE_METHOD(two_sessions_fixture, "try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
           "[integration][shared][foreign]") {
-  auto& a = connect();
-  auto& b = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     shared_mutex ma(a, "/locks/trydown"), mb(b, "/locks/trydown");
     auto w = co_await ma.async_acquire(asio::use_awaitable);
@@ -102,9 +100,7 @@ std::string mark_of(const std::string& writer_path) {
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
-  auto& a = connect();
-  auto& b = connect();
+TEST_CASE_METHOD(two_sessions_fixture, "a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
   auto& forger = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     const std::string dir = "/locks/forged";
@@ -173,10 +169,8 @@ TEST_CASE_METHOD(server_fixture, "a downgrade forged by another session grants n
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "a revocation request written over a downgraded writer's node leaves it a reader",
+TEST_CASE_METHOD(two_sessions_fixture, "a revocation request written over a downgraded writer's node leaves it a reader",
           "[integration][shared][foreign]") {
-  auto& a = connect();
-  auto& b = connect();
   auto& revoker = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     const std::string dir = "/locks/revdown";

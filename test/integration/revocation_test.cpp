@@ -214,11 +214,9 @@ TEST_CASE_METHOD(proxied_fixture, "revocation: a lost session completes the wait
   }());
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(two_sessions_fixture,
                  "revocation: both sides of a shared lock, a semaphore lease and an election's leadership",
                  "[integration][revocation][shared][election]") {
-  auto& a = connect();
-  auto& b = connect();
   auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     {

@@ -150,9 +150,7 @@ TEST_CASE_METHOD(server_fixture, "chroot and multiple hosts in the connect strin
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "watches fire on the io_context's thread", "[integration][session][watch]") {
-  auto& a = connect();
-  auto& b = connect();
+TEST_CASE_METHOD(two_sessions_fixture, "watches fire on the io_context's thread", "[integration][session][watch]") {
   auto test_thread = std::this_thread::get_id();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     watch w_exists, w_children, w_data;
