@@ -1,12 +1,12 @@
 // libFuzzer driver of the state machines' property tests: the fuzzer's bytes are the choices
-// the seeded Catch2 tests draw from their generator (test/unit/fsm_property.hpp: the same
+// the seeded Catch2 tests draw from their generator (test/unit/sim/properties.hpp: the same
 // inputs, the same invariants, the same oracle of the grant rule). The first byte picks the
 // machine: acquire_fsm with connection drops and reconnects, acquire_fsm without, or hold_fsm (the
 // release). A broken invariant prints what broke and aborts, which libFuzzer reports as a crash.
 //
 // Build and run: scripts/fuzz.sh [seconds] (clang++-14 with libfuzzer-14-dev), or configure
 // with -DZKLOCK_FUZZ=ON and a clang compiler for the zklock_fsm_fuzz target.
-#include "fsm_property.hpp"
+#include "sim/properties.hpp"
 
 #include <cstdio>
 #include <cstdlib>

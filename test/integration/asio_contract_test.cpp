@@ -57,17 +57,14 @@ TEST_CASE_METHOD(server_fixture, "handlers never run inside the initiating funct
   CHECK(released_release);
 }
 
-TEST_CASE("a pending operation keeps its handler's io_context running", "[integration][promise]") {
+TEST_CASE_METHOD(server_fixture, "a pending operation keeps its handler's io_context running", "[integration][promise]") {
   // The handler runs on another io_context than the session's: that one must not run out of
   // work (and return from run()) while the acquire waits.
-  zk_server srv;
-  asio::io_context ioc, handler_ioc;
-  session holder_s(ioc.get_executor(), options_for(srv.connect_string()));
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  asio::io_context handler_ioc;
+  auto& holder_s = connect();
+  auto& s = connect();
   lock_guard holder;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await holder_s.async_connect(asio::use_awaitable);
-    co_await s.async_connect(asio::use_awaitable);
     mutex hm(holder_s, "/locks/work");
     holder = co_await hm.async_acquire(asio::use_awaitable);
   }());
@@ -176,11 +173,10 @@ TEST_CASE_METHOD(server_fixture, "total cancellation is refused for a request on
   }());
 }
 
-TEST_CASE("as_default_on_t: a session and a mutex whose operations default to use_awaitable", "[integration][promise]") {
+TEST_CASE_METHOD(server_fixture, "as_default_on_t: a session and a mutex whose operations default to use_awaitable", "[integration][promise]") {
+  // its own sessions: of another type than the fixture's, and connected by the test
   using awaitable_session = asio::use_awaitable_t<>::as_default_on_t<zklock::session>;
   using awaitable_mutex = asio::use_awaitable_t<>::as_default_on_t<zklock::mutex>;
-  zk_server srv;
-  asio::io_context ioc;
   awaitable_session s(ioc, options_for(srv.connect_string()));  // from an execution context
   zklock::session plain(ioc.get_executor(), options_for(srv.connect_string()));
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -229,19 +225,13 @@ struct counting_allocator {
 
 }  // namespace
 
-TEST_CASE("a handler's associated allocator stores the handler and is paid back before it runs",
+TEST_CASE_METHOD(server_fixture, "a handler's associated allocator stores the handler and is paid back before it runs",
           "[integration][promise]") {
   // Asio's rule: memory from the associated allocator is deallocated before the handler is
   // invoked. Each operation here completes with a handler bound to a counting allocator; in the
   // handler, everything allocated through it must be back.
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
-  run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
-  }());
+  auto& s = connect();
+  auto& other = connect();
 
   struct probe {
     alloc_counts counts;
@@ -339,11 +329,9 @@ TEST_CASE("a session and its io_context destroyed while a release is in flight l
   CHECK(engine.expired());
 }
 
-TEST_CASE("an empty multi_lock completes through the session's executor and never inline", "[integration][promise][multi]") {
+TEST_CASE_METHOD(server_fixture, "an empty multi_lock completes through the session's executor and never inline", "[integration][promise][multi]") {
   // It used to complete with path_empty through asio::system_executor: a handler with no
   // executor of its own ran on the system executor's thread, not in the session's io_context.
-  zk_server srv;
-  asio::io_context ioc;
   session s(ioc.get_executor(), options_for(srv.connect_string()));
   multi_lock none(s, std::vector<std::string>{});
   std::atomic<bool> done{false};

@@ -106,6 +106,13 @@ class server_fixture {
   std::list<zklock::session> sessions_;
 };
 
+/// server_fixture with two sessions straight to the server, connected: `a` and `b`.
+class two_sessions_fixture : public server_fixture {
+ public:
+  zklock::session& a = connect();
+  zklock::session& b = connect();
+};
+
 /// server_fixture with a tcp_proxy in front of the server, for the tests that cut a client off:
 /// connect_proxied() connects through it, connect() still straight to the server.
 class proxied_fixture : public server_fixture {

@@ -172,10 +172,8 @@ TEST_CASE("a port that refuses: the endpoint and its cause are told twice, a log
 
 // One endpoint that is not ZooKeeper among others that are: it is one unreachable server.
 // The C client tries the endpoints in a random order, so each case connects many times.
-TEST_CASE("a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
+TEST_CASE_METHOD(server_fixture, "a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
           "[integration][session][connect]") {
-  zklock::test::zk_server srv;
-  asio::io_context ioc;
   fake_http_server http(ioc);
   fake_http_server closing(ioc, true);
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -222,15 +220,11 @@ TEST_CASE("only non-ZooKeeper endpoints: the connect fails with not_zookeeper, n
 // endpoint and never the proxy: unless that endpoint leaves its list, the session expires.
 // The HTTP endpoint closes each connection at once until the session is connected (an
 // ordinary failure, which the connect passes over), so that a reconnect is what meets its answer.
-TEST_CASE("a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
-  zklock::test::zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   fake_http_server http(ioc, /*close_at_once=*/true);
-  session s(ioc.get_executor(), options_for(proxy.connect_string() + "," + http.connect_string()));
+  auto& s = connect(options_for(proxy.connect_string() + "," + http.connect_string()));
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     record_states(s, states);
     http.close_at_once = false;
     // Each drop makes the C client go to the next endpoint of its list: the HTTP one, until
@@ -245,10 +239,7 @@ TEST_CASE("a non-ZooKeeper endpoint met on a reconnect never ends the session", 
   for (auto st : states) CHECK(st != session_state::expired);
 }
 
-TEST_CASE("a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
-  zklock::test::zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
   fake_http_server http(ioc);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     // The C client tries the endpoints in a random order: connect until it met the HTTP one.
@@ -270,15 +261,11 @@ TEST_CASE("a non-ZooKeeper endpoint found at the connect is not tried on the rec
 // zookeeper_interest), so with two servers, after a drop, it kept choosing the refusing port
 // and never the proxy: the session expired at its timeout while a server of its connect string
 // was up. The engine puts it back after each failure: every endpoint is tried in turn.
-TEST_CASE("a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
-  zklock::test::zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+TEST_CASE_METHOD(proxied_fixture, "a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   auto refusing = "127.0.0.1:" + std::to_string(zklock::test::free_port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string() + "," + refusing));
+  auto& s = connect(options_for(proxy.connect_string() + "," + refusing));
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     record_states(s, states);
     co_await drop_and_reconnect(proxy, s, states, 4);
   }());
@@ -288,10 +275,7 @@ TEST_CASE("a refusing endpoint met on a reconnect never ends the session", "[int
 // after a drop (the other half from the one it was connected to), never its own server again.
 // Two refuse, one accepts and never answers (its connection times out at 2/3 of the session
 // timeout): every reconnect goes round them and back to the live one.
-TEST_CASE("of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
-  zklock::test::zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
+TEST_CASE_METHOD(proxied_fixture, "of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
   zklock::test::tcp_proxy silent(ioc.get_executor(), srv.port());
   silent.blackhole(true);
   auto refusing_one = "127.0.0.1:" + std::to_string(zklock::test::free_port());

@@ -10,65 +10,60 @@
 using namespace zklock;
 using zklock::test::zk_server;
 
-TEST_CASE("a write to the holder's node grants nobody: the waiter waits for the release",
+TEST_CASE_METHOD(server_fixture, "a write to the holder's node grants nobody: the waiter waits for the release",
           "[integration][mutex][foreign]") {
-  for (std::string data : {std::string("__REVOKE__"), std::string("arbitrary operator data")}) {
-    CAPTURE(data);
-    zk_server srv;
-    asio::io_context ioc;
-    session a(ioc.get_executor(), options_for(srv.connect_string()));
-    session b(ioc.get_executor(), options_for(srv.connect_string()));
-    session c(ioc.get_executor(), options_for(srv.connect_string()));
-    session writer(ioc.get_executor(), options_for(srv.connect_string()));
-    run_test(ioc, [&]() -> asio::awaitable<void> {
-      for (auto* s : {&a, &b, &c, &writer}) co_await s->async_connect(asio::use_awaitable);
-      mutex ma(a, "/locks/foreign"), mb(b, "/locks/foreign"), mc(c, "/locks/foreign");
-      auto ga = co_await ma.async_acquire(asio::use_awaitable);
-      REQUIRE(ga.owns_lock());
-      bool b_in = false;
-      lock_guard gb;
-      asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-        gb = co_await mb.async_acquire(asio::use_awaitable);
-        b_in = true;
-      }, asio::detached);
-      // B queued behind A (its node is listed) and is watching A
-      for (int i = 0; i < 100; ++i) {
-        auto q = co_await ma.async_contenders(asio::use_awaitable);
-        if (q.size() == 2) break;
-        co_await sleep_for(10ms);
-      }
-      co_await sleep_for(100ms);
-      REQUIRE_FALSE(b_in);
-
-      co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
-      co_await sleep_for(500ms);
-      CHECK(ga.owns_lock());
-      CHECK(ga.status() == lock_status::held);
-      CHECK_FALSE(b_in);  // two holders otherwise
-      auto [ec, gc] = co_await mc.async_try_acquire(tuple_awaitable);
-      CHECK(ec == errc::lock_busy);
-      // a second write, now that B may have re-watched A: still nothing
-      co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
-      co_await sleep_for(200ms);
-      CHECK_FALSE(b_in);
-
-      co_await ga.async_release(asio::use_awaitable);
-      for (int i = 0; i < 300 && !b_in; ++i) co_await sleep_for(10ms);
-      CHECK(b_in);
-      if (b_in) {
-        CHECK(gb.owns_lock());
-        co_await gb.async_release(asio::use_awaitable);
-      }
-      auto left = co_await writer.async_get_children("/locks/foreign", asio::use_awaitable);
-      CHECK(left.children.empty());
-    }());
-  }
-}
-
-TEST_CASE_METHOD(server_fixture, "try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
-          "[integration][shared][foreign]") {
+  // once for each data, each on a server of its own
+  auto data = GENERATE(std::string("__REVOKE__"), std::string("arbitrary operator data"));
+  CAPTURE(data);
   auto& a = connect();
   auto& b = connect();
+  auto& c = connect();
+  auto& writer = connect();
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex ma(a, "/locks/foreign"), mb(b, "/locks/foreign"), mc(c, "/locks/foreign");
+    auto ga = co_await ma.async_acquire(asio::use_awaitable);
+    REQUIRE(ga.owns_lock());
+    bool b_in = false;
+    lock_guard gb;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
+      gb = co_await mb.async_acquire(asio::use_awaitable);
+      b_in = true;
+    }, asio::detached);
+    // B queued behind A (its node is listed) and is watching A
+    for (int i = 0; i < 100; ++i) {
+      auto q = co_await ma.async_contenders(asio::use_awaitable);
+      if (q.size() == 2) break;
+      co_await sleep_for(10ms);
+    }
+    co_await sleep_for(100ms);
+    REQUIRE_FALSE(b_in);
+
+    co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
+    co_await sleep_for(500ms);
+    CHECK(ga.owns_lock());
+    CHECK(ga.status() == lock_status::held);
+    CHECK_FALSE(b_in);  // two holders otherwise
+    auto [ec, gc] = co_await mc.async_try_acquire(tuple_awaitable);
+    CHECK(ec == errc::lock_busy);
+    // a second write, now that B may have re-watched A: still nothing
+    co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
+    co_await sleep_for(200ms);
+    CHECK_FALSE(b_in);
+
+    co_await ga.async_release(asio::use_awaitable);
+    for (int i = 0; i < 300 && !b_in; ++i) co_await sleep_for(10ms);
+    CHECK(b_in);
+    if (b_in) {
+      CHECK(gb.owns_lock());
+      co_await gb.async_release(asio::use_awaitable);
+    }
+    auto left = co_await writer.async_get_children("/locks/foreign", asio::use_awaitable);
+    CHECK(left.children.empty());
+  }());
+}
+
+TEST_CASE_METHOD(two_sessions_fixture, "try_acquire_shared behind a downgraded writer succeeds, as a blocking read does",
+          "[integration][shared][foreign]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
     shared_mutex ma(a, "/locks/trydown"), mb(b, "/locks/trydown");
     auto w = co_await ma.async_acquire(asio::use_awaitable);
@@ -105,9 +100,7 @@ std::string mark_of(const std::string& writer_path) {
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
-  auto& a = connect();
-  auto& b = connect();
+TEST_CASE_METHOD(two_sessions_fixture, "a downgrade forged by another session grants no reader beside the writer", "[integration][shared][foreign]") {
   auto& forger = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     const std::string dir = "/locks/forged";
@@ -176,10 +169,8 @@ TEST_CASE_METHOD(server_fixture, "a downgrade forged by another session grants n
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "a revocation request written over a downgraded writer's node leaves it a reader",
+TEST_CASE_METHOD(two_sessions_fixture, "a revocation request written over a downgraded writer's node leaves it a reader",
           "[integration][shared][foreign]") {
-  auto& a = connect();
-  auto& b = connect();
   auto& revoker = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     const std::string dir = "/locks/revdown";

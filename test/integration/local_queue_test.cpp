@@ -123,13 +123,11 @@ TEST_CASE_METHOD(server_fixture, "local queue: a local handoff sends no request"
   }());
 }
 
-TEST_CASE("local queue: another session waiting gets the lock within the fairness bound, tokens increase across both",
+TEST_CASE_METHOD(server_fixture, "local queue: another session waiting gets the lock within the fairness bound, tokens increase across both",
           "[integration][local]") {
   constexpr int max_handoffs = 2;
-  zk_server srv;
-  asio::io_context ioc;
-  session busy(ioc.get_executor(), options_for(srv.connect_string()));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& busy = connect();
+  auto& other = connect();
   auto log_path = local_queue_log_path("fair");
   exclusion_log log(log_path);
   std::vector<std::int64_t> tokens;
@@ -140,8 +138,6 @@ TEST_CASE("local queue: another session waiting gets the lock within the fairnes
   std::vector<int> after_seen;     // of those, made after the busy session's child watch fired
   std::vector<std::uint64_t> grant_events;  // per busy grant: the busy session's child events so far
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await busy.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex m(busy, "/locks/fair", local(max_handoffs));
     for (int i = 0; i < 20; ++i) {
       asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
@@ -196,14 +192,11 @@ TEST_CASE("local queue: another session waiting gets the lock within the fairnes
   CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
 }
 
-TEST_CASE_METHOD(server_fixture, "local queue: session expiry under a local holder: its guard is lost, the waiters fail",
+TEST_CASE_METHOD(proxied_fixture, "local queue: session expiry under a local holder: its guard is lost, the waiters fail",
           "[integration][local]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string()));
-  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect_proxied();
+  auto& watcher = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await watcher.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/expiry", local());
     auto g = co_await m.async_acquire(asio::use_awaitable);
     std::vector<error_code> results;

@@ -84,6 +84,30 @@ std::function<void(std::function<void(lock_guard)>)> wait_with(Lock& lock) {
   };
 }
 
+// The same for an election: its leadership's guard.
+std::function<asio::awaitable<std::string>()> hold_with(election& e, std::optional<leadership>& held) {
+  return [&e, &held]() -> asio::awaitable<std::string> {
+    held = co_await e.async_campaign(asio::use_awaitable);
+    co_return held->node_path();
+  };
+}
+std::function<void(std::function<void(lock_guard)>)> wait_with(election& e) {
+  return [&e](std::function<void(lock_guard)> granted) {
+    e.async_campaign([granted](error_code ec, leadership l) {
+      CHECK_FALSE(ec);
+      granted(std::move(l.guard()));
+    });
+  };
+}
+
+// The sessions of an expiry: the holder's behind the proxy (a session timeout of 2 s, soon
+// expired once cut off), the waiter's and an observer's straight to the server.
+struct expiry_fixture : proxied_fixture {
+  session& holder_s = connect_proxied(2000ms);
+  session& waiter_s = connect();
+  session& observer = connect();
+};
+
 // A mutex holder on `holder_s` and a waiter on `waiter_s`, both with `o`.
 asio::awaitable<expiry_timing> expire_mutex_holder(proxied_fixture& f, session& holder_s, session& waiter_s,
                                                    session& observer, const std::string& path, mutex_options o) {
@@ -93,11 +117,8 @@ asio::awaitable<expiry_timing> expire_mutex_holder(proxied_fixture& f, session& 
 }
 }  // namespace
 
-TEST_CASE_METHOD(proxied_fixture, "lock-delay: a holder whose session expires: the successor waits lock_delay after the expiry",
+TEST_CASE_METHOD(expiry_fixture, "lock-delay: a holder whose session expires: the successor waits lock_delay after the expiry",
                  "[integration][lock_delay][fault][timing]") {
-  auto& holder_s = connect_proxied(2000ms);
-  auto& waiter_s = connect();
-  auto& observer = connect();
   const auto delay = 1500ms;
   run_test(ioc, [&]() -> asio::awaitable<void> {
     check_delayed(co_await expire_mutex_holder(*this, holder_s, waiter_s, observer, "/lockdelay/expire",
@@ -106,11 +127,8 @@ TEST_CASE_METHOD(proxied_fixture, "lock-delay: a holder whose session expires: t
   }());
 }
 
-TEST_CASE_METHOD(proxied_fixture, "lock-delay off: the successor of an expired holder is granted at once, no beacon is written",
+TEST_CASE_METHOD(expiry_fixture, "lock-delay off: the successor of an expired holder is granted at once, no beacon is written",
                  "[integration][lock_delay][fault][timing]") {
-  auto& holder_s = connect_proxied(2000ms);
-  auto& waiter_s = connect();
-  auto& observer = connect();
   const std::string path = "/lockdelay/off/expire";
   run_test(ioc, [&]() -> asio::awaitable<void> {
     auto t = co_await expire_mutex_holder(*this, holder_s, waiter_s, observer, path, {});
@@ -152,41 +170,23 @@ TEST_CASE_METHOD(server_fixture, "lock-delay: a clean release is not delayed, an
   }());
 }
 
-TEST_CASE_METHOD(proxied_fixture, "lock-delay on an election: a leader that expires is followed lock_delay later",
+TEST_CASE_METHOD(expiry_fixture, "lock-delay on an election: a leader that expires is followed lock_delay later",
                  "[integration][lock_delay][election][fault][timing]") {
-  auto& sa = connect_proxied(2000ms);
-  auto& sb = connect();
-  auto& observer = connect();
   const std::string path = "/lockdelay/election";
   const auto delay = 1500ms;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    election a(sa, path, "a", {.lock_delay = delay}), b(sb, path, "b", {.lock_delay = delay});
+    election a(holder_s, path, "a", {.lock_delay = delay}), b(waiter_s, path, "b", {.lock_delay = delay});
     std::optional<leadership> la;
-    auto t = co_await expire_holder(
-        *this, observer, path,
-        [&]() -> asio::awaitable<std::string> {
-          la = co_await a.async_campaign(asio::use_awaitable);
-          co_return la->node_path();
-        },
-        [&](std::function<void(lock_guard)> granted) {
-          b.async_campaign([granted](error_code ec, leadership l) {
-            CHECK_FALSE(ec);
-            granted(std::move(l.guard()));
-          });
-        });
-    check_delayed(t, delay);
+    check_delayed(co_await expire_holder(*this, observer, path, hold_with(a, la), wait_with(b)), delay);
   }());
 }
 
-TEST_CASE_METHOD(proxied_fixture, "lock-delay on a semaphore: a lease that expires is given out lock_delay later",
+TEST_CASE_METHOD(expiry_fixture, "lock-delay on a semaphore: a lease that expires is given out lock_delay later",
                  "[integration][lock_delay][semaphore][fault][timing]") {
-  auto& sa = connect_proxied(2000ms);
-  auto& sb = connect();
-  auto& observer = connect();
   const std::string path = "/lockdelay/semaphore";
   const auto delay = 1500ms;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    semaphore a(sa, path, 1, {.lock_delay = delay}), b(sb, path, 1, {.lock_delay = delay});
+    semaphore a(holder_s, path, 1, {.lock_delay = delay}), b(waiter_s, path, 1, {.lock_delay = delay});
     lock_guard la;
     check_delayed(co_await expire_holder(*this, observer, path + "/leases", hold_with(a, la), wait_with(b)), delay);
   }());

@@ -13,21 +13,17 @@ using zklock::test::zk_server;
 // ---------------------------------------------------------------------------------------------
 // the review's fault bugs
 
-TEST_CASE("a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
+TEST_CASE_METHOD(server_fixture, "a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
   // Server down longer than the validity deadline, then back: the session survives (the
   // server restores it with a fresh timeout), and so does our node. Before the fix it stayed
   // for the life of the session and every other contender waited forever. The deadline comes
   // well before the session timeout (a wide validity margin), so that the server's restart
   // fits between them: past the timeout with no server answering, the session expires here.
-  zk_server srv;
-  asio::io_context ioc;
   auto so = options_for(srv.connect_string(), 8000ms);
   so.validity_margin = 6000ms;
-  session s(ioc.get_executor(), so);
-  session other(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
+  auto& s = connect(so);
+  auto& other = connect(20000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     auto id = s.session_id();
     mutex m(s, "/locks/ghost");
     auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -49,13 +45,9 @@ TEST_CASE("a guard reported lost whose session survived still deletes its node",
   }(), 120s);
 }
 
-TEST_CASE("async_connect on a suspended session is refused: no second session, no two holders", "[integration][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
+TEST_CASE_METHOD(proxied_fixture, "async_connect on a suspended session is refused: no second session, no two holders", "[integration][fault]") {
+  auto& s = connect_proxied(8000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     auto id = s.session_id();
     mutex m(s, "/locks/replace");
     auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -73,9 +65,7 @@ TEST_CASE("async_connect on a suspended session is refused: no second session, n
   }(), 60s);
 }
 
-TEST_CASE("destroying the session tells its guards and pending acquires", "[integration][fault]") {
-  zk_server srv;
-  asio::io_context ioc;
+TEST_CASE_METHOD(server_fixture, "destroying the session tells its guards and pending acquires", "[integration][fault]") {
   auto s = std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string()));
   session other(ioc.get_executor(), options_for(srv.connect_string()));
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -102,15 +92,10 @@ TEST_CASE("destroying the session tells its guards and pending acquires", "[inte
   }());
 }
 
-TEST_CASE("a cancel while disconnected leaves no watch behind after the reconnect", "[integration][fault][cancel]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(proxied_fixture, "a cancel while disconnected leaves no watch behind after the reconnect", "[integration][fault][cancel]") {
+  auto& s = connect_proxied(8000ms);
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex om(other, "/locks/unwatch"), m(s, "/locks/unwatch");
     auto og = co_await om.async_acquire(asio::use_awaitable);
     asio::cancellation_signal sig;
@@ -134,20 +119,15 @@ TEST_CASE("a cancel while disconnected leaves no watch behind after the reconnec
   }(), 60s);
 }
 
-TEST_CASE("partitioned holder: lost at its validity deadline, before the server grants the lock to the next",
+TEST_CASE_METHOD(proxied_fixture, "partitioned holder: lost at its validity deadline, before the server grants the lock to the next",
           "[integration][fault][validity]") {
   // The holder's connection is blackholed (stays open, nothing passes). The server cannot
   // expire its session before last reply's send + session timeout; the guard turns lost (and
   // cancels work bound to lost_slot) before then, so before the successor is granted.
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  auto& s = connect_proxied(4000ms);
+  auto& other = connect(4000ms);
   using clock = std::chrono::steady_clock;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/validity"), om(other, "/locks/validity");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     auto until = g.valid_until();
@@ -191,13 +171,10 @@ TEST_CASE("partitioned holder: lost at its validity deadline, before the server 
 // ---------------------------------------------------------------------------------------------
 // bad input and other tenants
 
-TEST_CASE("odd lock dirs: a missing chroot, an ephemeral dir, data and foreign children", "[integration][input]") {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+TEST_CASE_METHOD(server_fixture, "odd lock dirs: a missing chroot, an ephemeral dir, data and foreign children", "[integration][input]") {
+  auto& s = connect();
   session chrooted(ioc.get_executor(), options_for(srv.connect_string() + "/no/such/chroot"));
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     co_await chrooted.async_connect(asio::use_awaitable);  // the server does not check a chroot
     // a chroot that does not exist: the lock dir cannot be created under it
     mutex in_missing_chroot(chrooted, "/locks/a");
@@ -223,21 +200,17 @@ TEST_CASE("odd lock dirs: a missing chroot, an ephemeral dir, data and foreign c
   }());
 }
 
-TEST_CASE("another tenant can neither join the queue nor delete a held node (digest, creator_all)",
+TEST_CASE_METHOD(server_fixture, "another tenant can neither join the queue nor delete a held node (digest, creator_all)",
           "[integration][input][auth]") {
-  zk_server srv;
-  asio::io_context ioc;
   auto alice_opts = options_for(srv.connect_string());
   alice_opts.digest_auth = "alice:secret";
   alice_opts.default_acl = acl_policy::creator_all;
   auto bob_opts = options_for(srv.connect_string());
   bob_opts.digest_auth = "bob:other";
-  session alice(ioc.get_executor(), alice_opts), bob(ioc.get_executor(), bob_opts);
-  session anonymous(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& alice = connect(alice_opts);
+  auto& bob = connect(bob_opts);
+  auto& anonymous = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await alice.async_connect(asio::use_awaitable);
-    co_await bob.async_connect(asio::use_awaitable);
-    co_await anonymous.async_connect(asio::use_awaitable);
     mutex am(alice, "/tenant/lock");
     auto g = co_await am.async_acquire(asio::use_awaitable);  // creates /tenant and /tenant/lock as alice's
     for (session* other : {&bob, &anonymous}) {
@@ -253,19 +226,15 @@ TEST_CASE("another tenant can neither join the queue nor delete a held node (dig
   }());
 }
 
-TEST_CASE("two waiters of one session cancelled together leave no watch on the node both watched",
+TEST_CASE_METHOD(server_fixture, "two waiters of one session cancelled together leave no watch on the node both watched",
           "[integration][fault][cancel]") {
   // Both watch the holder's node: the server keeps one watch for the session. Removing one of
   // two watchers only checks it there (the server keeps the watch for the other); two removals
   // sent together each counted the other one, so neither took the server's watch away, and it
   // stayed as long as the connection (found by the cancellation storm, about 1 run in 5).
-  zk_server srv;
-  asio::io_context ioc;
-  session holder_s(ioc.get_executor(), options_for(srv.connect_string()));
-  session s(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& holder_s = connect();
+  auto& s = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await holder_s.async_connect(asio::use_awaitable);
-    co_await s.async_connect(asio::use_awaitable);
     mutex hm(holder_s, "/locks/pair"), first(s, "/locks/pair"), second(s, "/locks/pair");
     auto held = co_await hm.async_acquire(asio::use_awaitable);
     asio::cancellation_signal sig_first, sig_second;
@@ -301,14 +270,12 @@ long rss_kb() {
 }
 }  // namespace
 
-TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, no growth",
+TEST_CASE_METHOD(server_fixture, "a cancellation storm with connection cuts leaves no node, no watch, no growth",
           "[integration][fault][cancel]") {
   // 8 sessions behind proxies, a holder that never lets go, and 2,000 acquires (ZKLOCK_STORM_ACQUIRES) (seeded) that
   // are cancelled (all three types), timed out or try-acquired at random points while the
   // proxies cut every connection now and then. Afterwards: only the holder's node, no watch
   // on the server, every handler called once, memory back near where it was.
-  zk_server srv;
-  asio::io_context ioc;
   std::vector<std::unique_ptr<zklock::test::tcp_proxy>> proxies;
   // A cut found by a request's own send (before the C client reads the end of the stream) used
   // to leave that connection's requests in the C client's queue: the first reply on the next
@@ -328,12 +295,11 @@ TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, n
     opts.log = log;
     sessions.push_back(std::make_unique<session>(ioc.get_executor(), opts));
   }
-  session holder_s(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& holder_s = connect();
   const std::uint32_t seed = std::random_device{}();
   CAPTURE(seed);
   std::mt19937 rng(seed);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await holder_s.async_connect(asio::use_awaitable);
     for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
     mutex hm(holder_s, "/locks/storm");
     auto held = co_await hm.async_acquire(asio::use_awaitable);
@@ -426,19 +392,14 @@ TEST_CASE("a cancellation storm with connection cuts leaves no node, no watch, n
   }(), 180s);
 }
 
-TEST_CASE("a release made while disconnected deletes the node after the reconnect, guard gone or not",
+TEST_CASE_METHOD(proxied_fixture, "a release made while disconnected deletes the node after the reconnect, guard gone or not",
           "[integration][fault][promise]") {
   // release_pending promises the node goes after the reconnect. Once the guard is gone only
   // the hold itself can keep that promise (found by the fault harness: the node stayed for the
   // life of the session, and every waiter queued behind it).
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 10000ms));
-  session observer(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect_proxied(10000ms);
+  auto& observer = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await observer.async_connect(asio::use_awaitable);
     {
       mutex m(s, "/locks/owed");
       auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -456,18 +417,14 @@ TEST_CASE("a release made while disconnected deletes the node after the reconnec
   }(), 60s);
 }
 
-TEST_CASE("a lock granted after a wait longer than the session timeout is valid on arrival",
+TEST_CASE_METHOD(server_fixture, "a lock granted after a wait longer than the session timeout is valid on arrival",
           "[integration][fault][promise]") {
   // A waiter sends nothing while it waits; a grant taken straight from the watch event used to
   // hand out a guard whose validity deadline had passed (lost on arrival, zklock exec killed
   // the command at once). Found by the shared-lock interop work.
-  zk_server srv;
-  asio::io_context ioc;
-  session a(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
-  session b(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+  auto& a = connect(4000ms);
+  auto& b = connect(4000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await b.async_connect(asio::use_awaitable);
     mutex ma(a, "/locks/longwait"), mb(b, "/locks/longwait");
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
@@ -483,14 +440,10 @@ TEST_CASE("a lock granted after a wait longer than the session timeout is valid 
   }(), 60s);
 }
 
-TEST_CASE("async_wait_deadline: quiet on a healthy session, a lead before the loss when ZooKeeper stops answering",
+TEST_CASE_METHOD(proxied_fixture, "async_wait_deadline: quiet on a healthy session, a lead before the loss when ZooKeeper stops answering",
           "[integration][promise][validity][timing]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 3000ms));
+  auto& s = connect_proxied(3000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/deadline");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     const auto lead = 1000ms;
@@ -537,16 +490,11 @@ TEST_CASE("async_wait_deadline: quiet on a healthy session, a lead before the lo
   }(), 60s);
 }
 
-TEST_CASE("while suspended: a try-acquire fails at once, a timed acquire does not blame contention, the guard says maybe_lost in the state handler",
+TEST_CASE_METHOD(proxied_fixture, "while suspended: a try-acquire fails at once, a timed acquire does not blame contention, the guard says maybe_lost in the state handler",
           "[integration][promise][fault][timing]") {
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect_proxied(8000ms);
+  auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex m(s, "/locks/suspended"), free_m(s, "/locks/suspended-free"), other_m(other, "/locks/suspended-free");
     auto g = co_await m.async_acquire(asio::use_awaitable);
     // a try-acquire under way when the connection goes gives up then, too
@@ -588,17 +536,12 @@ TEST_CASE("while suspended: a try-acquire fails at once, a timed acquire does no
   }(), 60s);
 }
 
-TEST_CASE("the lost error names its cause: a validity deadline passed behind a blackholed proxy, a node deleted by someone else",
+TEST_CASE_METHOD(proxied_fixture, "the lost error names its cause: a validity deadline passed behind a blackholed proxy, a node deleted by someone else",
           "[integration][fault][validity]") {
   // The lost error names its cause: "session expired or lock node deleted" when the deadline passed said neither
-  zk_server srv;
-  asio::io_context ioc;
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 3000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string(), 20000ms));
+  auto& s = connect_proxied(3000ms);
+  auto& other = connect(20000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     {
       // someone else deletes our node: the keepalive finds it (a third of the session timeout)
       mutex m(s, "/locks/cause-deleted");

@@ -63,15 +63,14 @@ struct acquire_result {
 // For every k: the acquire fails with session_closed, or it completed before the close and its
 // guard turned lost at the close. Never a guard that owns the lock after its session closed
 // (a third session's try-acquire succeeds then: two holders).
-void acquire_against_close(bool destroy) {
-  zk_server srv;
-  asio::io_context ioc_a;
-  session a(ioc_a.get_executor(), options_for(srv.connect_string()));
-  session c(ioc_a.get_executor(), options_for(srv.connect_string()));
-  run_test(ioc_a, [&]() -> asio::awaitable<void> {
-    co_await a.async_connect(asio::use_awaitable);
-    co_await c.async_connect(asio::use_awaitable);
-  }());
+struct close_race_fixture : server_fixture {
+  void acquire_against_close(bool destroy);
+};
+
+void close_race_fixture::acquire_against_close(bool destroy) {
+  auto& ioc_a = ioc;  // A's and C's; B's is made and destroyed in each round
+  auto& a = connect();
+  auto& c = connect();
   const std::string path = destroy ? "/locks/grant-destroy" : "/locks/grant-close";
   mutex ma(a, path), mc(c, path);
   std::ostringstream outcomes;
@@ -178,11 +177,11 @@ void acquire_against_close(bool destroy) {
 // ---------------------------------------------------------------------------------------------
 // 1. a grant racing the close or the destruction of its session
 
-TEST_CASE("a grant racing async_close at every step never hands out an owning guard", "[integration][mutex][race]") {
+TEST_CASE_METHOD(close_race_fixture, "a grant racing async_close at every step never hands out an owning guard", "[integration][mutex][race]") {
   acquire_against_close(false);
 }
 
-TEST_CASE("a grant racing the session's destruction at every step never hands out an owning guard",
+TEST_CASE_METHOD(close_race_fixture, "a grant racing the session's destruction at every step never hands out an owning guard",
           "[integration][mutex][race]") {
   acquire_against_close(true);
 }
@@ -245,10 +244,9 @@ TEST_CASE_METHOD(server_fixture, "a release refused by the lock dir's ACL is rep
   opts.log = [&](log_level level, std::string_view line) {
     if (level == log_level::error) errors.emplace_back(line);
   };
-  session admin(ioc.get_executor(), options_for(srv.connect_string(), 20s));
-  session s(ioc.get_executor(), opts);
+  auto& admin = connect(20s);
+  session s(ioc.get_executor(), opts);  // its log holds the test's locals: destroyed before them
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await admin.async_connect(asio::use_awaitable);
     co_await s.async_connect(asio::use_awaitable);
     co_await admin.async_create("/locks", "", create_mode::persistent, asio::use_awaitable);
     co_await admin.async_create("/locks/acl", "", create_mode::persistent, asio::use_awaitable);

@@ -18,19 +18,17 @@ const lock_path_metrics& find(const lock_metrics_snapshot& s, const std::string&
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
+TEST_CASE_METHOD(proxied_fixture, "lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
           "[integration][metrics]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   std::vector<std::pair<lock_event_type, std::string>> events;
   auto opts = options_for(proxy.connect_string(), 2000ms);
   opts.lock_metrics.on_event = [&](const lock_event& e) { events.emplace_back(e.type, std::string(e.path)); };
   session s(ioc.get_executor(), opts);
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& other = connect();
   const std::string x = "/locks/metrics/x", local = "/locks/metrics/local", doomed = "/locks/metrics/lost";
 
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex held_by_other(other, x), m(s, x);
 
     // 1. an acquire that waits 300 ms for the other session: a remote handoff
@@ -175,9 +173,8 @@ TEST_CASE_METHOD(server_fixture, "lock metrics count per path: a waited grant / 
 TEST_CASE_METHOD(server_fixture, "lock metrics: max_paths bounds the entries and the rest are counted as (other)", "[integration][metrics]") {
   auto opts = options_for(srv.connect_string());
   opts.lock_metrics.max_paths = 2;
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(opts);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     for (int i = 0; i < 5; ++i) {
       mutex m(s, "/locks/metrics-cap/" + std::to_string(i));
       auto g = co_await m.async_acquire(asio::use_awaitable);
@@ -192,21 +189,19 @@ TEST_CASE_METHOD(server_fixture, "lock metrics: max_paths bounds the entries and
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
+TEST_CASE_METHOD(proxied_fixture, "lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
           "[integration][metrics]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   std::vector<lock_event> events;
   auto opts = options_for(proxy.connect_string(), 10000ms);
   opts.lock_metrics.on_event = [&](const lock_event& e) {
     if (e.type == lock_event_type::failed || e.type == lock_event_type::timed_out) events.push_back(e);
   };
   session s(ioc.get_executor(), opts);
-  session other(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& other = connect();
   const std::string x = "/locks/metrics/outage";
 
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     mutex held_by_other(other, x), m(s, x);
     auto og = co_await held_by_other.async_acquire(asio::use_awaitable);
     bool done = false;

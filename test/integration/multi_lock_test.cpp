@@ -109,12 +109,10 @@ TEST_CASE_METHOD(server_fixture, "multi_lock: all or nothing on timeout and canc
   }(), 60s);
 }
 
-TEST_CASE("multi_lock: the locks of a rollback are free when the handler runs", "[integration][multi][promise]") {
+TEST_CASE_METHOD(server_fixture, "multi_lock: the locks of a rollback are free when the handler runs", "[integration][multi][promise]") {
   // The header promises the locks taken are released before the handler runs: another session's
   // try-acquire from inside the handler must get the lock. The releases used to be only issued
   // (lock_busy in about half the trials).
-  zk_server srv;
-  asio::io_context ioc;
   session_group f(ioc, srv.connect_string(), 3);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await f.connect();

@@ -577,9 +577,7 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
-  auto& a = connect();
-  auto& b = connect();
+TEST_CASE_METHOD(two_sessions_fixture, "async_contenders lists the queue in order with each contender's session", "[integration][mutex]") {
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex ma(a, "/locks/queue"), mb(b, "/locks/queue");
     auto empty = co_await ma.async_contenders(asio::use_awaitable);

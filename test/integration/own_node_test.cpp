@@ -46,6 +46,13 @@ constexpr auto session_timeout = 3000ms;
 // (the grant then asks the server about its node first), and no keepalive of a hold runs.
 constexpr auto quiet = session_timeout / 3 + 400ms;
 
+// An operator's session (`op`, which deletes and writes the contenders' nodes) and the
+// contenders' (session_timeout), straight to the server.
+struct operator_fixture : server_fixture {
+  session& op = connect(20000ms);
+  std::vector<session*> contenders(int n) { return connect_sessions(n, session_timeout); }
+};
+
 }  // namespace
 
 namespace {
@@ -97,11 +104,10 @@ asio::awaitable<void> deleted_waiter(session& op, const std::string& path, three
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(operator_fixture,
                  "mutex: a waiter whose node is deleted by someone else queues again and the waiter behind it holds alone",
                  "[integration][own_node]") {
-  std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
-  auto& op = connect(20000ms);
+  auto s = contenders(3);
   const std::string path = "/locks/own-node/waiter";
   int max_holding = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -124,11 +130,10 @@ TEST_CASE_METHOD(server_fixture,
   CHECK(max_holding == 1);
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(operator_fixture,
                  "election: a candidate whose node is deleted by someone else re-joins and the candidate behind it leads alone",
                  "[integration][own_node][election]") {
-  std::vector<session*> s{&connect(session_timeout), &connect(session_timeout), &connect(session_timeout)};
-  auto& op = connect(20000ms);
+  auto s = contenders(3);
   const std::string path = "/election/own-node/candidate";
   int max_leading = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -163,10 +168,9 @@ asio::awaitable<void> keep_busy(session& s, const bool& stop) {
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "mutex: a busy holder whose node is deleted by someone else is lost (node_deleted) at once",
+TEST_CASE_METHOD(operator_fixture, "mutex: a busy holder whose node is deleted by someone else is lost (node_deleted) at once",
                  "[integration][own_node]") {
-  auto& s = connect(session_timeout);
-  auto& op = connect(20000ms);
+  auto& s = *contenders(1)[0];
   const std::string path = "/locks/own-node/busy-holder";
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex m(s, path);
@@ -190,14 +194,12 @@ TEST_CASE_METHOD(server_fixture, "mutex: a busy holder whose node is deleted by 
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "election: a busy leader whose node is deleted by someone else is lost (node_deleted) at once",
+TEST_CASE_METHOD(operator_fixture, "election: a busy leader whose node is deleted by someone else is lost (node_deleted) at once",
                  "[integration][own_node][election]") {
-  auto& s = connect(session_timeout);
-  auto& s2 = connect(session_timeout);
-  auto& op = connect(20000ms);
+  auto s = contenders(2);
   const std::string path = "/election/own-node/busy-leader";
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    election e(s, path, "busy"), next(s2, path, "next");
+    election e(*s[0], path, "busy"), next(*s[1], path, "next");
     auto l = co_await e.async_campaign(asio::use_awaitable);
     std::optional<leadership> l2;
     next.async_campaign([&](error_code ec, leadership x) {
@@ -206,7 +208,7 @@ TEST_CASE_METHOD(server_fixture, "election: a busy leader whose node is deleted 
     });
     co_await await_queue(op, path, 2);
     bool stop = false;
-    asio::co_spawn(ioc, keep_busy(s, stop), asio::detached);
+    asio::co_spawn(ioc, keep_busy(*s[0], stop), asio::detached);
     co_await sleep_for(quiet);
     std::optional<error_code> lost;
     l.async_wait_lost([&](error_code ec) { lost = ec; });
@@ -224,10 +226,9 @@ TEST_CASE_METHOD(server_fixture, "election: a busy leader whose node is deleted 
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "our own release's delete is no loss, and a data write to our node is no loss either",
+TEST_CASE_METHOD(operator_fixture, "our own release's delete is no loss, and a data write to our node is no loss either",
                  "[integration][own_node]") {
-  auto& s = connect(session_timeout);
-  auto& op = connect(20000ms);
+  auto& s = *contenders(1)[0];
   const std::string path = "/locks/own-node/release";
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex m(s, path);

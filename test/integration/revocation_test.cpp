@@ -33,6 +33,13 @@ asio::awaitable<bool> wait_for(const std::shared_ptr<std::optional<error_code>>&
   co_return r->has_value();
 }
 
+// Waits for `wait` (one that does not complete fails the test): its holder was asked, with no
+// error.
+asio::awaitable<void> check_asked(std::shared_ptr<std::optional<error_code>> wait) {
+  REQUIRE(co_await wait_for(wait));
+  CHECK_FALSE(wait->value());
+}
+
 // A holder's session `a` and `other`, which asks, writes and deletes: both straight to the server.
 struct holder_and_other : server_fixture {
   session& a = connect();
@@ -51,8 +58,7 @@ TEST_CASE_METHOD(holder_and_other,
     co_await sleep_for(200ms);
     CHECK_FALSE(*r);  // nobody asked
     co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
-    REQUIRE(co_await wait_for(r));
-    CHECK_FALSE(r->value());
+    co_await check_asked(r);
     // cooperative: still ours until we release
     CHECK(g.owns_lock());
     CHECK(g.status() == lock_status::held);
@@ -76,16 +82,14 @@ TEST_CASE_METHOD(holder_and_other, "revocation: a request written before the wai
     co_await other.async_set_data(g.node_path(), "__REVOKE__", -1, asio::use_awaitable);
     co_await sleep_for(100ms);
     auto r = start_wait(g);
-    REQUIRE(co_await wait_for(r));
-    CHECK_FALSE(r->value());
+    co_await check_asked(r);
     // the holder keeps the lock and waits again: not the same request twice
     auto again = start_wait(g);
     co_await sleep_for(300ms);
     CHECK_FALSE(*again);
     // a new request is seen
     co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
-    REQUIRE(co_await wait_for(again));
-    CHECK_FALSE(again->value());
+    co_await check_asked(again);
     CHECK(g.owns_lock());
     co_await g.async_release(asio::use_awaitable);
   }());
@@ -106,8 +110,7 @@ TEST_CASE_METHOD(holder_and_other,
     }
     // the watch was re-armed after each write: a request now is still seen
     co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
-    REQUIRE(co_await wait_for(r));
-    CHECK_FALSE(r->value());
+    co_await check_asked(r);
     co_await g.async_release(asio::use_awaitable);
   }());
 }
@@ -150,8 +153,7 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
       co_await sleep_for(100ms);
       CHECK(server_watches(f.srv) == 0);  // on our node (the hold's own)
       co_await async_request_revoke(other, g.node_path(), asio::use_awaitable);
-      REQUIRE(co_await wait_for(kept));
-      CHECK_FALSE(kept->value());
+      co_await check_asked(kept);
       // the guard still works
       CHECK(g.owns_lock());
       co_await g.async_release(asio::use_awaitable);
@@ -212,11 +214,9 @@ TEST_CASE_METHOD(proxied_fixture, "revocation: a lost session completes the wait
   }());
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(two_sessions_fixture,
                  "revocation: both sides of a shared lock, a semaphore lease and an election's leadership",
                  "[integration][revocation][shared][election]") {
-  auto& a = connect();
-  auto& b = connect();
   auto& other = connect();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     {
@@ -230,10 +230,8 @@ TEST_CASE_METHOD(server_fixture,
       CHECK(nodes.size() == 2);
       CHECK(std::count(nodes.begin(), nodes.end(), r1.node_path()) == 1);
       CHECK(std::count(nodes.begin(), nodes.end(), r2.node_path()) == 1);
-      REQUIRE(co_await wait_for(w1));
-      REQUIRE(co_await wait_for(w2));
-      CHECK_FALSE(w1->value());
-      CHECK_FALSE(w2->value());
+      co_await check_asked(w1);
+      co_await check_asked(w2);
       co_await r1.async_release(asio::use_awaitable);
       co_await r2.async_release(asio::use_awaitable);
       // the write side; a reader queued behind it is not a holder and is not asked
@@ -246,8 +244,7 @@ TEST_CASE_METHOD(server_fixture,
       nodes = co_await async_revoke_holders(other, "/locks/rev-rw", asio::use_awaitable);
       REQUIRE(nodes.size() == 1);
       CHECK(nodes[0] == w.node_path());
-      REQUIRE(co_await wait_for(ww));
-      CHECK_FALSE(ww->value());
+      co_await check_asked(ww);
       CHECK(w.kind() == lock_kind::write);
       co_await w.async_release(asio::use_awaitable);
       for (int i = 0; i < 300 && !queued_reader.owns_lock(); ++i) co_await sleep_for(10ms);
@@ -262,10 +259,8 @@ TEST_CASE_METHOD(server_fixture,
       co_await sleep_for(100ms);
       auto nodes = co_await async_revoke_holders(other, sem.leases_path(), 2, asio::use_awaitable);
       CHECK(nodes.size() == 2);
-      REQUIRE(co_await wait_for(w1));
-      REQUIRE(co_await wait_for(w2));
-      CHECK_FALSE(w1->value());
-      CHECK_FALSE(w2->value());
+      co_await check_asked(w1);
+      co_await check_asked(w2);
       co_await l1.async_release(asio::use_awaitable);
       co_await l2.async_release(asio::use_awaitable);
     }
@@ -279,8 +274,7 @@ TEST_CASE_METHOD(server_fixture,
       auto nodes = co_await async_revoke_holders(other, "/elections/rev", asio::use_awaitable);
       REQUIRE(nodes.size() == 1);
       CHECK(nodes[0] == l.node_path());
-      REQUIRE(co_await wait_for(r));
-      CHECK_FALSE(r->value());
+      co_await check_asked(r);
       CHECK(l.is_leader());
       co_await l.async_resign(asio::use_awaitable);
       auto resigned = std::make_shared<std::optional<error_code>>();
@@ -351,8 +345,7 @@ TEST_CASE_METHOD(holder_and_other,
       CHECK(cs[0].data == "alpha");
       // the request still reaches the leader, which waits only now
       auto r = start_wait(l);
-      REQUIRE(co_await wait_for(r));
-      CHECK_FALSE(r->value());
+      co_await check_asked(r);
       CHECK(l.is_leader());
       // and only once
       asio::cancellation_signal cancel_again;

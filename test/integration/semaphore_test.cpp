@@ -42,10 +42,9 @@ TEST_CASE_METHOD(server_fixture, "semaphore: 5 sessions x 20 leases of 2: never 
   CHECK(max_inside == 2);
 }
 
-TEST_CASE_METHOD(server_fixture, "semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
+TEST_CASE_METHOD(proxied_fixture, "semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
           "a dead session's lease comes back",
           "[integration][semaphore][cancel][fault]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
   session_group f(ioc, srv.connect_string(), 2);
   session behind(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
   run_test(ioc, [&]() -> asio::awaitable<void> {
@@ -88,16 +87,13 @@ TEST_CASE_METHOD(server_fixture, "semaphore: try on a full semaphore reads only,
   }(), 120s);
 }
 
-TEST_CASE_METHOD(server_fixture, "semaphore: connections cut during acquires leave no orphaned lease",
+TEST_CASE_METHOD(proxied_fixture, "semaphore: connections cut during acquires leave no orphaned lease",
           "[integration][semaphore][fault]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 8000ms));
-  session watcher(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& s = connect_proxied(8000ms);
+  auto& watcher = connect();
   int done = 0, ok = 0;
   std::vector<lock_guard> guards;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await watcher.async_connect(asio::use_awaitable);
     semaphore sem(s, "/sem/c", 3);
     for (int round = 0; round < 20; ++round) {
       sem.async_acquire_for(5s, [&](error_code ec, lock_guard g) {

@@ -150,9 +150,7 @@ TEST_CASE_METHOD(server_fixture, "chroot and multiple hosts in the connect strin
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "watches fire on the io_context's thread", "[integration][session][watch]") {
-  auto& a = connect();
-  auto& b = connect();
+TEST_CASE_METHOD(two_sessions_fixture, "watches fire on the io_context's thread", "[integration][session][watch]") {
   auto test_thread = std::this_thread::get_id();
   run_test(ioc, [&]() -> asio::awaitable<void> {
     watch w_exists, w_children, w_data;
@@ -267,19 +265,15 @@ TEST_CASE_METHOD(server_fixture, "digest auth and creator-only ACL: others get n
   auto owner_opts = options_for(srv.connect_string());
   owner_opts.digest_auth = "alice:secret";
   owner_opts.default_acl = acl_policy::creator_all;
-  session owner(ioc.get_executor(), owner_opts);
-  session stranger(ioc.get_executor(), options_for(srv.connect_string()));
+  auto& owner = connect(owner_opts);
+  auto& stranger = connect();
   auto bob_opts = options_for(srv.connect_string());
   bob_opts.digest_auth = "bob:other";
-  session bob(ioc.get_executor(), bob_opts);
+  auto& bob = connect(bob_opts);
   auto alice2_opts = options_for(srv.connect_string());
   alice2_opts.digest_auth = "alice:secret";
-  session alice2(ioc.get_executor(), alice2_opts);
+  auto& alice2 = connect(alice2_opts);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await owner.async_connect(asio::use_awaitable);
-    co_await stranger.async_connect(asio::use_awaitable);
-    co_await bob.async_connect(asio::use_awaitable);
-    co_await alice2.async_connect(asio::use_awaitable);
     co_await owner.async_create("/secret", "data", create_mode::persistent, asio::use_awaitable);
     auto [ec, d] = co_await stranger.async_get_data("/secret", tuple_awaitable);
     CHECK(ec == zk_errc::no_auth);
@@ -321,12 +315,10 @@ TEST_CASE_METHOD(server_fixture, "a server restart is seen as suspended, then re
                                            session_state::suspended, session_state::reconnected});
 }
 
-TEST_CASE_METHOD(server_fixture, "session expiry is seen as expired, watches end, the session can restart",
+TEST_CASE_METHOD(proxied_fixture, "session expiry is seen as expired, watches end, the session can restart",
           "[integration][session][fault]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
+  auto& s = connect_proxied(4000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     auto first_id = s.session_id();
     co_await s.async_create("/eph", "", create_mode::ephemeral, asio::use_awaitable);
     watch w;
@@ -347,11 +339,9 @@ TEST_CASE_METHOD(server_fixture, "session expiry is seen as expired, watches end
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "pausing the server past the session timeout expires the session", "[integration][session][fault][slow]") {
-  zklock::test::tcp_proxy proxy(ioc.get_executor(), srv.port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string(), 1000ms));
+TEST_CASE_METHOD(proxied_fixture, "pausing the server past the session timeout expires the session", "[integration][session][fault][slow]") {
+  auto& s = connect_proxied(1000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     srv.pause();
     co_await await_state(s, session_state::suspended);
     // Keep the client away until the resumed server has expired the session: a client that
@@ -399,14 +389,10 @@ TEST_CASE("connecting to a dead port fails within the connect timeout", "[integr
   }());
 }
 
-TEST_CASE("connecting and running operations adds no thread", "[integration][session]") {
-  zk_server srv;
+TEST_CASE_METHOD(server_fixture, "connecting and running operations adds no thread", "[integration][session]") {
   int before = thread_count();
-  asio::io_context ioc;
-  std::vector<std::unique_ptr<session>> sessions;
-  for (int i = 0; i < 4; ++i) sessions.push_back(std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string())));
+  auto sessions = connect_sessions(4);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    for (auto& s : sessions) co_await s->async_connect(asio::use_awaitable);
     co_await sessions[0]->async_create("/t", "", create_mode::persistent, asio::use_awaitable);
     for (auto& s : sessions) {
       mutex m(*s, "/t/lock");
@@ -487,18 +473,18 @@ TEST_CASE_METHOD(server_fixture, "the default log during an outage: one line per
 // margin (the loss is seen at once, the kill closes the socket; the rest is the loop's turns).
 constexpr auto local_expiry_margin = 1500ms;
 
-void ensemble_gone(int local_waiters) {
-  zk_server srv;
-  asio::io_context ioc;
-  session s(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
-  session other(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
+struct ensemble_gone_fixture : server_fixture {
+  void ensemble_gone(int local_waiters);
+};
+
+void ensemble_gone_fixture::ensemble_gone(int local_waiters) {
+  auto& s = connect(4000ms);
+  auto& other = connect(4000ms);
   std::vector<std::pair<std::string, error_code>> results;  // which waiter, its error
   auto record = [&](std::string who) {
     return [&results, who](error_code ec, auto&&...) { results.emplace_back(who, ec); };
   };
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
-    co_await other.async_connect(asio::use_awaitable);
     // a local-queue holder and `local_waiters` local waiters
     mutex_options lq;
     lq.local_queue = true;
@@ -563,14 +549,14 @@ void ensemble_gone(int local_waiters) {
   }());
 }
 
-TEST_CASE("the ensemble gone for good: the session expires after its timeout, every waiter fails with session_expired",
+TEST_CASE_METHOD(ensemble_gone_fixture, "the ensemble gone for good: the session expires after its timeout, every waiter fails with session_expired",
           "[integration][session][fault]") {
   ensemble_gone(0);  // the local queue's holder, no local waiter
 }
 
 // The 20 local waiters are behind a holder whose guard turned lost at its deadline (the
 // session still suspended): the expiry that follows must still reach them.
-TEST_CASE("the ensemble gone for good: local-queue waiters fail with session_expired",
+TEST_CASE_METHOD(ensemble_gone_fixture, "the ensemble gone for good: local-queue waiters fail with session_expired",
           "[integration][session][fault][local]") {
   ensemble_gone(20);
 }
@@ -578,9 +564,8 @@ TEST_CASE("the ensemble gone for good: local-queue waiters fail with session_exp
 TEST_CASE_METHOD(server_fixture, "after a local expiry and a new session the same local queue serves acquires once the lost holder lets go",
           "[integration][session][fault][local]") {
   auto opts = options_for(srv.connect_string(), 4000ms);
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(opts);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     mutex_options lq;
     lq.local_queue = true;
     mutex local(s, "/gone/again", lq);
@@ -627,10 +612,9 @@ TEST_CASE_METHOD(server_fixture, "after a local expiry the next async_connect st
           "[integration][session][fault]") {
   auto opts = options_for(srv.connect_string(), 4000ms);
   opts.connect_timeout = 1500ms;
-  session s(ioc.get_executor(), opts);
+  auto& s = connect(opts);
   session watcher(ioc.get_executor(), options_for(srv.connect_string(), 4000ms));
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await s.async_connect(asio::use_awaitable);
     auto first_id = s.session_id();
     co_await s.async_create("/eph-gone", "", create_mode::ephemeral, asio::use_awaitable);
     srv.kill();

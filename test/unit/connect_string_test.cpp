@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 
 using namespace zklock;
 
@@ -58,5 +59,27 @@ TEST_CASE("parse_connect_string: each error names the bad entry and keeps its co
     CHECK(ec.message().find(names) != std::string::npos);
     if (*connect) CHECK(ec.message().find(std::string("'") + connect + "'") != std::string::npos);  // quoted whole
     CHECK(validate_connect_string(connect) == code);
+  }
+}
+
+TEST_CASE("connect string validation", "[unit][path]") {
+  const std::pair<std::string, error_code> cases[] = {
+      {"127.0.0.1:2181", {}},
+      {"a:1,b.example.com:2181,[::1]:2182", {}},
+      {"h1:2181,h2:2181/app/locks", {}},
+      {"", errc::empty_connect_string},
+      {"localhost", errc::malformed_connect_string},
+      {"localhost:", errc::malformed_connect_string},
+      {"localhost:0", errc::malformed_connect_string},
+      {"localhost:70000", errc::malformed_connect_string},
+      {"localhost:12x", errc::malformed_connect_string},
+      {"a:1,,b:2", errc::malformed_connect_string},
+      {":2181", errc::malformed_connect_string},
+      {"/chroot", errc::malformed_connect_string},
+      {"a:1/chroot/", errc::path_trailing_slash},
+  };
+  for (const auto& [connect, want] : cases) {
+    CAPTURE(connect);
+    CHECK(validate_connect_string(connect) == want);
   }
 }

@@ -64,3 +64,18 @@ TEST_CASE("the conditions a user tests: every session, connection and lock outco
     CHECK(n <= 1);
   }
 }
+
+TEST_CASE("error conditions group the codes", "[unit][error]") {
+  CHECK(error_code(zk_errc::connection_loss) == condition::connection_lost);
+  CHECK(error_code(zk_errc::operation_timeout) == condition::connection_lost);
+  CHECK(error_code(zk_errc::runtime_inconsistency) == condition::connection_lost);  // the C client dropped the connection
+  CHECK(error_code(zk_errc::session_expired) == condition::session_lost);
+  CHECK(error_code(errc::session_expired) == condition::session_lost);
+  CHECK(error_code(errc::session_closed) == condition::session_lost);
+  CHECK(error_code(zk_errc::closing) == condition::session_lost);
+  CHECK(error_code(errc::lock_busy) == condition::lock_unavailable);
+  CHECK(error_code(errc::lock_timeout) == condition::lock_unavailable);
+  CHECK(error_code(errc::lock_lost) != condition::lock_unavailable);
+  CHECK(error_code(zk_errc::no_node) != condition::session_lost);
+  CHECK(error_code(zk_errc::no_node) != condition::connection_lost);
+}

@@ -17,6 +17,10 @@ const char* refused_other =
 const char* delaying =
     "2026-11-24 21:16:20,700:15946:ZOO_WARN@zookeeper_interest@2220: Delaying connection after exhaustively trying all "
     "servers [127.0.0.1:56115]";
+// recv() at the end of the stream: the C client reports errno EHOSTDOWN.
+const char* host_down =
+    "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
+    "errno=112(Host is down): failed while receiving a server response";
 const char* expired =
     "2026-11-24 21:15:55,335:15946:ZOO_ERROR@check_events@3048: Socket 127.0.0.1:46145 zk retcode=-112, "
     "errno=116(Stale file handle): sessionId=0x100001e74a60000 has expired.";
@@ -59,11 +63,8 @@ TEST_CASE("log summary: a failure the engine found (an answer that is not ZooKee
   CHECK(first->level == log_level::warn);
   CHECK(first->text.find("127.0.0.1:56115 unreachable: not a ZooKeeper server") != std::string::npos);
   // The C client's line about the same attempt (the connection it saw end) adds nothing.
-  const char* ended =
-      "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
-      "errno=112(Host is down): failed while receiving a server response";
   std::optional<log_summary::line> extra;
-  CHECK(sum.classify(log_level::error, ended, extra) == log_level::debug);
+  CHECK(sum.classify(log_level::error, host_down, extra) == log_level::debug);
   CHECK_FALSE(extra);
   CHECK(sum.failures() == "127.0.0.1:56115: not a ZooKeeper server (answered \"HTTP/1.1 400\"), 1 attempt");
   CHECK_FALSE(sum.note_failure("127.0.0.1:56115", "not a ZooKeeper server (again)"));  // once per outage
@@ -71,13 +72,9 @@ TEST_CASE("log summary: a failure the engine found (an answer that is not ZooKee
 }
 
 TEST_CASE("log summary: a server that closed the connection says so, not 'Host is down'", "[unit][log]") {
-  // recv() at the end of the stream: the C client reports errno EHOSTDOWN.
-  const char* closed =
-      "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
-      "errno=112(Host is down): failed while receiving a server response";
   log_summary sum;
   std::optional<log_summary::line> extra;
-  CHECK(sum.classify(log_level::error, closed, extra) == log_level::debug);
+  CHECK(sum.classify(log_level::error, host_down, extra) == log_level::debug);
   REQUIRE(extra);
   CHECK(extra->text.find("Host is down") == std::string::npos);
   CHECK(extra->text.find("127.0.0.1:56115 unreachable: the server closed the connection") != std::string::npos);

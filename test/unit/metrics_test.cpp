@@ -32,6 +32,13 @@ std::string value_of(const std::string& text, const std::string& series) {
   FAIL("no sample " << series << " in:\n" << text);
   return {};
 }
+
+// A histogram that recorded each of `durations`, in order.
+latency_histogram histogram_of(std::initializer_list<std::chrono::nanoseconds> durations) {
+  latency_histogram h;
+  for (auto d : durations) h.record(d);
+  return h;
+}
 }  // namespace
 
 TEST_CASE("latency histogram: bounds are inclusive and log-scale and +Inf catches the rest", "[unit][metrics]") {
@@ -143,23 +150,10 @@ TEST_CASE("metrics cardinality: 68 series per (path, kind), and the default max_
 
 TEST_CASE("prometheus: samples and labels and histogram buckets of a snapshot", "[unit][metrics]") {
   lock_metrics_snapshot s;
-  lock_path_metrics p;
-  p.path = "/locks/\"odd\"\\path";
-  p.kind = lock_kind::write;
-  p.acquires_started = 7;
-  p.acquires_granted = 4;
-  p.acquires_timed_out = 1;
-  p.acquires_cancelled = 1;
-  p.acquires_failed = 0;
-  p.releases = 2;
-  p.losses = 1;
-  p.handoffs_remote = 3;
-  p.handoffs_local = 0;
-  p.wait.record(20us);
-  p.wait.record(2ms);
-  p.wait.record(2ms);
-  p.wait.record(3s);
-  p.hold.record(1500ms);
+  lock_path_metrics p{.path = "/locks/\"odd\"\\path", .kind = lock_kind::write, .acquires_started = 7,
+                      .acquires_granted = 4, .acquires_timed_out = 1, .acquires_cancelled = 1, .acquires_failed = 0,
+                      .releases = 2, .losses = 1, .handoffs_remote = 3, .handoffs_local = 0,
+                      .wait = histogram_of({20us, 2ms, 2ms, 3s}), .hold = histogram_of({1500ms})};
   s.paths.push_back(p);
   auto text = to_prometheus(s);
   INFO(text);
@@ -217,33 +211,13 @@ TEST_CASE("prometheus: samples and labels and histogram buckets of a snapshot", 
 // sample fed by the wrong member fails.
 TEST_CASE("prometheus: the full text of a snapshot with two paths", "[unit][metrics]") {
   lock_metrics_snapshot s;
-  lock_path_metrics a;
-  a.path = "/locks/a";
-  a.kind = lock_kind::exclusive;
-  a.acquires_started = 40;
-  a.acquires_granted = 21;
-  a.acquires_timed_out = 2;
-  a.acquires_cancelled = 1;
-  a.acquires_busy = 3;
-  a.acquires_failed = 9;
-  a.releases = 5;
-  a.losses = 6;
-  a.handoffs_remote = 7;
-  a.handoffs_local = 8;
-  a.wait.record(20us);
-  a.wait.record(2ms);
-  a.wait.record(3s);
-  a.hold.record(1500ms);
-  a.hold.record(40ms);
-  lock_path_metrics b;
-  b.path = "/locks/b\"q";
-  b.kind = lock_kind::read;
-  b.acquires_started = 13;
-  b.acquires_granted = 12;
-  b.releases = 11;
-  b.handoffs_remote = 14;
-  b.wait.record(700us);
-  b.hold.record(std::chrono::hours(1));
+  lock_path_metrics a{.path = "/locks/a", .kind = lock_kind::exclusive, .acquires_started = 40, .acquires_granted = 21,
+                      .acquires_timed_out = 2, .acquires_cancelled = 1, .acquires_busy = 3, .acquires_failed = 9,
+                      .releases = 5, .losses = 6, .handoffs_remote = 7, .handoffs_local = 8,
+                      .wait = histogram_of({20us, 2ms, 3s}), .hold = histogram_of({1500ms, 40ms})};
+  lock_path_metrics b{.path = "/locks/b\"q", .kind = lock_kind::read, .acquires_started = 13, .acquires_granted = 12,
+                      .releases = 11, .handoffs_remote = 14,
+                      .wait = histogram_of({700us}), .hold = histogram_of({std::chrono::hours(1)})};
   s.paths = {a, b};
   const std::string text = to_prometheus(s, "app");
   // what to_prometheus wrote at 5602438, before its families became a table

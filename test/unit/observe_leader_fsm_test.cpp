@@ -198,6 +198,14 @@ struct driver {
   }
 };
 
+// Completed once, reporting `identity` as the leader, with no watch left registered.
+void check_reported(const driver& d, const std::string& identity) {
+  REQUIRE(d.completions == 1);
+  REQUIRE(d.leader);
+  CHECK(d.leader->identity == identity);
+  CHECK_FALSE(d.registered);
+}
+
 }  // namespace
 
 TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone between the reads", "[unit][election][observe]") {
@@ -262,9 +270,7 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
     CHECK(d.completions == 0);
     d.resign_head();
     d.settle();
-    REQUIRE(d.completions == 1);
-    CHECK(d.leader->identity == "beta");
-    CHECK_FALSE(d.registered);
+    check_reported(d, "beta");
     CHECK(d.fsm.finished());
   }
   SECTION("nobody: a child watch on the empty path; an exists watch on a missing one") {
@@ -275,9 +281,7 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
     CHECK(d.registered->kind == driver::watch_kind::creation);
     d.candidate("alpha");
     d.settle();
-    REQUIRE(d.completions == 1);
-    CHECK(d.leader->identity == "alpha");
-    CHECK_FALSE(d.registered);
+    check_reported(d, "alpha");
   }
   SECTION("a leader other than `known`: at once, no watch") {
     driver d(observe_leader_fsm::mode::until_changed, leader_info{"old", node_path(99), 99});
@@ -296,9 +300,7 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
     d.answer();
     CHECK(d.in_flight == driver::req::remove);
     d.settle();
-    REQUIRE(d.completions == 1);
-    CHECK(d.leader->identity == "alpha");
-    CHECK_FALSE(d.registered);
+    check_reported(d, "alpha");
   }
 }
 
@@ -329,10 +331,7 @@ TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", 
       d.write_head("alpha");
       d.settle();
       CHECK_FALSE(d.timer);
-      REQUIRE(d.completions == 1);
-      REQUIRE(d.leader);
-      CHECK(d.leader->identity == "alpha");
-      CHECK_FALSE(d.registered);
+      check_reported(d, "alpha");
     }
   }
   SECTION("a leader that never writes it back (Curator's): reported as it is after the restore wait") {
@@ -342,9 +341,7 @@ TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", 
     REQUIRE(d.timer);
     d.apply(d.fsm.on_restore_timeout());
     d.settle();
-    REQUIRE(d.completions == 1);
-    CHECK(d.leader->identity == "__REVOKE__");
-    CHECK_FALSE(d.registered);
+    check_reported(d, "__REVOKE__");
   }
 }
 

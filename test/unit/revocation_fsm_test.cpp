@@ -78,6 +78,12 @@ struct driver {
     event_due.reset();
     apply(fsm.on_watch_event(g, {}, watch_event_type::changed));
   }
+  // someone writes `d` into the node: its watch's event, then the read the machine asks for
+  void written_and_read(std::string d) {
+    write(std::move(d));
+    deliver_event();
+    answer_read();
+  }
   void answer_remove(error_code ec = {}, bool connected = true) {
     REQUIRE(remove_in_flight);
     auto g = *remove_in_flight;
@@ -129,9 +135,7 @@ TEST_CASE("revocation: a request written before the wait is seen by its first re
   CHECK(d.revoked == 1);
   CHECK(d.registered);
   // a new request (the same bytes, a new version) is
-  d.write("__REVOKE__");
-  d.deliver_event();
-  d.answer_read();
+  d.written_and_read("__REVOKE__");
   CHECK(d.revoked == 2);
 }
 
@@ -140,15 +144,11 @@ TEST_CASE("revocation: other writes re-arm the watch and complete nothing", "[un
   d.wait();
   d.answer_read();
   for (std::string data : {"x", "", "zklock/2:downgraded", "__REVOKE__ "}) {
-    d.write(data);
-    d.deliver_event();
-    d.answer_read();
+    d.written_and_read(data);
     CHECK(d.completions == 0);
     CHECK(d.registered);
   }
-  d.write("__REVOKE__");
-  d.deliver_event();
-  d.answer_read();
+  d.written_and_read("__REVOKE__");
   CHECK(d.revoked == 1);
 }
 

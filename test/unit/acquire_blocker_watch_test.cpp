@@ -1,0 +1,109 @@
+// The blockers of the latest listing are watched, up to K: the last one's deletion is the grant
+// with no listing, a reader watches only the writers that block it, K events per release.
+#include "acquire_test.hpp"
+
+TEST_CASE("K blockers watched: the last one's deletion is the grant, with no listing, whatever order they go in",
+          "[unit][lock][handoff]") {
+  sim s(lock_mode::wait, 3);  // K = 3: all three watched
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign();
+  s.run();
+  CHECK(s.blocker_watches() ==
+        std::set<std::string>{join_path(s.dir, n0), join_path(s.dir, n1), join_path(s.dir, n2)});
+  CHECK(s.fsm.watching_last_blocker());
+  int lists = s.lists, requests = s.requests;
+  s.delete_foreign(n1);  // a waiter gave up
+  s.drain();
+  s.delete_foreign(n0);  // the holder released
+  s.drain();
+  CHECK_FALSE(s.completed);
+  check_granted_when_gone(s, n2);
+  CHECK(s.lists == lists);
+  CHECK(s.requests == requests);  // nothing sent on the way to the grant
+}
+
+TEST_CASE("a queue deeper than K: the window moves up when a watched blocker goes, while the others still stand",
+          "[unit][lock][handoff]") {
+  sim s(lock_mode::wait, 2);
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign(), n3 = s.add_foreign();
+  s.run();
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n2), join_path(s.dir, n3)});
+  CHECK_FALSE(s.fsm.watching_last_blocker());
+  int lists = s.lists;
+  s.delete_foreign(n0);  // not watched: no event
+  s.delete_foreign(n1);
+  s.drain();
+  CHECK(s.lists == lists);
+  s.delete_foreign(n2);  // served in order: n3 holds now; we list while it does
+  s.drain();
+  CHECK(s.lists == lists + 1);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n3)});
+  CHECK(s.fsm.watching_last_blocker());
+  s.delete_foreign(n3);  // the handoff: one event, no listing
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK(s.lists == lists + 1);
+}
+
+TEST_CASE("a reader watches the writers that block it, not the readers between", "[unit][lock][handoff][shared]") {
+  sim s(lock_kind::read, lock_mode::wait);
+  auto w1 = s.add_foreign(writer_prefix, shared_marker);
+  s.add_foreign(reader_prefix, shared_marker);
+  auto w2 = s.add_foreign(writer_prefix, shared_marker);
+  s.add_foreign(reader_prefix, shared_marker);
+  s.run();
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, w1), join_path(s.dir, w2)});
+  CHECK(s.fsm.watching_last_blocker());
+  int lists = s.lists;
+  s.delete_foreign(w1);
+  s.drain();
+  CHECK_FALSE(s.completed);
+  s.delete_foreign(w2);
+  s.drain();
+  REQUIRE(s.completed);  // beside the readers ahead
+  CHECK(s.lists == lists);
+}
+
+TEST_CASE("a data change on a watched blocker never grants, even when it is the last one watched", "[unit][lock][handoff]") {
+  sim s;
+  auto n0 = s.add_foreign(), n1 = s.add_foreign();
+  s.run();
+  s.delete_foreign(n1);
+  s.drain();
+  s.change_data(n0, "__REVOKE__");  // the holder, written to: still there
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n0)});
+  s.delete_foreign(n0);
+  s.drain();
+  REQUIRE(s.completed);
+}
+
+TEST_CASE("every node is watched by at most K waiters: K events per release", "[unit][lock][handoff]") {
+  // 20 waiters queued one after another (each listing the queue as it joins), K = 3: each
+  // node is among the blockers watched by the 3 waiters behind it, no more.
+  const int k = 3;
+  std::vector<std::unique_ptr<sim>> waiters;
+  std::map<std::string, int> watchers;  // node name -> waiters watching it
+  sim head;
+  auto h = head.add_foreign();
+  for (int i = 0; i < 20; ++i) {
+    auto w = std::make_unique<sim>(lock_mode::wait, k);
+    char id[40];
+    std::snprintf(id, sizeof id, "00000000-0000-0000-0000-%012d", i);  // a client id of its own
+    w->fsm = acquire_fsm(w->dir, id, lock_mode::wait, lock_kind::exclusive, 1, k);
+    w->children = head.children;
+    w->next_seq = head.next_seq;
+    w->apply(w->fsm.start());
+    w->drain();
+    for (const auto& p : w->blocker_watches()) ++watchers[std::string(node_name(p))];
+    // the new waiter's node joins the shared queue
+    auto mine = std::string(node_name(w->our_path()));
+    head.children[mine] = w->children.at(mine);
+    head.next_seq = w->next_seq;
+    waiters.push_back(std::move(w));
+  }
+  CHECK(watchers[h] == k);  // the head: by the K waiters behind it
+  for (auto& [node, n] : watchers) CHECK(n <= k);
+  for (std::size_t i = 0; i < waiters.size(); ++i)
+    CHECK(waiters[i]->blocker_watches().size() == std::min<std::size_t>(i + 1, k));
+}
