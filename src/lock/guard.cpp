@@ -47,12 +47,10 @@ void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::du
       case lock_status::lost: return op->complete(h->fsm.lost_error());
       default: break;
     }
-    std::weak_ptr<hold> weak = h;
-    auto* raw = op.get();
-    op->on_cancel = [weak, raw](asio::cancellation_type) {
-      if (auto self = weak.lock()) self->forget_deadline_waiter(raw);
+    hook_cancel(*op, std::weak_ptr<hold>(h), [raw = op.get()](hold& self, asio::cancellation_type) {
+      self.forget_deadline_waiter(raw);
       raw->abort();
-    };
+    });
     h->wait_deadline(lead, std::move(op));
   });
 }

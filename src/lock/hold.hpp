@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine/session_impl.hpp"
+#include "lock/hooks.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/hold_fsm.hpp"
 #include "sansio/revocation_fsm.hpp"
@@ -37,7 +38,7 @@ struct hold : std::enable_shared_from_this<hold> {
   lock_kind kind = lock_kind::exclusive;
   hold_fsm fsm;
   int count = 1;
-  std::uint64_t listener = 0;
+  session_listener listener;  // on_session_state
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
   // async_wait_deadline: completed when hold_fsm says its waiter is due (deadline_near)
   struct deadline_waiter {
@@ -93,7 +94,6 @@ struct hold : std::enable_shared_from_this<hold> {
 
   /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
-  ~hold();
 
   /// Starts following the session and the validity deadline (after the fields are set).
   void start();

@@ -21,21 +21,17 @@ namespace zklock::detail {
 void hold::wait_revoked(pending<void(error_code)>::ptr op) {
   // A request read (and written over) while only keep_data_through_revocation watched.
   if (std::exchange(revoke_unheard, false)) return op->complete({});
-  std::weak_ptr<hold> weak = weak_from_this();
-  auto* raw = op.get();
-  op->on_cancel = [weak, raw](asio::cancellation_type) {
+  hook_cancel(*op, weak_from_this(), [raw = op.get()](hold& self, asio::cancellation_type) {
     // Taken out first, so that the actions below never complete it; then the watch goes if
     // nobody else waits.
-    if (auto self = weak.lock()) {
-      auto& ws = self->revoke_waiters;
-      auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
-      if (it != ws.end()) {
-        ws.erase(it);
-        self->run_revocation(self->revocation.remove_waiter());
-      }
+    auto& ws = self.revoke_waiters;
+    auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
+    if (it != ws.end()) {
+      ws.erase(it);
+      self.run_revocation(self.revocation.remove_waiter());
     }
     raw->abort();
-  };
+  });
   revoke_waiters.push_back(std::move(op));
   run_revocation(revocation.add_waiter());
 }
