@@ -130,9 +130,7 @@ void hold::on_node_watch_reply(error_code ec, const data_result& d) {
     follow_node_watch();
   }
   // (lost with the connection: set again after the reconnect)
-  if (g == 0) return;
-  if (!ec) revoke_watching = g;
-  run_revocation(revocation.on_data(g, ec, d.data, d.stat.version, is_connected(s->state())));
+  answer_revocation_read(g, ec, d.data, d.stat.version);
 }
 
 void hold::follow_node_watch() {

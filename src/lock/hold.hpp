@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zklock::detail {
@@ -150,6 +151,8 @@ struct hold : std::enable_shared_from_this<hold> {
   void run_revocation(const revocation_fsm::actions& actions);
   /// A revocation read of `generation` answered through our node's watch (not a local hold).
   void read_through_node_watch(std::uint64_t generation);
+  /// Answers a revocation read (`generation`; 0: none) with what a read of our node said.
+  void answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version);
   void write_back_kept_data();
 };
 
