@@ -86,27 +86,21 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     };
     for (auto& a : actions) {
       switch (a.type) {
-        case acquire_action::create_and_list: {
-          session_impl::send_batch together(s_.get());  // one segment for both requests
-          s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
-                     create_handler([self](error_code ec, create_result r) {
-                       self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
-                     }));
-          list();
-          break;
-        }
-        case acquire_action::list:
-          list();
-          break;
+        case acquire_action::create_and_list:
         case acquire_action::sync_and_list: {
-          session_impl::send_batch together(s_.get());
-          s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          session_impl::send_batch together(s_.get());  // one segment for both requests
+          if (a.type == acquire_action::sync_and_list)
+            s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          else
+            s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
+                       create_handler([self](error_code ec, create_result r) {
+                         self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
+                       }));
           list();
           break;
         }
-        case acquire_action::ensure_parents:
-          ensure_parents();
-          break;
+        case acquire_action::list: list(); break;
+        case acquire_action::ensure_parents: ensure_parents(); break;
         case acquire_action::watch_blocker: {
           metrics_.waited();
           // (several go in one segment: run's batch); each reply belongs to the watch set here
@@ -213,12 +207,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
                                         ") after an acquire gave up; it blocks the lock until the session ends");
           break;
-        case acquire_action::complete:
-          complete();
-          break;
-        case acquire_action::create_beacon:
-          create_beacon();
-          break;
+        case acquire_action::complete: complete(); break;
+        case acquire_action::create_beacon: create_beacon(); break;
         case acquire_action::read_owner:
           s_->exists(a.path, nullptr, exists_handler([self, path = a.path](error_code ec, std::optional<node_stat> st) {
                        if (!ec && !st) ec = zk_errc::no_node;

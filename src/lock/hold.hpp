@@ -159,4 +159,19 @@ struct hold : std::enable_shared_from_this<hold> {
 /// A guard on a new hold.
 lock_guard make_guard(std::shared_ptr<hold> h);
 
+/// Starts an operation on a held lock from any thread: f(op) runs on the session's executor, `op`
+/// completing `handler`, unless the hold has ended: then `op` completes at once with
+/// already_released, or with `lost` (empty: the loss as the hold names it, with its cause).
+template <class F>
+void on_open_hold(const std::shared_ptr<hold>& h, void_handler handler, F f, error_code lost = {}) {
+  on_executor(h->s->executor(), std::move(handler), [h, f = std::move(f), lost](auto handler) mutable {
+    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+    switch (h->fsm.status()) {
+      case lock_status::released: return op->complete(errc::already_released);
+      case lock_status::lost: return op->complete(lost ? lost : h->fsm.lost_error());
+      default: f(std::move(op));
+    }
+  });
+}
+
 }  // namespace zklock::detail
