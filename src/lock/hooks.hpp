@@ -16,11 +16,16 @@
 
 namespace zklock::detail {
 
-// The owner, if it still lives: a weak pointer's; a runner counted by boost::intrusive_ptr
-// (held while called: a listener's keeps it alive, a cancel_hook never outlives it).
+// The owner, if it still lives: a weak pointer's; one held (an operation's own state); a runner
+// counted by boost::intrusive_ptr (held while called: a listener's keeps it alive, a
+// cancel_hook never outlives it).
 template <class T>
 std::shared_ptr<T> lock_owner(const std::weak_ptr<T>& owner) noexcept {
   return owner.lock();
+}
+template <class T>
+const std::shared_ptr<T>& lock_owner(const std::shared_ptr<T>& owner) noexcept {
+  return owner;
 }
 template <class T>
 boost::intrusive_ptr<T> lock_owner(T* owner) noexcept {
@@ -33,7 +38,8 @@ boost::intrusive_ptr<T> lock_owner(const boost::intrusive_ptr<T>& owner) noexcep
 
 /// Sends `op`'s cancellation to on_cancel(owner, type) while `owner` lives; once it is gone, a
 /// cancellation completes `op` with operation_aborted (pending's default). Left set: for an
-/// operation kept by someone other than its runner (a hold's waiters, the session's connect).
+/// operation kept by someone other than its runner (a hold's waiters, the session's connect),
+/// or one whose owner is its own state.
 template <class Op, class Owner, class F>
 void hook_cancel(Op& op, Owner owner, F on_cancel) {
   // (`op` owns this function: it lives while it runs)

@@ -244,12 +244,11 @@ void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_pat
       revoke_result result;
     };
     auto st = std::make_shared<state>();
-    auto* raw = op.get();
-    op->on_cancel = [st, raw](asio::cancellation_type t) {
-      if (!st->wait) return st->asking.emit(t);
-      st->wait->cancel();
-      raw->complete(asio::error::operation_aborted, st->result);  // deletes on the wire may still apply
-    };
+    hook_cancel(*op, st, [raw = op.get()](state& st, asio::cancellation_type t) {
+      if (!st.wait) return st.asking.emit(t);
+      st.wait->cancel();
+      raw->complete(asio::error::operation_aborted, st.result);  // deletes on the wire may still apply
+    });
     auto asked = [op, st, s, force_after = options.force_after](error_code ec, std::vector<std::string> nodes) {
       if (!op->active()) return;
       st->result.asked = std::move(nodes);
