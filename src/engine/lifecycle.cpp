@@ -5,6 +5,7 @@
 #include "engine/handshake.hpp"
 #include "engine/session_impl.hpp"
 #include "error_message.hpp"
+#include "lock/hooks.hpp"
 
 #include <zklock/path.hpp>
 
@@ -241,15 +242,13 @@ void session_impl::connect(void_handler h) {
   }
   connect_op_ = op;
   std::weak_ptr<session_impl> weak = weak_from_this();
-  op->on_cancel = [weak](asio::cancellation_type) {
-    if (auto self = weak.lock()) {
-      auto c = std::move(self->connect_op_);
-      self->connect_timer_.cancel();
-      self->close_handle(asio::error::operation_aborted);
-      self->set_state(session_state::disconnected);
-      c->abort();
-    }
-  };
+  hook_cancel(*op, weak, [](session_impl& self, asio::cancellation_type) {
+    auto c = std::move(self.connect_op_);
+    self.connect_timer_.cancel();
+    self.close_handle(asio::error::operation_aborted);
+    self.set_state(session_state::disconnected);
+    c->abort();
+  });
   connect_timer_.expires_after(opts_->connect_timeout);
   connect_timer_.async_wait([weak](error_code ec) {
     auto self = weak.lock();

@@ -2,6 +2,7 @@
 
 #include "lock/client_id.hpp"
 #include "lock/hold.hpp"
+#include "lock/hooks.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/session_end.hpp"
@@ -37,9 +38,6 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         delay_timer_(s_->executor()) {
     fsm_.set_lock_delay(dir_->lock_delay);
   }
-  ~acquire_op() {
-    if (op_) op_->on_cancel = nullptr;
-  }
 
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
     op_ = std::move(op);
@@ -47,15 +45,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     metrics_ = acquire_meter::start(*s_, dir_->path, fsm_.kind(), dir_->metering);
     ptr self(this);
     // Not a strong reference: the pending op is ours, and a cycle would never be freed. The
-    // destructor unhooks it, so it never outlives us.
-    op_->on_cancel = [raw = this](asio::cancellation_type type) {
-      ptr keep(raw);
-      keep->stop(asio::error::operation_aborted, type);
-    };
-    listener_ = s_->subscribe([self](session_state st) {
-      // called inside the C client's callback: continue on the executor
-      asio::post(self->s_->executor(), [self, st] { self->on_state(st); });
+    // hook goes with us, so it never outlives us.
+    cancel_ = cancel_hook(op_, this, [](acquire_op& a, asio::cancellation_type type) {
+      a.stop(asio::error::operation_aborted, type);
     });
+    listener_ = session_listener(s_, self, &acquire_op::on_state);  // (held by it until complete)
     if (timeout != std::chrono::steady_clock::duration::max()) {
       timer_.expires_after(timeout);
       timer_.async_wait([self](error_code ec) {
@@ -68,9 +62,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
  private:
   // Cancellation: acquire_fsm::cancel decides what it answers when (stop_kind).
   void stop(error_code reason, asio::cancellation_type type) {
-    bool at_once = (type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) !=
-                   asio::cancellation_type::none;
-    run(fsm_.cancel(reason, at_once ? stop_kind::at_once : stop_kind::total, is_connected(s_->state())));
+    run(fsm_.cancel(reason, cancels_at_once(type) ? stop_kind::at_once : stop_kind::total, is_connected(s_->state())));
   }
 
   void on_state(session_state st) {
@@ -94,27 +86,21 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     };
     for (auto& a : actions) {
       switch (a.type) {
-        case acquire_action::create_and_list: {
-          session_impl::send_batch together(s_.get());  // one segment for both requests
-          s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
-                     create_handler([self](error_code ec, create_result r) {
-                       self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
-                     }));
-          list();
-          break;
-        }
-        case acquire_action::list:
-          list();
-          break;
+        case acquire_action::create_and_list:
         case acquire_action::sync_and_list: {
-          session_impl::send_batch together(s_.get());
-          s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          session_impl::send_batch together(s_.get());  // one segment for both requests
+          if (a.type == acquire_action::sync_and_list)
+            s_->sync(a.path, void_handler([](error_code) {}));  // the listing's reply tells
+          else
+            s_->create(a.path, node_data_, create_mode::ephemeral_sequential,
+                       create_handler([self](error_code ec, create_result r) {
+                         self->run(self->fsm_.on_create(ec, r.path, r.stat.czxid));
+                       }));
           list();
           break;
         }
-        case acquire_action::ensure_parents:
-          ensure_parents();
-          break;
+        case acquire_action::list: list(); break;
+        case acquire_action::ensure_parents: ensure_parents(); break;
         case acquire_action::watch_blocker: {
           metrics_.waited();
           // (several go in one segment: run's batch); each reply belongs to the watch set here
@@ -221,12 +207,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
                                         ") after an acquire gave up; it blocks the lock until the session ends");
           break;
-        case acquire_action::complete:
-          complete();
-          break;
-        case acquire_action::create_beacon:
-          create_beacon();
-          break;
+        case acquire_action::complete: complete(); break;
+        case acquire_action::create_beacon: create_beacon(); break;
         case acquire_action::read_owner:
           s_->exists(a.path, nullptr, exists_handler([self, path = a.path](error_code ec, std::optional<node_stat> st) {
                        if (!ec && !st) ec = zk_errc::no_node;
@@ -330,7 +312,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void complete() {
     timer_.cancel();
     delay_timer_.cancel();
-    if (listener_) s_->unsubscribe(listener_), listener_ = 0;
+    listener_.reset();
     const auto& r = fsm_.result();
     if (r.ec) {
       if (!fsm_.answered_early()) fail(r.ec);  // answered already: counted then
@@ -380,8 +362,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   bool own_reply_pending_ = false;
   std::optional<data_result> own_read_;          // what the getData that set own_watch_ read
   std::weak_ptr<hold> granted_;                  // the hold our grant made
-  std::uint64_t listener_ = 0;
+  session_listener listener_;  // on_state
   acquire_meter metrics_;   // the session's lock metrics
+  cancel_hook<pending<void(error_code, lock_guard)>> cancel_;  // stop
 };
 
 }  // namespace

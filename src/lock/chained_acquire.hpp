@@ -2,6 +2,7 @@
 // locks): one deadline across the steps, and cancellation forwarded to the step under way.
 #pragma once
 
+#include "lock/hooks.hpp"
 #include "lock/lock_dir.hpp"
 
 #include <zklock/detail/pending.hpp>
@@ -24,16 +25,13 @@ class chained_acquire : public std::enable_shared_from_this<Derived> {
       : op_(std::move(op)) {
     if (timeout != std::chrono::steady_clock::duration::max()) deadline_ = std::chrono::steady_clock::now() + timeout;
   }
-  ~chained_acquire() { op_->on_cancel = nullptr; }
 
  protected:
   void forward_cancellation() {
-    op_->on_cancel = [weak = this->weak_from_this()](asio::cancellation_type t) {
-      if (auto self = weak.lock()) {
-        self->cancelled_ = true;
-        self->inner_.emit(t);
-      }
-    };
+    cancel_ = cancel_hook(op_, this->weak_from_this(), [](chained_acquire& self, asio::cancellation_type t) {
+      self.cancelled_ = true;
+      self.inner_.emit(t);
+    });
   }
   std::chrono::steady_clock::duration remaining() const {
     if (deadline_ == std::chrono::steady_clock::time_point::max()) return std::chrono::steady_clock::duration::max();
@@ -54,6 +52,7 @@ class chained_acquire : public std::enable_shared_from_this<Derived> {
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   asio::cancellation_signal inner_;
   bool cancelled_ = false;
+  cancel_hook<pending<void(error_code, Result)>> cancel_;  // forward_cancellation
 };
 
 }  // namespace zklock::detail

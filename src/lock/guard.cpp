@@ -29,43 +29,22 @@ void release_ticket::launch(void_handler h) {
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
-    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
-    switch (h->fsm.status()) {
-      case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(h->fsm.lost_error());
-      default: h->lost_waiters.push_back(op);
-    }
-  });
+  on_open_hold(h, std::move(handler), [h](auto op) { h->lost_waiters.push_back(std::move(op)); });
 }
 
 void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler) {
-  on_executor(h->s->executor(), std::move(handler), [h, lead](auto handler) mutable {
-    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
-    switch (h->fsm.status()) {
-      case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(h->fsm.lost_error());
-      default: break;
-    }
-    std::weak_ptr<hold> weak = h;
-    auto* raw = op.get();
-    op->on_cancel = [weak, raw](asio::cancellation_type) {
-      if (auto self = weak.lock()) self->forget_deadline_waiter(raw);
+  on_open_hold(h, std::move(handler), [h, lead](auto op) {
+    hook_cancel(*op, std::weak_ptr<hold>(h), [raw = op.get()](hold& self, asio::cancellation_type) {
+      self.forget_deadline_waiter(raw);
       raw->abort();
-    };
+    });
     h->wait_deadline(lead, std::move(op));
   });
 }
 
+// (A revocation wait on a lost hold says lock_lost, without its cause.)
 void wait_revoked(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
-    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
-    switch (h->fsm.status()) {
-      case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(errc::lock_lost);
-      default: h->wait_revoked(std::move(op));
-    }
-  });
+  on_open_hold(h, std::move(handler), [h](auto op) { h->wait_revoked(std::move(op)); }, errc::lock_lost);
 }
 
 }  // namespace detail

@@ -10,13 +10,6 @@ namespace zklock::detail {
 hold::hold(std::shared_ptr<session_impl> session, bool connected, bool local)
     : s(std::move(session)), fsm(connected, local), deadline_timer(s->executor()), backoff_timer(s->executor()) {}
 
-hold::~hold() {
-  // A guard may be destroyed on any thread, holding our last reference (a released guard
-  // posts nothing): the session's listener map belongs to its executor, so the unsubscribe
-  // goes there. Our listener holds us weakly meanwhile: it finds nothing to call.
-  if (listener) asio::post(s->executor(), [s = s, id = listener] { s->unsubscribe(id); });
-}
-
 lock_status hold::status() const noexcept {
   // The session's state is told to its state handlers before our (posted) listener has run:
   // say what it implies now, so that a handler of `suspended` sees maybe_lost.
@@ -39,12 +32,7 @@ bool hold::owns() const noexcept {
 
 void hold::start() {
   session_id = s->session_id();
-  // Listeners run inside the C client's callbacks: continue on the executor.
-  listener = s->subscribe([weak = weak_from_this(), ex = s->executor()](session_state st) {
-    asio::post(ex, [weak, st] {
-      if (auto self = weak.lock()) self->on_session_state(st);
-    });
-  });
+  listener = session_listener(s, weak_from_this(), &hold::on_session_state);
   check_clock();
 }
 
@@ -142,9 +130,7 @@ void hold::on_node_watch_reply(error_code ec, const data_result& d) {
     follow_node_watch();
   }
   // (lost with the connection: set again after the reconnect)
-  if (g == 0) return;
-  if (!ec) revoke_watching = g;
-  run_revocation(revocation.on_data(g, ec, d.data, d.stat.version, is_connected(s->state())));
+  answer_revocation_read(g, ec, d.data, d.stat.version);
 }
 
 void hold::follow_node_watch() {

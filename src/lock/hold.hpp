@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine/session_impl.hpp"
+#include "lock/hooks.hpp"
 #include "lock/metrics.hpp"
 #include "sansio/hold_fsm.hpp"
 #include "sansio/revocation_fsm.hpp"
@@ -23,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zklock::detail {
@@ -37,7 +39,7 @@ struct hold : std::enable_shared_from_this<hold> {
   lock_kind kind = lock_kind::exclusive;
   hold_fsm fsm;
   int count = 1;
-  std::uint64_t listener = 0;
+  session_listener listener;  // on_session_state
   std::vector<pending<void(error_code)>::ptr> lost_waiters;
   // async_wait_deadline: completed when hold_fsm says its waiter is due (deadline_near)
   struct deadline_waiter {
@@ -93,7 +95,6 @@ struct hold : std::enable_shared_from_this<hold> {
 
   /// `local`: a local queue's hold (see local_queue_owner).
   hold(std::shared_ptr<session_impl> session, bool connected, bool local = false);
-  ~hold();
 
   /// Starts following the session and the validity deadline (after the fields are set).
   void start();
@@ -150,10 +151,27 @@ struct hold : std::enable_shared_from_this<hold> {
   void run_revocation(const revocation_fsm::actions& actions);
   /// A revocation read of `generation` answered through our node's watch (not a local hold).
   void read_through_node_watch(std::uint64_t generation);
+  /// Answers a revocation read (`generation`; 0: none) with what a read of our node said.
+  void answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version);
   void write_back_kept_data();
 };
 
 /// A guard on a new hold.
 lock_guard make_guard(std::shared_ptr<hold> h);
+
+/// Starts an operation on a held lock from any thread: f(op) runs on the session's executor, `op`
+/// completing `handler`, unless the hold has ended: then `op` completes at once with
+/// already_released, or with `lost` (empty: the loss as the hold names it, with its cause).
+template <class F>
+void on_open_hold(const std::shared_ptr<hold>& h, void_handler handler, F f, error_code lost = {}) {
+  on_executor(h->s->executor(), std::move(handler), [h, f = std::move(f), lost](auto handler) mutable {
+    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
+    switch (h->fsm.status()) {
+      case lock_status::released: return op->complete(errc::already_released);
+      case lock_status::lost: return op->complete(lost ? lost : h->fsm.lost_error());
+      default: f(std::move(op));
+    }
+  });
+}
 
 }  // namespace zklock::detail

@@ -2,6 +2,7 @@
 #include "lock/local_queue.hpp"
 
 #include "lock/hold.hpp"
+#include "lock/hooks.hpp"
 #include "sansio/local_queue_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
@@ -26,23 +27,13 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   }
   ~local_queue() {
     // Any thread may run this (a released local guard destroyed there holds our last
-    // reference): what belongs to the session's executor (its listener map, the watch's
-    // reference count, the waiters' timers and cancellation) is let go there, as ~hold does.
-    struct teardown {
-      std::shared_ptr<session_impl> s;
-      std::uint64_t listener;
-      boost::intrusive_ptr<watch_state> watch;
-      std::map<std::uint64_t, waiter> waiters;
-    };
-    auto t = std::make_shared<teardown>(teardown{s_, listener_, std::move(watch_), std::move(waiters_)});
-    asio::post(s_->executor(), [t] {
-      if (t->listener) t->s->unsubscribe(t->listener);
-      for (auto& [id, w] : t->waiters) w.op->on_cancel = nullptr;
-    });
+    // reference): what belongs to the session's executor (the watch's reference count, the
+    // waiters' timers and cancellation hooks) is let go there, as the listener does.
+    asio::post(s_->executor(), [watch = std::move(watch_), waiters = std::move(waiters_)] {});
   }
 
   void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
-    if (!listener_) follow_session();
+    if (!listener_) listener_ = session_listener(s_, weak_from_this(), &local_queue::on_session_state);
     if (holder_.reenter(p, op)) return;  // the owner holding through this mutex: its local hold again
     // (the session's end was checked by start_acquire, session_end.hpp's rule)
     // A try-acquire never waits for a reconnect (as the mutex's).
@@ -55,9 +46,9 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     w.metrics = acquire_meter::start(*s_, dir_->path, lock_kind::exclusive);
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
-    op->on_cancel = [weak = weak_from_this(), id](asio::cancellation_type) {
-      if (auto self = weak.lock()) self->feed([&] { return self->fsm_.cancel(id, asio::error::operation_aborted); });
-    };
+    w.cancel = cancel_hook(op, weak_from_this(), [id](local_queue& self, asio::cancellation_type) {
+      self.feed([&] { return self.fsm_.cancel(id, asio::error::operation_aborted); });
+    });
     if (p.timeout != std::chrono::steady_clock::duration::max()) {
       w.timer.emplace(s_->executor());
       w.timer->expires_after(p.timeout);
@@ -77,6 +68,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
  private:
   struct waiter {
     pending<void(error_code, lock_guard)>::ptr op;
+    cancel_hook<pending<void(error_code, lock_guard)>> cancel;
     std::optional<owner_id> owner;
     std::optional<asio::steady_timer> timer;
     acquire_meter metrics;
@@ -145,21 +137,15 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 
   // The session's changes reach the local holder's status as they reach a hold's
   // (maybe_lost while suspended); the loss itself comes from the node's hold.
-  void follow_session() {
-    listener_ = s_->subscribe([weak = weak_from_this(), ex = s_->executor()](session_state st) {
-      asio::post(ex, [weak, st] {
-        auto self = weak.lock();
-        if (!self) return;
-        self->see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
-        self->see_session_end();
-        auto h = self->holder_.held.lock();
-        if (!h) return;
-        if (st == session_state::suspended)
-          apply_local(*h, h->fsm.on_suspended());
-        else if (is_connected(st))
-          apply_local(*h, h->fsm.on_connected(self->s_->session_id() == h->session_id));
-      });
-    });
+  void on_session_state(session_state st) {
+    see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
+    see_session_end();
+    auto h = holder_.held.lock();
+    if (!h) return;
+    if (st == session_state::suspended)
+      apply_local(*h, h->fsm.on_suspended());
+    else if (is_connected(st))
+      apply_local(*h, h->fsm.on_connected(s_->session_id() == h->session_id));
   }
 
   void acquire_node(bool try_once) {
@@ -239,7 +225,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     std::optional<waiter> w(std::move(it->second));
     waiters_.erase(it);
     if (w->timer) w->timer->cancel();
-    w->op->on_cancel = nullptr;
+    w->cancel.reset();
     return w;
   }
 
@@ -288,7 +274,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   local_queue_fsm fsm_;
   std::map<std::uint64_t, waiter> waiters_;
   std::uint64_t next_id_ = 1;
-  std::uint64_t listener_ = 0;
+  session_listener listener_;  // on_session_state
   // the node
   std::uint64_t epoch_ = 0;  // one per node acquire and per release: stale callbacks compare it
   std::unique_ptr<asio::cancellation_signal> node_cancel_;

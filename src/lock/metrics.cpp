@@ -43,11 +43,8 @@ void lock_metrics_registry::count(entry* e, const lock_event& ev) {
     case lock_event_type::busy: ++m.acquires_busy; break;
     case lock_event_type::failed: ++m.acquires_failed; break;
     case lock_event_type::released:
-      ++m.releases;
-      m.hold.record(ev.duration);
-      break;
-    case lock_event_type::lost:
-      ++m.losses;
+    case lock_event_type::lost:  // a hold's end: how long it held
+      ++(ev.type == lock_event_type::released ? m.releases : m.losses);
       m.hold.record(ev.duration);
       break;
     case lock_event_type::handoff_remote: ++m.handoffs_remote; break;

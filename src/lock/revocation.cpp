@@ -21,21 +21,17 @@ namespace zklock::detail {
 void hold::wait_revoked(pending<void(error_code)>::ptr op) {
   // A request read (and written over) while only keep_data_through_revocation watched.
   if (std::exchange(revoke_unheard, false)) return op->complete({});
-  std::weak_ptr<hold> weak = weak_from_this();
-  auto* raw = op.get();
-  op->on_cancel = [weak, raw](asio::cancellation_type) {
+  hook_cancel(*op, weak_from_this(), [raw = op.get()](hold& self, asio::cancellation_type) {
     // Taken out first, so that the actions below never complete it; then the watch goes if
     // nobody else waits.
-    if (auto self = weak.lock()) {
-      auto& ws = self->revoke_waiters;
-      auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
-      if (it != ws.end()) {
-        ws.erase(it);
-        self->run_revocation(self->revocation.remove_waiter());
-      }
+    auto& ws = self.revoke_waiters;
+    auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
+    if (it != ws.end()) {
+      ws.erase(it);
+      self.run_revocation(self.revocation.remove_waiter());
     }
     raw->abort();
-  };
+  });
   revoke_waiters.push_back(std::move(op));
   run_revocation(revocation.add_waiter());
 }
@@ -123,21 +119,15 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
 // data watch on the node, and no request when no write came since the watch's read (a grant's
 // revocation read is answered by the acquire's read of its node).
 void hold::read_through_node_watch(std::uint64_t generation) {
-  if (node_watch && node_watch->registered && !node_watch->fired && node_data && !node_read_pending) {
-    revoke_watching = generation;
-    auto d = *node_data;
-    return run_revocation(revocation.on_data(generation, {}, d.data, d.version, is_connected(s->state())));
-  }
+  if (node_watch && node_watch->registered && !node_watch->fired && node_data && !node_read_pending)
+    return answer_revocation_read(generation, {}, node_data->data, node_data->version);
   revoke_read = generation;  // answered by the reply of the getData that sets the watch
   if (node_read_pending) return;
   if (node_watch && node_watch->registered && !node_watch->fired) {
     // set, its read unknown: a plain read (no second watch)
     s->get_data(node, nullptr, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
-      auto self = weak.lock();
-      if (!self || self->revoke_read == 0) return;
-      const auto g = std::exchange(self->revoke_read, 0);
-      if (!ec) self->revoke_watching = g;
-      self->run_revocation(self->revocation.on_data(g, ec, d.data, d.stat.version, is_connected(self->s->state())));
+      if (auto self = weak.lock())
+        self->answer_revocation_read(std::exchange(self->revoke_read, 0), ec, d.data, d.stat.version);
     }));
     return;
   }
@@ -147,6 +137,14 @@ void hold::read_through_node_watch(std::uint64_t generation) {
     revoke_read = 0;
     run_revocation(revocation.on_data(generation, errc::lock_lost, {}, 0, is_connected(s->state())));
   }
+}
+
+// What a read of our node said, given to the revocation read of `generation` (none: 0) that it
+// answers: a successful read's watch is node_watch, whose change is then that read's event.
+void hold::answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version) {
+  if (generation == 0) return;
+  if (!ec) revoke_watching = generation;
+  run_revocation(revocation.on_data(generation, ec, data, version, is_connected(s->state())));
 }
 
 void hold::keep_data_through_revocation(std::string data) {
@@ -246,12 +244,11 @@ void revoke_holders(const std::shared_ptr<session_impl>& s, std::string lock_pat
       revoke_result result;
     };
     auto st = std::make_shared<state>();
-    auto* raw = op.get();
-    op->on_cancel = [st, raw](asio::cancellation_type t) {
-      if (!st->wait) return st->asking.emit(t);
-      st->wait->cancel();
-      raw->complete(asio::error::operation_aborted, st->result);  // deletes on the wire may still apply
-    };
+    hook_cancel(*op, st, [raw = op.get()](state& st, asio::cancellation_type t) {
+      if (!st.wait) return st.asking.emit(t);
+      st.wait->cancel();
+      raw->complete(asio::error::operation_aborted, st.result);  // deletes on the wire may still apply
+    });
     auto asked = [op, st, s, force_after = options.force_after](error_code ec, std::vector<std::string> nodes) {
       if (!op->active()) return;
       st->result.asked = std::move(nodes);

@@ -4,6 +4,7 @@
 // loss, protected creation, container parents and the grant's session check are the mutex's.
 // Observers (async_leader, async_observe) only read: the head of the queue and its data
 // (observe_leader_fsm decides, observe_op below carries its actions out).
+#include "lock/hooks.hpp"
 #include "lock/lock_dir.hpp"
 #include "sansio/observe_leader_fsm.hpp"
 #include "sansio/session_end.hpp"
@@ -69,14 +70,11 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
   observe_op(std::shared_ptr<lock_dir> dir, observe_leader_fsm::mode m, std::optional<leader_info> known, op_ptr op)
       : d_(std::move(dir)), s_(d_->s), fsm_(d_->path, m, std::move(known)), op_(std::move(op)),
         restore_timer_(s_->executor()) {}
-  ~observe_op() { op_->on_cancel = nullptr; }
 
   void start() {
-    op_->on_cancel = [weak = weak_from_this()](asio::cancellation_type t) {
-      const bool total = (t & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
-                         asio::cancellation_type::none;
-      if (auto self = weak.lock()) self->run(self->fsm_.cancel(total, is_connected(self->s_->state())));
-    };
+    cancel_ = cancel_hook(op_, weak_from_this(), [](observe_op& self, asio::cancellation_type t) {
+      self.run(self.fsm_.cancel(/*total=*/!cancels_at_once(t), is_connected(self.s_->state())));
+    });
     run(fsm_.start(s_->state()));
   }
 
@@ -157,6 +155,7 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
   op_ptr op_;
   boost::intrusive_ptr<watch_state> watch_;  // the watch last set
   asio::steady_timer restore_timer_;
+  cancel_hook<pending<void(error_code, std::optional<leader_info>)>> cancel_;
 };
 
 void start_observer(const std::shared_ptr<election_state>& e, observe_leader_fsm::mode m,

@@ -15,13 +15,7 @@ namespace zklock::detail {
 // back from the node (the hold does not carry it): one more round trip on a downgrade, none on
 // an acquire.
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_executor(h->s->executor(), std::move(handler), [h](auto handler) mutable {
-    auto op = pending<void(error_code)>::make(std::move(handler), h->s->executor());
-    switch (h->fsm.status()) {
-      case lock_status::released: return op->complete(errc::already_released);
-      case lock_status::lost: return op->complete(h->fsm.lost_error());
-      default: break;
-    }
+  on_open_hold(h, std::move(handler), [h](pending<void(error_code)>::ptr op) {
     if (h->kind != lock_kind::write) return op->complete(errc::not_downgradable);
     h->s->get_data(h->node, nullptr, data_handler([h, op](error_code ec, data_result d) {
       if (ec == zk_errc::no_node) return op->complete(errc::lock_lost);  // deleted under us
