@@ -402,7 +402,8 @@ TEST_CASE_METHOD(server_fixture,
       auto out = std::make_shared<std::optional<error_code>>();
       revoked.push_back(out);
       g.async_wait_revoked([out](error_code ec) { *out = ec; });
-      co_await sleep_for(20ms);  // its read set the watch
+      // its read set the watch: a later request's reply on the same session comes after it
+      co_await children_of(s, "/locks/local-revoke");
       if (i == n - 1) break;
       // the next holder is handed the node locally
       auto next = std::make_shared<std::optional<lock_guard>>();
