@@ -376,7 +376,10 @@ TEST_CASE_METHOD(server_fixture,
         co_await wait_until([&] { return waiter->done; });
         CHECK(waiter->ec == errc::session_closed);  // as the plain mutex's waiter
         CHECK_FALSE(waiter->owned);
-        // and the lock is free for another process: the node went with the session
+        // and the lock is free for another process: the node went with the session, not with
+        // its expiry 4 s later (the close request was flushed; on a loaded machine the server
+        // may commit it a moment after the close completed here)
+        co_await until_children(other, "/locks/local-close", 0, 2s);
         mutex om(other, "/locks/local-close");
         auto [tec, tg] = co_await om.async_try_acquire(tuple_awaitable);
         CHECK_FALSE(tec);
