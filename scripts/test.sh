@@ -3,7 +3,7 @@
 # Tests start (and always stop) their own ZooKeeper servers on free loopback ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DEBUG_INFO=-g1 bash scripts/build.sh
+UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
 # This run's temp dir: the test fixture (test/support/zk_server.cpp, through
 # std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs
