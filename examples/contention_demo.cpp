@@ -4,7 +4,10 @@
 #include <zklock/session.hpp>
 
 #include <CLI/CLI.hpp>
-#include <boost/asio.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <chrono>
