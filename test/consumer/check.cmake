@@ -6,11 +6,12 @@
 # SHARED=ON: configures and builds the library alone from SOURCE_DIR with BUILD_SHARED_LIBS=ON,
 #   installs that, checks its SONAME, that it exports only the API (check_exports.py) and that
 #   both consumers load it (NEEDED libzklock.so.<soversion>). That second build of the library
-#   is a unity build without optimization: Asio parsed once per batch of sources, not once per
-#   source, and no optimizer (docs/TESTING.md). What is checked here (the SONAME, the exported
-#   symbols, the consumers linking and running) does not depend on either: the visibility comes
-#   from the attributes, and -O0 emits every inline function out of line, so the export check
-#   sees at least as much as at -O3. The static library under test keeps its flags.
+#   compiles one source at a time without optimization: the test command's own library is a
+#   unity build, so this is where a library source that misses an include fails (docs/TESTING.md).
+#   What is checked here (the SONAME, the exported symbols, the consumers linking and running)
+#   does not depend on -O0: the visibility comes from the attributes, and -O0 emits every inline
+#   function out of line, so the export check sees at least as much as at -O3. The static
+#   library under test keeps its flags.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run what)
@@ -23,7 +24,7 @@ endfunction()
 
 if(SHARED)
   run("shared library configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G Ninja
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DCMAKE_UNITY_BUILD=ON
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DCMAKE_UNITY_BUILD=OFF
     -DBUILD_SHARED_LIBS=ON
     -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib
     "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" "-DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}"
