@@ -1,35 +1,60 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs every test with ctest.
 # Tests start (and always stop) their own ZooKeeper servers on free loopback ports.
+#   scripts/test.sh            everything, in three overlapping phases (below)
+#   scripts/test.sh ARGS...    build everything, then one ctest with ARGS (e.g. -R pattern, -j1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+build() { env UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh "$@"; }
 # This run's temp dir: the test fixture (test/support/zk_server.cpp, through
 # std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs
 # under $TMPDIR, so the servers' command lines name it and the check below finds this run's
 # servers only, never those of a concurrent run.
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-run-XXXXXX")
-status=0
-# In parallel (most tests wait on timers and servers): the CPU-heavy and timing-sensitive tests
-# say so in their CMake properties (RUN_SERIAL, PROCESSORS, RESOURCE_LOCK; docs/TESTING.md).
 ctest_args=(--output-on-failure --timeout 600)
+status=0
+check() {  # the exit status of a phase that ran in the background, and its output
+  local pid=$1 title=$2 out=$3 rc=0
+  wait "$pid" || rc=$?
+  echo "== $title:"
+  cat "$out"
+  ((rc == 0)) || status=$rc
+}
 if (($#)); then
+  build
   TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -j "${CTEST_JOBS:-4}" "$@" || status=$?
 else
-  # The fault passes (label fault, one at a time in each of their two lanes, about 220 s) wait
-  # more than they compute (a quarter of a core each): they run in a ctest of their own, from
-  # their directory's test list (its own Testing/), beside the 4 slots of every other test
-  # instead of in 2 of them. Their output is shown when both are done.
+  # Most tests wait on timers and servers (the ctest of every test but the compilers uses less
+  # than a core of 2), and the build uses both cores: the tests that need only the library's
+  # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
+  # 1. The library, the unit and integration tests, the fault-injection tools.
+  build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
+  # 2. In the background: the fault passes (label fault, one at a time in each of their two
+  #    lanes, about 250 s; a quarter of a core each) in a ctest of their own (their directory's
+  #    test list, its own Testing/), and the unit and integration tests but those that must have
+  #    the machine to themselves (labels integration-timing, integration-ensemble: phase 3), in
+  #    test/'s. Meanwhile everything else builds, niced: a test's wake-up comes before a compiler.
   TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test/fault" "${ctest_args[@]}" -L '^fault$' -j 2 \
     >"$run_tmp/fault.out" 2>&1 &
   fault_pid=$!
-  TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -LE '^fault$' -j "${CTEST_JOBS:-4}" || status=$?
-  fault_status=0
-  wait $fault_pid || fault_status=$?
-  echo "== the fault passes (ctest --test-dir $BUILD_DIR/test/fault -L '^fault\$'):"
-  cat "$run_tmp/fault.out"
-  ((fault_status == 0)) || status=$fault_status
+  TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^(unit|integration)$' \
+    -j "${CTEST_JOBS:-4}" >"$run_tmp/early.out" 2>&1 &
+  early_pid=$!
+  build_status=0
+  nice -n 10 env UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh || build_status=$?
+  check $early_pid "the unit and integration tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$')" \
+    "$run_tmp/early.out"
+  # 3. Every other test, the build done: the programs, the peers, the compilers' checks, the
+  #    timing-sensitive and the ensemble tests.
+  if ((build_status == 0)); then
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -LE '^(unit|integration|fault)$' \
+      -j "${CTEST_JOBS:-4}" || status=$?
+  else
+    echo "zklock: the build failed (status $build_status): the other tests were not run" >&2
+    status=$build_status
+  fi
+  check $fault_pid "the fault passes (ctest --test-dir $BUILD_DIR/test/fault -L '^fault\$')" "$run_tmp/fault.out"
 fi
 # nothing of ours may outlive the run
 if pgrep -f -- "$run_tmp/" >/dev/null; then

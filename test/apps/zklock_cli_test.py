@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import zk_fixture
@@ -527,10 +528,21 @@ def case_examples(c):
     for i in range(5):
         p = c.popen([ex("scheduler_failover"), "--connect", c.server.connect, "--name", "t", "--interval", "0.02",
                      "--session-timeout", "2", "--lock", f"/apps/examples/leader{i}", "--job-node", f"/scheduler/apps-test-job{i}"])
-        time.sleep(1.0 + 0.013 * i)  # some jobs run; SIGTERM at a different point of the loop each time
-        os.kill(p.pid, signal.SIGTERM)
+        # the first job run (however slow the machine; killed after 30 s if none), then a few
+        # more, the SIGTERM at a different point of the loop each time
+        watchdog = threading.Timer(30, p.kill)
+        watchdog.start()
+        first = []
+        for line in p.stdout:
+            first.append(line.rstrip("\n"))
+            if "ran job" in line:
+                break
+        watchdog.cancel()
+        time.sleep(0.1 + 0.013 * i)
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGTERM)
         out, err = p.communicate(timeout=10)
-        lines = out.splitlines()
+        lines = first + out.splitlines()
         log(f"scheduler_failover: {len(lines)} lines, exit {p.returncode}; last: {lines[-2:]}")
         check(any("ran job" in l for l in lines), f"no job ran: {out[-300:]!r}")
         check(p.returncode == 0 and lines[-1].endswith("instance t stopping") and not err,

@@ -279,8 +279,9 @@ TEST_CASE_METHOD(server_fixture,
     co_await until([&] { return seen.size() == 4; });
     REQUIRE(seen[3]);
     CHECK(seen[3]->node == la2.node_path());
-    co_await sleep_for(50ms);
-    CHECK(server_watches(srv) == 1);  // the observer's on a's node (a's own is not counted)
+    // the observer's on a's node (a's own is not counted), set after its listing of the path
+    co_await until([&] { return server_watches(srv) == 1; }, 20s, 20ms);
+    CHECK(server_watches(srv) == 1);
     stop = true;
     stop_sig.emit(asio::cancellation_type::terminal);
     co_await until([&] { return observer_done; });
