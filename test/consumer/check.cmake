@@ -6,16 +6,24 @@
 # SHARED=ON: configures and builds the library alone from SOURCE_DIR with BUILD_SHARED_LIBS=ON,
 #   installs that, checks its SONAME, that it exports only the API (check_exports.py) and that
 #   both consumers load it (NEEDED libzklock.so.<soversion>). That second build of the library
-#   compiles one source at a time without optimization: the test command's own library is a
-#   unity build, so this is where a library source that misses an include fails (docs/TESTING.md).
-#   What is checked here (the SONAME, the exported symbols, the consumers linking and running)
-#   does not depend on -O0: the visibility comes from the attributes, and -O0 emits every inline
+#   is a unity build (the test command's batches, ZKLOCK_UNITY_LIBRARY) without optimization:
+#   what is checked here (the SONAME, the exported symbols, the consumers linking and running)
+#   depends on neither: the visibility comes from the attributes, and -O0 emits every inline
 #   function out of line, so the export check sees at least as much as at -O3. The static
-#   library under test keeps its flags.
+#   library under test keeps its flags. (A library source that misses the include of a project
+#   header is the test "package: each library source includes the project headers it uses",
+#   check_includes.py.)
+# The consumers are compiled without optimization too (-O0, CMAKE_BUILD_TYPE=Release's other
+# flags): they check that the package compiles, links and runs, not its code.
+# Each step prints its wall time (ctest -V).
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run what)
+  string(TIMESTAMP start "%s%f")
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  string(TIMESTAMP end "%s%f")
+  math(EXPR ms "(${end} - ${start}) / 1000")
+  message(STATUS "${what}: ${ms} ms")
   if(rc)
     message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
   endif()
@@ -24,7 +32,7 @@ endfunction()
 
 if(SHARED)
   run("shared library configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G Ninja
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DCMAKE_UNITY_BUILD=OFF
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DZKLOCK_UNITY_LIBRARY=ON
     -DBUILD_SHARED_LIBS=ON
     -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib
     "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" "-DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}"
@@ -63,7 +71,7 @@ endif()
 
 # 1. find_package(zklock)
 run("consumer configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/consumer -B ${WORK_DIR}/build
-  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG"
   # the same instrumentation as the library (the asan preset's static library needs it)
   "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}")
 run("consumer build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)

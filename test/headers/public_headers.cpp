@@ -3,6 +3,42 @@
 // -pedantic -Werror under g++ and clang++ (a user's warning flags must not trip on our headers).
 // It includes every header of include/zklock/ (check_headers.py fails when one is missing here).
 // Not linked nor run: the functions below are only compiled (-fsyntax-only).
+//
+// The umbrella header comes first, alone (check_headers.py checks that it is the first include):
+// the function after it names something from every public header, so <zklock/zklock.hpp> alone is
+// enough for it; the headers' own includes below are then already included.
+#include <zklock/zklock.hpp>
+
+#include <string>
+#include <vector>
+
+namespace zklock_umbrella_check {
+
+void every_header(zklock::session& s, zklock::lock_guard& g, zklock::multi_guard& mg) {
+  zklock::mutex m{s, "/locks/m"};                    // mutex.hpp
+  zklock::shared_mutex rw{s, "/locks/rw"};           // shared_mutex.hpp
+  zklock::semaphore sem{s, "/locks/sem", 2};         // semaphore.hpp
+  zklock::election e{s, "/election", "node-1"};      // election.hpp
+  zklock::multi_lock ml{s, {{"/locks/a", zklock::multi_lock::side::write}}};  // multi_lock.hpp
+  m.async_acquire([](zklock::error_code, zklock::lock_guard) {});
+  g.async_release([](zklock::error_code) {});        // lock_guard.hpp
+  mg.async_release([](zklock::error_code) {});
+  zklock::async_revoke_holders(s, "/locks/a", [](zklock::error_code, std::vector<std::string>) {});  // revoke.hpp
+  zklock::error_code ec = zklock::validate_lock_path("/locks/a");  // path.hpp, error.hpp
+  (void)ec;
+  zklock::lock_metrics_snapshot snapshot{};          // metrics.hpp
+  std::string text = zklock::to_prometheus(snapshot);
+  (void)text;
+  zklock::node_stat stat{};                          // types.hpp
+  (void)stat;
+  (void)rw;
+  (void)sem;
+  (void)e;
+  (void)ml;
+}
+
+}  // namespace zklock_umbrella_check
+
 #include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/export.hpp>
@@ -17,7 +53,6 @@
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 #include <zklock/types.hpp>
-#include <zklock/zklock.hpp>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
