@@ -303,11 +303,18 @@ def case_semaphore(c):
     check(holders(c, "/apps/sem/leases") == [] and holders(c, "/apps/sem/locks") == [], "nodes left behind")
 
 
+def resume_and_wait(c, p):
+    """SIGCONTs the stopped zklock `p` and waits for it: its exit status, its stderr and the seconds it took."""
+    t0 = time.monotonic()
+    os.kill(p.pid, signal.SIGCONT)
+    rc, _, err = c.wait(p, timeout=30)
+    return rc, err, time.monotonic() - t0
+
+
 def case_lock_lost(c):
     pidfile = c.path("child.pid")
     p = c.start("exec", "--session-timeout", "2", "/apps/lost", "--", "sh", "-c", f'{ECHO_PID} > "{pidfile}"; exec sleep 60')
-    child = int(wait_for(lambda: open(pidfile).read().strip() if os.path.exists(pidfile) and open(pidfile).read().endswith("\n") else None,
-                         20, "the child to start"))
+    child = read_pidfile(pidfile)
     check(pid_alive(child), "child not running")
     waiter = c.start("exec", "/apps/lost", "--", "touch", c.path("waiter-ran"))
     wait_for(lambda: len(holders(c, "/apps/lost")) == 2, 20, "the waiter to queue")
@@ -318,10 +325,7 @@ def case_lock_lost(c):
     rc, *_ = c.wait(waiter, timeout=15)
     check(rc == 0 and os.path.exists(c.path("waiter-ran")), f"the waiter did not get the lock after the expiry ({rc})")
     time.sleep(max(0.0, 6 - (time.monotonic() - t_stop)))
-    t0 = time.monotonic()
-    os.kill(p.pid, signal.SIGCONT)
-    rc, out, err = c.wait(p, timeout=30)
-    dt = time.monotonic() - t0
+    rc, err, dt = resume_and_wait(c, p)
     check(rc == EXIT_LOST, f"lock lost -> {rc}")
     check("lock lost" in err, f"no message: {err}")
     check(not pid_alive(child), f"child {child} still running")
@@ -331,14 +335,10 @@ def case_lock_lost(c):
     pidfile2 = c.path("child2.pid")
     p = c.start("exec", "--session-timeout", "2", "--kill-grace", "1", "/apps/lost2", "--",
                 "sh", "-c", f'trap "" TERM; {ECHO_PID} > "{pidfile2}"; while :; do sleep 0.2; done')
-    child = int(wait_for(lambda: open(pidfile2).read().strip() if os.path.exists(pidfile2) and open(pidfile2).read().endswith("\n") else None,
-                         20, "the child to start"))
+    child = read_pidfile(pidfile2)
     os.kill(p.pid, signal.SIGSTOP)
     time.sleep(6)
-    t0 = time.monotonic()
-    os.kill(p.pid, signal.SIGCONT)
-    rc, out, err = c.wait(p, timeout=30)
-    dt = time.monotonic() - t0
+    rc, err, dt = resume_and_wait(c, p)
     check(rc == EXIT_LOST, f"lock lost (TERM ignored) -> {rc}")
     check("SIGKILL" in err, f"no SIGKILL message: {err}")
     check(1.0 <= dt < 10, f"exited {dt:.2f}s after SIGCONT (grace 1 s)")

@@ -47,6 +47,39 @@ struct journal {
   }
 };
 
+// `first` holds from 1 to 30 ms (token 10); `next`, granted at 25 (token 20), holds to 40:
+// first's write at 26 and its end at 30 come after next's grant. `first_side`, `next_side`: the
+// sections' sides ("" for the mutex's).
+journal overran(const std::string& first, const std::string& next, const std::string& first_side = "",
+                const std::string& next_side = "") {
+  journal j;
+  j.section(first, 10, 0, 1, 30, first_side).section(next, 20, 2, 25, 40, next_side);
+  return j;
+}
+
+// `a` holds from 1 to 30 ms, `b` from 5 to 40, at once: a shared lock's two sides.
+journal side_by_side(const std::string& a_side, const std::string& b_side) {
+  journal j;
+  j.section("a", 10, 0, 1, 30, a_side).section("b", 20, 2, 5, 40, b_side);
+  return j;
+}
+
+// Three leases: a from 1 to 30 ms, b from 5 to 40, c from `c_from` to 60.
+journal three_leases(std::int64_t c_from) {
+  journal j;
+  j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, c_from, 60, "lease");
+  return j;
+}
+
+// b holds from 10 to 30 ms (token 20); a, granted at 1 (token 10), wrote at 5 and then stopped
+// (the test adds what it sent after).
+journal stopped_writer() {
+  journal j;
+  j.section("b", 20, 0, 10, 30);
+  j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("write", "a", 10, 5);
+  return j;
+}
+
 const std::map<std::string, std::string> kinds = {
     {"a", "zklock"}, {"b", "zklock"}, {"c", "zklock"}, {"cur", "curator"}};
 constexpr std::int64_t bound = 50'000 * ms;  // the stuck bound
@@ -60,6 +93,16 @@ run_result checked(const journal& j, const std::vector<pause_interval>& pauses =
 
 bool noted(const run_result& r, const std::string& what) {
   return std::any_of(r.notes.begin(), r.notes.end(), [&](auto& n) { return n.find(what) != std::string::npos; });
+}
+
+// `first` overran `next`'s grant (overran()) while `who` was stopped from `from_ms` to `to_ms`:
+// when that pause `explains` the overrun the overlap is counted apart, else as an overlap.
+void check_pause(const std::string& first, const std::string& next, const std::string& who, bool explains,
+                 std::int64_t from_ms = 3, std::int64_t to_ms = 28) {
+  INFO(first << " overran " << next << ", " << who << " paused from " << from_ms << " to " << to_ms << " ms");
+  auto r = checked(overran(first, next), {{who, from_ms * ms, to_ms * ms}});
+  CHECK(r.overlaps == (explains ? 0 : 1));
+  CHECK(r.overlaps_paused == (explains ? 1 : 0));
 }
 
 }  // namespace
@@ -82,9 +125,7 @@ TEST_CASE("checker: a clean handoff has no overlap, no stale write, no stuck wai
 }
 
 TEST_CASE("checker: a holder still writing after the next grant is an overlap", "[unit][fault]") {
-  journal j;
-  j.section("a", 10, 0, 1, 30).section("b", 20, 2, 25, 40);
-  auto r = checked(j);
+  auto r = checked(overran("a", "b"));
   CHECK(r.overlaps == 1);
   CHECK(r.overlaps_paused == 0);
   CHECK(r.per_kind_overlaps["zklock"] == 1);
@@ -95,20 +136,14 @@ TEST_CASE("checker: a holder still writing after the next grant is an overlap", 
 }
 
 TEST_CASE("checker: an overlap behind a paused holder is counted apart", "[unit][fault]") {
-  journal j;
-  j.section("a", 10, 0, 1, 30).section("b", 20, 2, 25, 40);
-  auto r = checked(j, {{"a", 3 * ms, 28 * ms}});
-  CHECK(r.overlaps == 0);
-  CHECK(r.overlaps_paused == 1);
+  check_pause("a", "b", "a", true);
   // a pause of another client, or of `a` outside its section, explains nothing
-  CHECK(checked(j, {{"b", 3 * ms, 28 * ms}}).overlaps == 1);
-  CHECK(checked(j, {{"a", 50 * ms, 60 * ms}}).overlaps == 1);
+  check_pause("a", "b", "b", false);
+  check_pause("a", "b", "a", false, 50, 60);
 }
 
 TEST_CASE("checker: an overlap is charged to the earlier holder's kind", "[unit][fault]") {
-  journal j;
-  j.section("cur", 10, 0, 1, 30).section("a", 20, 2, 25, 40);
-  auto r = checked(j);
+  auto r = checked(overran("cur", "a"));
   CHECK(r.overlaps == 1);
   CHECK(r.per_kind_overlaps["curator"] == 1);
   CHECK(r.per_kind_overlaps["zklock"] == 0);
@@ -116,9 +151,7 @@ TEST_CASE("checker: an overlap is charged to the earlier holder's kind", "[unit]
 
 TEST_CASE("checker: stale writes, accepted and rejected, by receive time", "[unit][fault]") {
   SECTION("a paused holder's write, rejected by the fencing check") {
-    journal j;
-    j.section("b", 20, 0, 10, 30);
-    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("write", "a", 10, 5);
+    auto j = stopped_writer();
     // sent at 6 (before b's grant), received at 35 (after it): the resource refused it
     j.add("write", "a", 10, 6, "", -1, 35).add("lost", "a", 10, 36, "rejected");
     auto r = checked(j, {{"a", 6 * ms, 34 * ms}});
@@ -129,9 +162,7 @@ TEST_CASE("checker: stale writes, accepted and rejected, by receive time", "[uni
     CHECK(r.lost == 1);
   }
   SECTION("the same write accepted is the failure the harness exists to find") {
-    journal j;
-    j.section("b", 20, 0, 10, 30);
-    j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1).add("write", "a", 10, 5);
+    auto j = stopped_writer();
     j.add("write", "a", 10, 6, "", 1, 35);
     auto r = checked(j, {{"a", 6 * ms, 34 * ms}});
     CHECK(r.stale_accepted == 1);
@@ -194,17 +225,13 @@ TEST_CASE("checker: several contenders of one process are told apart by name", "
   // one (only the same name is the same holder)
   CHECK(process_of("zklock-0.2") == "zklock-0");
   CHECK(process_of("zklock-0") == "zklock-0");
-  journal j;
-  j.section("a.1", 10, 0, 1, 30).section("a.2", 20, 2, 25, 40);
-  CHECK(checked(j).overlaps == 1);
+  CHECK(checked(overran("a.1", "a.2")).overlaps == 1);
 }
 
 TEST_CASE("checker: the shared lock lets readers overlap, never a writer", "[unit][fault]") {
   recipe_rule shared{"shared", 1};
   SECTION("two readers") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 5, 40, "read");
-    auto r = checked(j, {}, shared);
+    auto r = checked(side_by_side("read", "read"), {}, shared);
     CHECK(r.overlaps == 0);
     CHECK(r.reader_overlaps == 1);
     // a reader's writes after a later reader's grant are not stale
@@ -212,33 +239,25 @@ TEST_CASE("checker: the shared lock lets readers overlap, never a writer", "[uni
     CHECK(r.stale_rejected == 0);
   }
   SECTION("a writer and a reader") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "write").section("b", 20, 2, 5, 40, "read");
-    auto r = checked(j, {}, shared);
+    auto r = checked(side_by_side("write", "read"), {}, shared);
     CHECK(r.overlaps == 1);
     CHECK(r.write_sections == 1);
     CHECK(noted(r, "OVERLAP: a (token 10, zklock, write)"));
   }
   SECTION("a reader writing after a writer's grant is stale") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 25, 40, "write");
-    auto r = checked(j, {}, shared);
+    auto r = checked(overran("a", "b", "read", "write"), {}, shared);
     CHECK(r.overlaps == 1);
     CHECK(r.stale_accepted == 2);  // a's write at 26 and end at 30
   }
   SECTION("the same journal under the mutex rule is an overlap") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "read").section("b", 20, 2, 5, 40, "read");
-    CHECK(checked(j).overlaps == 1);
+    CHECK(checked(side_by_side("read", "read")).overlaps == 1);
   }
 }
 
 TEST_CASE("checker: the semaphore allows N sections at once, not N + 1", "[unit][fault]") {
   recipe_rule two{"semaphore", 2};
   SECTION("two leases at once") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 45, 60, "lease");
-    auto r = checked(j, {}, two);
+    auto r = checked(three_leases(45), {}, two);
     CHECK(r.overlaps == 0);
     CHECK(r.max_concurrent == 2);
     CHECK(r.at_capacity == 1);
@@ -246,17 +265,13 @@ TEST_CASE("checker: the semaphore allows N sections at once, not N + 1", "[unit]
     CHECK(r.stale_accepted == 0);  // no token order between leases
   }
   SECTION("three at once") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 10, 60, "lease");
-    auto r = checked(j, {}, two);
+    auto r = checked(three_leases(10), {}, two);
     CHECK(r.overlaps == 1);
     CHECK(noted(r, "OVER CAPACITY: 3 sections at once when c was granted"));
     CHECK(r.over_capacity_writes > 0);
   }
   SECTION("three at once, one of them paused") {
-    journal j;
-    j.section("a", 10, 0, 1, 30, "lease").section("b", 20, 0, 5, 40, "lease").section("c", 30, 0, 10, 60, "lease");
-    auto r = checked(j, {{"a", 2 * ms, 29 * ms}}, two);
+    auto r = checked(three_leases(10), {{"a", 2 * ms, 29 * ms}}, two);
     CHECK(r.overlaps == 0);
     CHECK(r.overlaps_paused == 1);
   }
@@ -283,13 +298,9 @@ TEST_CASE("checker: local queue: an overlap of two coroutines of one process is 
 TEST_CASE("checker: a paused process pauses every coroutine of it", "[unit][fault]") {
   // SIGSTOP stops the whole process: the pause was recorded for p.1 (whose grant fired it),
   // the section that overran is p.2's
-  journal j;
-  j.section("p.2", 10, 0, 1, 30).section("q.1", 20, 2, 25, 40);
-  auto r = checked(j, {{"p.1", 3 * ms, 28 * ms}});
-  CHECK(r.overlaps == 0);
-  CHECK(r.overlaps_paused == 1);
+  check_pause("p.2", "q.1", "p.1", true);
   // another process's pause explains nothing
-  CHECK(checked(j, {{"r.1", 3 * ms, 28 * ms}}).overlaps == 1);
+  check_pause("p.2", "q.1", "r.1", false);
 }
 
 TEST_CASE("checker: local queue: the fairness bound", "[unit][fault]") {

@@ -49,6 +49,25 @@ std::string fmt(double v, int prec = 0) {
   return s.str();
 }
 
+// Adds one run to its scenario's total: the counts add up, the worst cases (delays, peaks, RSS)
+// are the largest; a run whose nodes were never counted (-1) counts as one node left.
+void add_run(run_result& t, const run_result& r) {
+  auto add = [&](auto... m) { ((t.*m += r.*m), ...); };
+  auto largest = [&](auto... m) { ((t.*m = std::max(t.*m, r.*m)), ...); };
+  add(&run_result::acquisitions, &run_result::overlaps, &run_result::overlaps_paused,
+      &run_result::stale_accepted, &run_result::stale_rejected, &run_result::stuck, &run_result::lost,
+      &run_result::dead_grants, &run_result::write_sections, &run_result::reader_overlaps,
+      &run_result::at_capacity, &run_result::over_capacity_writes, &run_result::overlaps_within,
+      &run_result::fairness_violations, &run_result::injected, &run_result::fault_waits,
+      &run_result::fault_failures, &run_result::grants_after_close, &run_result::overlaps_ended,
+      &run_result::stale_after_taken, &run_result::worker_failures, &run_result::foreign_writes,
+      &run_result::user_socket_stalls);
+  largest(&run_result::max_grant_delay_ms, &run_result::max_wait_ms, &run_result::max_concurrent,
+          &run_result::fair_max, &run_result::worst_fail_ms, &run_result::wait_grants_max,
+          &run_result::rss_before_kb, &run_result::rss_after_kb);
+  t.nodes_left += std::max(r.nodes_left, 0) + (r.nodes_left < 0);
+  t.watches_left += std::max(r.watches_left, 0);
+}
 
 }  // namespace
 
@@ -199,39 +218,7 @@ int main(int argc, char** argv) {
         for (auto& r : results) {
           if (r.scenario != s) continue;
           ++runs;
-          t.acquisitions += r.acquisitions;
-          t.overlaps += r.overlaps;
-          t.overlaps_paused += r.overlaps_paused;
-          t.stale_accepted += r.stale_accepted;
-          t.stale_rejected += r.stale_rejected;
-          t.max_grant_delay_ms = std::max(t.max_grant_delay_ms, r.max_grant_delay_ms);
-          t.max_wait_ms = std::max(t.max_wait_ms, r.max_wait_ms);
-          t.stuck += r.stuck;
-          t.nodes_left += std::max(r.nodes_left, 0) + (r.nodes_left < 0);
-          t.watches_left += std::max(r.watches_left, 0);
-          t.lost += r.lost;
-          t.dead_grants += r.dead_grants;
-          t.write_sections += r.write_sections;
-          t.reader_overlaps += r.reader_overlaps;
-          t.max_concurrent = std::max(t.max_concurrent, r.max_concurrent);
-          t.at_capacity += r.at_capacity;
-          t.over_capacity_writes += r.over_capacity_writes;
-          t.overlaps_within += r.overlaps_within;
-          t.fair_max = std::max(t.fair_max, r.fair_max);
-          t.fairness_violations += r.fairness_violations;
-          t.injected += r.injected;
-          t.fault_waits += r.fault_waits;
-          t.fault_failures += r.fault_failures;
-          t.worst_fail_ms = std::max(t.worst_fail_ms, r.worst_fail_ms);
-          t.grants_after_close += r.grants_after_close;
-          t.overlaps_ended += r.overlaps_ended;
-          t.stale_after_taken += r.stale_after_taken;
-          t.wait_grants_max = std::max(t.wait_grants_max, r.wait_grants_max);
-          t.rss_before_kb = std::max(t.rss_before_kb, r.rss_before_kb);
-          t.rss_after_kb = std::max(t.rss_after_kb, r.rss_after_kb);
-          t.worker_failures += r.worker_failures;
-          t.foreign_writes += r.foreign_writes;
-          t.user_socket_stalls += r.user_socket_stalls;
+          add_run(t, r);
           // in --interop, overlaps caused by a peer's holder are the peer's behaviour, reported
           int ours = r.overlaps - r.per_kind_overlaps["curator"] - r.per_kind_overlaps["kazoo"];
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;

@@ -53,7 +53,8 @@ int parse_options(int argc, char** argv, options& o) {
                  "curator|kazoo|both: add a Curator InterProcessMutex and/or a kazoo Lock "
                  "(extra_lock_patterns=[\"-lock-\"]) client on the same path (\"both\" puts Curator and kazoo "
                  "on one path, which they do not share safely: see docs/RELIABILITY.md)");
-  app.add_option("--recipe", o.recipe,
+  auto* recipe = app.add_option_group("Recipe", "what the zklock clients take, and its parameters");
+  recipe->add_option("--recipe", o.recipe,
                  "mutex|shared|semaphore|election|local-queue: what the zklock clients take (default mutex): "
                  "election is a candidate of zklock::election (leads, writes fenced, resigns; leaders must not "
                  "overlap); local-queue is --coroutines coroutines per process on one zklock::mutex with "
@@ -62,17 +63,18 @@ int parse_options(int argc, char** argv, options& o) {
                  "else the read side; semaphore is a lease of zklock::semaphore with --leases. The checker "
                  "checks that recipe's property (shared: a writer overlaps nobody, readers overlap each other; "
                  "semaphore: never more than N sections at once)");
-  app.add_option("--leases", o.leases, "semaphore: max_leases (default 2)");
-  app.add_option("--writers", o.write_percent, "shared: write acquisitions in percent (default 30)");
-  app.add_option("--coroutines", o.coroutines, "local-queue: coroutines per process on one mutex object (default 8)");
-  app.add_option("--max-local-handoffs", o.max_local_handoffs,
+  recipe->add_option("--leases", o.leases, "semaphore: max_leases (default 2)");
+  recipe->add_option("--writers", o.write_percent, "shared: write acquisitions in percent (default 30)");
+  recipe->add_option("--coroutines", o.coroutines, "local-queue: coroutines per process on one mutex object (default 8)");
+  recipe->add_option("--max-local-handoffs", o.max_local_handoffs,
                  "local-queue: mutex_options::max_local_handoffs, also the fairness bound checked (default 1)");
   app.add_option("--session-timeout", o.session_timeout_ms,
                  "MS: clients' session timeout (default 3000; servers' tickTime is 200 ms)");
   app.add_option("--hold-ms", o.hold_ms, "MS: critical section length (default 20)");
   app.add_option("--stuck-bound", o.stuck_bound_ms,
                  "MS: a wait for the lock longer than this is a stuck waiter (default 5 session timeouts + 10 s)");
-  app.add_option("--window", window,
+  auto* partition = app.add_option_group("Partition window", "instead of the fault scenarios");
+  partition->add_option("--window", window,
                  "zklock|zklock-lib|zklock-election|curator|curator-latch|kazoo|all (or a comma list): instead, "
                  "measure the "
                  "partition window: holder behind a blackholed proxy, waiter connected directly; "
@@ -80,8 +82,8 @@ int parse_options(int argc, char** argv, options& o) {
                  "the election leader's lost leadership, its successor the next leader / Curator LeaderLatch's "
                  "notLeader, its successor a zklock candidate / Curator SUSPENDED, "
                  "LOST / kazoo listener) minus the successor's grant");
-  app.add_option("--window-runs", o.window_runs, "runs per client (default 3)");
-  app.add_option("--window-session-timeout", o.window_session_timeout_ms, "MS (default 6000)");
+  partition->add_option("--window-runs", o.window_runs, "runs per client (default 3)");
+  partition->add_option("--window-session-timeout", o.window_session_timeout_ms, "MS (default 6000)");
   app.add_option("--work", o.work, "DIR: logs and journals here (default: a temp dir, removed unless --keep)");
   app.add_flag("--keep", o.keep, "keep the work dir");
   app.add_option("--json", o.json, "FILE: write the results as JSON");

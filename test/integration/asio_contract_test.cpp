@@ -12,6 +12,23 @@
 using namespace zklock;
 using zklock::test::zk_server;
 
+namespace {
+// Starts an operation by `start(handler)`: its handler must not run inside start(); once `ioc`
+// runs (for `limit` at most) it must have run, with `want`.
+template <class Start>
+void check_not_inline(asio::io_context& ioc, Start start, error_code want, std::chrono::seconds limit) {
+  bool ran = false;
+  start([&](error_code ec, auto&&...) {
+    CHECK(ec == want);
+    ran = true;
+  });
+  CHECK_FALSE(ran);
+  ioc.restart();
+  ioc.run_for(limit);
+  CHECK(ran);
+}
+}  // namespace
+
 TEST_CASE_METHOD(server_fixture, "handlers never run inside the initiating function", "[integration][promise]") {
   auto s = std::make_unique<session>(ioc.get_executor(), options_for(srv.connect_string()));
   watch w;
@@ -21,22 +38,11 @@ TEST_CASE_METHOD(server_fixture, "handlers never run inside the initiating funct
   }());
   s.reset();  // the watch outlives its session
 
-  bool empty_release = false, released_release = false, watch_wait = false;
   lock_guard empty;
-  empty.async_release(asio::bind_executor(ioc, [&](error_code ec) {
-    CHECK(ec == errc::already_released);
-    empty_release = true;
-  }));
-  CHECK_FALSE(empty_release);
-  w.async_wait([&](error_code ec, watch_event) {
-    CHECK(ec == errc::session_closed);
-    watch_wait = true;
-  });
-  CHECK_FALSE(watch_wait);
-  ioc.restart();
-  ioc.run_for(2s);
-  CHECK(empty_release);
-  CHECK(watch_wait);
+  check_not_inline(
+      ioc, [&](auto handler) { empty.async_release(asio::bind_executor(ioc, std::move(handler))); },
+      errc::already_released, 2s);
+  check_not_inline(ioc, [&](auto handler) { w.async_wait(std::move(handler)); }, errc::session_closed, 2s);
 
   // a guard released twice: the second completes later too
   session s2(ioc.get_executor(), options_for(srv.connect_string()));
@@ -47,14 +53,7 @@ TEST_CASE_METHOD(server_fixture, "handlers never run inside the initiating funct
     g = co_await m.async_acquire(asio::use_awaitable);
     co_await g.async_release(asio::use_awaitable);
   }());
-  g.async_release([&](error_code ec) {
-    CHECK(ec == errc::already_released);
-    released_release = true;
-  });
-  CHECK_FALSE(released_release);
-  ioc.restart();
-  ioc.run_for(1s);
-  CHECK(released_release);
+  check_not_inline(ioc, [&](auto handler) { g.async_release(std::move(handler)); }, errc::already_released, 1s);
 }
 
 TEST_CASE_METHOD(server_fixture, "a pending operation keeps its handler's io_context running", "[integration][promise]") {

@@ -148,6 +148,21 @@ inline asio::awaitable<std::size_t> children_of(zklock::session& s, const std::s
   co_return ec ? 0 : r.children.size();
 }
 
+/// Runs `body(i)` for each i in [0, n) as n coroutines at once on this coroutine's executor,
+/// and returns when every one has.
+template <class Body>
+asio::awaitable<void> all_at_once(int n, Body body) {
+  int finished = 0;
+  auto ex = co_await asio::this_coro::executor;
+  for (int i = 0; i < n; ++i) {
+    asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+      co_await body(i);
+      ++finished;
+    }, asio::detached);
+  }
+  while (finished < n) co_await sleep_for(20ms);
+}
+
 /// Polls every `step` until `p()`; fails the test after `limit`.
 template <class Pred>
 asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 20s,
@@ -159,11 +174,10 @@ asio::awaitable<void> until(Pred p, std::chrono::steady_clock::duration limit = 
   }
 }
 
-/// Starts an operation by `start(handler)`, lets the io_context run `polls` handlers (posts),
+/// Starts an operation by `start(handler)`, awaits `pause()` (time for it to get under way),
 /// emits `type` on the operation's cancellation slot and waits for its handler: its error_code.
-template <class Start>
-asio::awaitable<zklock::error_code> cancel_after_polls(
-    Start start, int polls, asio::cancellation_type type = asio::cancellation_type::terminal) {
+template <class Start, class Pause>
+asio::awaitable<zklock::error_code> start_then_cancel(Start start, Pause pause, asio::cancellation_type type) {
   asio::cancellation_signal sig;
   zklock::error_code got;
   bool done = false;
@@ -171,11 +185,52 @@ asio::awaitable<zklock::error_code> cancel_after_polls(
     got = ec;
     done = true;
   }));
-  for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+  co_await pause();
   sig.emit(type);
   while (!done) co_await sleep_for(1ms);
   co_return got;
 }
+
+/// start_then_cancel after the io_context ran `polls` handlers (posts).
+template <class Start>
+asio::awaitable<zklock::error_code> cancel_after_polls(
+    Start start, int polls, asio::cancellation_type type = asio::cancellation_type::terminal) {
+  return start_then_cancel(
+      std::move(start),
+      [polls]() -> asio::awaitable<void> {
+        for (int i = 0; i < polls; ++i) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+      },
+      type);
+}
+
+/// start_then_cancel after `delay`.
+template <class Start>
+asio::awaitable<zklock::error_code> cancel_after(Start start, std::chrono::steady_clock::duration delay,
+                                                 asio::cancellation_type type = asio::cancellation_type::terminal) {
+  return start_then_cancel(std::move(start), [delay] { return sleep_for(delay); }, type);
+}
+
+/// What an operation started in the background handed its handler() (an error_code and a
+/// `Result`), and when: `done` once it ran. It must outlive the operation.
+template <class Result>
+struct completion {
+  bool done = false;
+  std::chrono::steady_clock::time_point at{};
+  zklock::error_code ec;
+  Result result{};
+
+  /// Done without an error.
+  bool ok() const { return done && !ec; }
+
+  auto handler() {
+    return [this](zklock::error_code e, Result r) {
+      ec = e;
+      result = std::move(r);
+      at = std::chrono::steady_clock::now();
+      done = true;
+    };
+  }
+};
 
 /// Expires `s` (connected through `proxy`) for certain: cut it off, attach a second handle to
 /// its session directly and close that, then let `s` reconnect and learn it expired.
@@ -238,30 +293,27 @@ inline int server_watches(const zklock::test::zk_server& srv) {
   return total;
 }
 
-/// `n` sessions on `ioc` to `connect`, not yet connected (connect() connects them in turn).
-struct session_group {
-  std::vector<std::unique_ptr<zklock::session>> s;
-  session_group(asio::io_context& ioc, const std::string& connect, int n) {
-    for (int i = 0; i < n; ++i) s.push_back(std::make_unique<zklock::session>(ioc.get_executor(), options_for(connect)));
-  }
-  asio::awaitable<void> connect() {
-    for (auto& x : s) co_await x->async_connect(asio::use_awaitable);
-  }
-  zklock::session& operator[](std::size_t i) { return *s[i]; }
-};
+/// Waits until server_watches(srv) is 0, for `limit` at most (a watch's removal reaches the
+/// server after its operation completed); the test checks the count after.
+inline asio::awaitable<void> until_no_watches(const zklock::test::zk_server& srv,
+                                              std::chrono::steady_clock::duration limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (server_watches(srv) != 0 && std::chrono::steady_clock::now() < deadline) co_await sleep_for(20ms);
+}
 
 /// Waits (bounded: 2 s) until `flag` is set.
 inline asio::awaitable<void> until(const bool& flag) {
   for (int i = 0; i < 200 && !flag; ++i) co_await sleep_for(10ms);
 }
 
-/// Polls until `path` has `n` children (fails the test after `limit`).
+/// Polls every `step` until `path` has `n` children (fails the test after `limit`).
 inline asio::awaitable<void> until_children(zklock::session& s, const std::string& path, std::size_t n,
-                                            std::chrono::steady_clock::duration limit = 15s) {
+                                            std::chrono::steady_clock::duration limit = 15s,
+                                            std::chrono::steady_clock::duration step = 50ms) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   std::size_t seen = 0;
   while ((seen = co_await children_of(s, path)) != n) {
     if (std::chrono::steady_clock::now() > deadline) FAIL(path << " has " << seen << " children, waited for " << n);
-    co_await sleep_for(50ms);
+    co_await sleep_for(step);
   }
 }

@@ -19,13 +19,9 @@ namespace {
 using clk = std::chrono::steady_clock;
 double ms(clk::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-// Waits until `path` has `n` children (a campaign has queued).
+// Waits until `path` has `n` children (a campaign has queued), polling every 2 ms.
 asio::awaitable<void> await_children(session& s, const std::string& path, std::size_t n) {
-  auto deadline = clk::now() + 10s;
-  while (co_await children_of(s, path) != n) {
-    if (clk::now() > deadline) FAIL("path " << path << " never had " << n << " children");
-    co_await sleep_for(2ms);
-  }
+  return until_children(s, path, n, 10s, 2ms);
 }
 
 }  // namespace
@@ -81,47 +77,43 @@ TEST_CASE_METHOD(server_fixture,
   run_test(ioc, [&]() -> asio::awaitable<void> {
     election a(*sessions[0], path, "a"), b(*sessions[1], path, "b");
     auto la = co_await a.async_campaign(asio::use_awaitable);
-    std::optional<leadership> lb;
-    clk::time_point b_at{};
-    b.async_campaign([&](error_code ec, leadership l) {
-      CHECK_FALSE(ec);
-      b_at = clk::now();
-      lb = std::move(l);
-    });
+    completion<leadership> b_won;
+    b.async_campaign(b_won.handler());
     co_await await_children(*sessions[0], path, 2);
     co_await sleep_for(50ms);  // b watches a's node
-    CHECK_FALSE(lb);
+    CHECK_FALSE(b_won.done);
     auto sent_before = sessions[1]->stats().requests_sent;
     auto t0 = clk::now();
     co_await la.async_resign(asio::use_awaitable);
-    co_await until([&] { return lb.has_value(); });
-    CHECK(lb->is_leader());
-    CHECK(lb->fencing_token() > la.fencing_token());
+    co_await until([&] { return b_won.done; });
+    CHECK_FALSE(b_won.ec);
+    auto& lb = b_won.result;
+    CHECK(lb.is_leader());
+    CHECK(lb.fencing_token() > la.fencing_token());
     // the handoff is a's delete and the watch event: b sends nothing, neither a listing nor a
     // read of its own node (its node's watch, set since its create, keeps its id through
     // revocation)
     CHECK(sessions[1]->stats().requests_sent == sent_before);
-    auto handoff = b_at - t0;
+    auto handoff = b_won.at - t0;
     std::fprintf(stderr, "election resign handoff: %.3f ms\n", ms(handoff));
     CHECK(handoff < 500ms);
 
     // a campaigns again on the same object and leads after b resigns
-    std::optional<leadership> la2;
-    a.async_campaign([&](error_code ec, leadership l) {
-      CHECK_FALSE(ec);
-      la2 = std::move(l);
-    });
+    completion<leadership> a_won;
+    a.async_campaign(a_won.handler());
     co_await await_children(*sessions[0], path, 2);
     co_await sleep_for(30ms);
-    CHECK_FALSE(la2);
-    co_await lb->async_resign(asio::use_awaitable);
-    co_await until([&] { return la2.has_value(); });
-    CHECK(la2->is_leader());
-    CHECK(la2->identity() == "a");
-    CHECK(la2->fencing_token() > lb->fencing_token());
+    CHECK_FALSE(a_won.done);
+    co_await lb.async_resign(asio::use_awaitable);
+    co_await until([&] { return a_won.done; });
+    CHECK_FALSE(a_won.ec);
+    auto& la2 = a_won.result;
+    CHECK(la2.is_leader());
+    CHECK(la2.identity() == "a");
+    CHECK(la2.fencing_token() > lb.fencing_token());
     auto [ec] = co_await la.async_resign(tuple_awaitable);  // resigned before
     CHECK(ec == errc::already_released);
-    co_await la2->async_resign(asio::use_awaitable);
+    co_await la2.async_resign(asio::use_awaitable);
     CHECK(co_await children_of(*sessions[0], path) == 0);
   }());
 }

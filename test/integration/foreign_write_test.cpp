@@ -23,12 +23,8 @@ TEST_CASE_METHOD(server_fixture, "a write to the holder's node grants nobody: th
     mutex ma(a, "/locks/foreign"), mb(b, "/locks/foreign"), mc(c, "/locks/foreign");
     auto ga = co_await ma.async_acquire(asio::use_awaitable);
     REQUIRE(ga.owns_lock());
-    bool b_in = false;
-    lock_guard gb;
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-      gb = co_await mb.async_acquire(asio::use_awaitable);
-      b_in = true;
-    }, asio::detached);
+    completion<lock_guard> b_acquire;
+    mb.async_acquire(b_acquire.handler());
     // B queued behind A (its node is listed) and is watching A
     for (int i = 0; i < 100; ++i) {
       auto q = co_await ma.async_contenders(asio::use_awaitable);
@@ -36,26 +32,27 @@ TEST_CASE_METHOD(server_fixture, "a write to the holder's node grants nobody: th
       co_await sleep_for(10ms);
     }
     co_await sleep_for(100ms);
-    REQUIRE_FALSE(b_in);
+    REQUIRE_FALSE(b_acquire.done);
 
     co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
     co_await sleep_for(500ms);
     CHECK(ga.owns_lock());
     CHECK(ga.status() == lock_status::held);
-    CHECK_FALSE(b_in);  // two holders otherwise
+    CHECK_FALSE(b_acquire.done);  // two holders otherwise
     auto [ec, gc] = co_await mc.async_try_acquire(tuple_awaitable);
     CHECK(ec == errc::lock_busy);
     // a second write, now that B may have re-watched A: still nothing
     co_await writer.async_set_data(ga.node_path(), data, -1, asio::use_awaitable);
     co_await sleep_for(200ms);
-    CHECK_FALSE(b_in);
+    CHECK_FALSE(b_acquire.done);
 
     co_await ga.async_release(asio::use_awaitable);
-    for (int i = 0; i < 300 && !b_in; ++i) co_await sleep_for(10ms);
-    CHECK(b_in);
-    if (b_in) {
-      CHECK(gb.owns_lock());
-      co_await gb.async_release(asio::use_awaitable);
+    for (int i = 0; i < 300 && !b_acquire.done; ++i) co_await sleep_for(10ms);
+    CHECK(b_acquire.done);
+    CHECK_FALSE(b_acquire.ec);
+    if (b_acquire.done) {
+      CHECK(b_acquire.result.owns_lock());
+      co_await b_acquire.result.async_release(asio::use_awaitable);
     }
     auto left = co_await writer.async_get_children("/locks/foreign", asio::use_awaitable);
     CHECK(left.children.empty());
@@ -107,20 +104,16 @@ TEST_CASE_METHOD(two_sessions_fixture, "a downgrade forged by another session gr
     shared_mutex ma(a, dir), mb(b, dir);
     auto w = co_await ma.async_acquire(asio::use_awaitable);
     REQUIRE(w.owns_lock());
-    bool r_in = false;
-    lock_guard r;
-    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> {
-      r = co_await mb.async_acquire_shared(asio::use_awaitable);
-      r_in = true;
-    }, asio::detached);
+    completion<lock_guard> reader;
+    mb.async_acquire_shared(reader.handler());
     co_await until_children(a, dir, 2);
     co_await sleep_for(100ms);  // the reader watches the writer
-    REQUIRE_FALSE(r_in);
+    REQUIRE_FALSE(reader.done);
 
     // the marker alone, written by another session
     co_await forger.async_set_data(w.node_path(), "zklock/2:downgraded", -1, asio::use_awaitable);
     co_await sleep_for(300ms);
-    CHECK_FALSE(r_in);  // two holders otherwise: the writer never downgraded
+    CHECK_FALSE(reader.done);  // two holders otherwise: the writer never downgraded
     CHECK(w.kind() == lock_kind::write);
     CHECK(w.status() == lock_status::held);
     // the view (async_contenders, zklock holders) agrees with the grant rule: still a writer
@@ -136,7 +129,7 @@ TEST_CASE_METHOD(two_sessions_fixture, "a downgrade forged by another session gr
     co_await forger.async_create(mark, "", create_mode::ephemeral, asio::use_awaitable);
     co_await forger.async_set_data(w.node_path(), "zklock/2:downgraded web-1:1", -1, asio::use_awaitable);
     co_await sleep_for(300ms);
-    CHECK_FALSE(r_in);
+    CHECK_FALSE(reader.done);
     {
       auto [ec, g] = co_await mb.async_try_acquire_shared(tuple_awaitable);
       CHECK(ec == errc::lock_busy);
@@ -151,18 +144,19 @@ TEST_CASE_METHOD(two_sessions_fixture, "a downgrade forged by another session gr
     CHECK(w.kind() == lock_kind::write);
     CHECK(w.owns_lock());
     co_await sleep_for(200ms);
-    CHECK_FALSE(r_in);
+    CHECK_FALSE(reader.done);
 
     // the forger's mark gone, the writer's own downgrade lets the reader in
     co_await forger.async_delete(mark, -1, asio::use_awaitable);
     co_await w.async_downgrade(asio::use_awaitable);
     CHECK(w.kind() == lock_kind::read);
-    co_await until(r_in);
-    CHECK(r_in);
+    co_await until(reader.done);
+    CHECK(reader.done);
+    CHECK_FALSE(reader.ec);
     view = co_await ma.async_contenders(asio::use_awaitable);
     REQUIRE(view.size() == 2);
     CHECK(view[0].kind == lock_kind::read);  // its own mark: downgraded
-    if (r_in) co_await r.async_release(asio::use_awaitable);
+    if (reader.done) co_await reader.result.async_release(asio::use_awaitable);
     co_await w.async_release(asio::use_awaitable);
     auto left = co_await forger.async_get_children(dir, asio::use_awaitable);
     CHECK(left.children.empty());  // the writer's mark went with its release

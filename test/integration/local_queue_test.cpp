@@ -34,14 +34,6 @@ mutex_options local(int max_local_handoffs = 1) {
   return o;
 }
 
-asio::awaitable<void> wait_until(std::function<bool()> f, std::chrono::milliseconds limit = 20000ms) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!f()) {
-    if (std::chrono::steady_clock::now() > deadline) FAIL("condition not reached in time");
-    co_await sleep_for(1ms);
-  }
-}
-
 }  // namespace
 
 TEST_CASE_METHOD(server_fixture, "local queue: 200 coroutines of one session, one holder, one node, increasing tokens, few requests",
@@ -53,7 +45,6 @@ TEST_CASE_METHOD(server_fixture, "local queue: 200 coroutines of one session, on
   std::vector<std::int64_t> tokens;
   std::set<std::string> nodes;
   std::size_t most_nodes = 0;
-  int finished = 0;
   constexpr int n = 200;
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex m(s, "/locks/local200", local());
@@ -65,22 +56,18 @@ TEST_CASE_METHOD(server_fixture, "local queue: 200 coroutines of one session, on
       }
     }, asio::detached);
     auto requests_before = s.stats().requests_sent;
-    for (int i = 0; i < n; ++i) {
-      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        for (int k = 0; k < 3; ++k) {
-          auto g = co_await m.async_acquire(asio::use_awaitable);
-          log.enter("c" + std::to_string(i));
-          REQUIRE(g.owns_lock());
-          tokens.push_back(g.fencing_token());
-          nodes.insert(g.node_path());
-          co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
-          log.leave("c" + std::to_string(i));
-          co_await g.async_release(asio::use_awaitable);
-        }
-        ++finished;
-      }, asio::detached);
-    }
-    co_await wait_until([&] { return finished == n; }, 120000ms);
+    co_await all_at_once(n, [&](int i) -> asio::awaitable<void> {
+      for (int k = 0; k < 3; ++k) {
+        auto g = co_await m.async_acquire(asio::use_awaitable);
+        log.enter("c" + std::to_string(i));
+        REQUIRE(g.owns_lock());
+        tokens.push_back(g.fencing_token());
+        nodes.insert(g.node_path());
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
+        log.leave("c" + std::to_string(i));
+        co_await g.async_release(asio::use_awaitable);
+      }
+    });
     auto requests = s.stats().requests_sent - requests_before;
     UNSCOPED_INFO("requests for " << 3 * n << " acquisitions: " << requests << ", nodes used: " << nodes.size());
     CHECK(requests < 30);  // a node, its listing, its release: not one per acquisition
@@ -113,7 +100,7 @@ TEST_CASE_METHOD(server_fixture, "local queue: a local handoff sends no request"
     auto token_a = a.fencing_token();
     auto node_a = a.node_path();
     co_await a.async_release(asio::use_awaitable);
-    co_await wait_until([&] { return b.owns_lock(); });
+    co_await until([&] { return b.owns_lock(); });
     CHECK(s.stats().requests_sent == before);  // the handoff asked nobody
     CHECK(b.node_path() == node_a);            // on the same node
     CHECK(b.fencing_token() == token_a + 1);   // the next generation
@@ -172,7 +159,7 @@ TEST_CASE_METHOD(server_fixture, "local queue: another session waiting gets the 
       co_await sleep_for(5ms);
     }
     stop = true;
-    co_await wait_until([&] { return finished == 20; });
+    co_await until([&] { return finished == 20; });
     co_await sleep_for(300ms);
     CHECK(co_await children_of(other, "/locks/fair") == 0);
   }(), 120s);
@@ -211,7 +198,7 @@ TEST_CASE_METHOD(proxied_fixture, "local queue: session expiry under a local hol
     co_await sleep_for(200ms);
     CHECK(co_await children_of(watcher, "/locks/expiry") == 1);
     co_await expire_session(s, proxy, srv.connect_string());
-    co_await wait_until([&] { return lost_done && results.size() == 5; }, 30000ms);
+    co_await until([&] { return lost_done && results.size() == 5; }, 30000ms);
     CHECK(lost == errc::lock_lost);
     CHECK(g.status() == lock_status::lost);
     for (auto ec : results) CHECK(ec == errc::session_expired);
@@ -237,12 +224,12 @@ TEST_CASE_METHOD(server_fixture,
     m.async_acquire([&](error_code ec, lock_guard w) { waiter.emplace(ec, std::move(w)); });
     co_await sleep_for(100ms);
     co_await other.async_delete(old_node, -1, asio::use_awaitable);
-    co_await wait_until([&] { return g.status() == lock_status::lost; });
+    co_await until([&] { return g.status() == lock_status::lost; });
     co_await sleep_for(100ms);
     CHECK_FALSE(waiter);  // the session lives: it stays queued for a new node
     auto [rec] = co_await g.async_release(tuple_awaitable);
     CHECK(rec == errc::lock_lost);
-    co_await wait_until([&] { return waiter.has_value(); });
+    co_await until([&] { return waiter.has_value(); });
     REQUIRE_FALSE(waiter->first);
     CHECK(waiter->second.owns_lock());
     CHECK(waiter->second.node_path() != old_node);
@@ -273,16 +260,8 @@ TEST_CASE_METHOD(server_fixture, "local queue: cancelled and timed-out local wai
       CHECK(ec1 == errc::lock_timeout);
       // (the first local waiter made the holder list the dir once: who waits behind us; a read)
       auto before = s.stats().requests_sent;
-      asio::cancellation_signal sig;
-      error_code ec2;
-      bool done2 = false;
-      m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) {
-        ec2 = ec;
-        done2 = true;
-      }));
-      co_await sleep_for(20ms);
-      sig.emit(asio::cancellation_type::total);
-      co_await wait_until([&] { return done2; });
+      auto ec2 = co_await cancel_after([&](auto handler) { m.async_acquire(std::move(handler)); }, 20ms,
+                                       asio::cancellation_type::total);
       CHECK(ec2 == asio::error::operation_aborted);
       auto [ec3, g3] = co_await m.async_try_acquire(tuple_awaitable);
       CHECK(ec3 == errc::lock_busy);
@@ -335,7 +314,7 @@ TEST_CASE_METHOD(server_fixture, "local queue: reentrant owner form", "[integrat
     co_await sleep_for(100ms);
     CHECK_FALSE(other.owns_lock());  // me still holds once
     co_await g2.async_release(asio::use_awaitable);
-    co_await wait_until([&] { return other.owns_lock(); });
+    co_await until([&] { return other.owns_lock(); });
     co_await other.async_release(asio::use_awaitable);
   }());
 }
@@ -373,7 +352,7 @@ TEST_CASE_METHOD(server_fixture,
           auto [rec] = co_await holder->async_release(tuple_awaitable);
           CHECK(rec != errc::already_released);
         }
-        co_await wait_until([&] { return waiter->done; });
+        co_await until([&] { return waiter->done; });
         CHECK(waiter->ec == errc::session_closed);  // as the plain mutex's waiter
         CHECK_FALSE(waiter->owned);
         // and the lock is free for another process: the node went with the session, not with
@@ -416,14 +395,14 @@ TEST_CASE_METHOD(server_fixture,
       });
       co_await sleep_for(5ms);
       co_await g.async_release(asio::use_awaitable);
-      co_await wait_until([&] { return next->has_value(); });
+      co_await until([&] { return next->has_value(); });
       g = std::move(**next);
       REQUIRE(g.node_path() == node);
     }
     for (int i = 0; i + 1 < n; ++i) CHECK(*revoked[i] == errc::already_released);
     const auto changed_before = s.stats().events(watch_event_type::changed);
     co_await async_request_revoke(requester, node, asio::use_awaitable);
-    co_await wait_until([&] { return revoked.back()->has_value(); });
+    co_await until([&] { return revoked.back()->has_value(); });
     co_await sleep_for(300ms);  // any other watch on the node would have fired by now
     CHECK(**revoked.back() == error_code{});
     // only the current holder's watch was left on the node

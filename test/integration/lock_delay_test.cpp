@@ -147,21 +147,17 @@ TEST_CASE_METHOD(server_fixture, "lock-delay: a clean release is not delayed, an
     mutex holder(holder_s, path, o), waiter(waiter_s, path, o);
     for (int round = 0; round < 3; ++round) {
       auto held = co_await holder.async_acquire(asio::use_awaitable);
-      std::optional<lock_guard> granted;
-      clk::time_point granted_at{};
-      waiter.async_acquire([&](error_code ec, lock_guard g) {
-        CHECK_FALSE(ec);
-        granted_at = clk::now();
-        granted = std::move(g);
-      });
+      completion<lock_guard> granted;
+      waiter.async_acquire(granted.handler());
       co_await until_children(waiter_s, path, 2);
       co_await sleep_for(100ms);
       auto released_at = clk::now();
       co_await held.async_release(asio::use_awaitable);
-      co_await until([&] { return granted.has_value(); }, 20s);
-      REQUIRE(granted);
-      CHECK(granted_at < released_at + 2s);  // a delay would be 10 s
-      co_await granted->async_release(asio::use_awaitable);
+      co_await until([&] { return granted.done; }, 20s);
+      REQUIRE(granted.done);
+      CHECK_FALSE(granted.ec);
+      CHECK(granted.at < released_at + 2s);  // a delay would be 10 s
+      co_await granted.result.async_release(asio::use_awaitable);
     }
     auto st = co_await waiter_s.async_exists(join_path(beacons_dir(path), session_hex(holder_s)), asio::use_awaitable);
     REQUIRE(st);

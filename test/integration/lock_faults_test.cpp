@@ -113,7 +113,7 @@ TEST_CASE_METHOD(proxied_fixture, "a cancel while disconnected leaves no watch b
     proxy.set_accepting(true);
     co_await await_state(s, session_state::reconnected);
     co_await until_children(other, "/locks/unwatch", 1);  // our node deleted
-    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(50ms);
+    co_await until_no_watches(srv, 5s);
     CHECK(server_watches(srv) == 0);  // and our watch removed on the server
     co_await og.async_release(asio::use_awaitable);
   }(), 60s);
@@ -251,7 +251,7 @@ TEST_CASE_METHOD(server_fixture, "two waiters of one session cancelled together 
     CHECK(*got_first == asio::error::operation_aborted);
     CHECK(*got_second == asio::error::operation_aborted);
     co_await until_children(holder_s, "/locks/pair", 1);  // the holder's node only
-    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(50ms);
+    co_await until_no_watches(srv, 5s);
     CHECK(server_watches(srv) == 0);
     co_await held.async_release(asio::use_awaitable);
   }(), 60s);
@@ -376,7 +376,7 @@ TEST_CASE_METHOD(server_fixture, "a cancellation storm with connection cuts leav
     for (auto& s : sessions)
       for (int i = 0; i < 600 && !is_connected(s->state()); ++i) co_await sleep_for(50ms);
     co_await until_children(holder_s, "/locks/storm", 1, 30s);  // the holder's node only
-    for (int i = 0; i < 200 && server_watches(srv) != 0; ++i) co_await sleep_for(50ms);
+    co_await until_no_watches(srv, 10s);
     CHECK(server_watches(srv) == 0);
     for (int i = 0; i < 100 && engine_refs() != refs_before; ++i) co_await sleep_for(50ms);
     CHECK(engine_refs() == refs_before);  // no acquire or cleanup left alive

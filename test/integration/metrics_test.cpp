@@ -33,35 +33,24 @@ TEST_CASE_METHOD(proxied_fixture, "lock metrics count per path: a waited grant /
 
     // 1. an acquire that waits 300 ms for the other session: a remote handoff
     auto og = co_await held_by_other.async_acquire(asio::use_awaitable);
-    bool granted = false;
-    lock_guard g;
-    m.async_acquire([&](error_code ec, lock_guard r) {
-      CHECK(!ec);
-      g = std::move(r);
-      granted = true;
-    });
+    completion<lock_guard> waiter;
+    m.async_acquire(waiter.handler());
     co_await sleep_for(300ms);
     CHECK(s.lock_metrics().paths.size() == 1);
     CHECK(find(s.lock_metrics(), x).waiting() == 1);
     co_await og.async_release(asio::use_awaitable);
-    while (!granted) co_await sleep_for(5ms);
+    while (!waiter.done) co_await sleep_for(5ms);
+    CHECK(!waiter.ec);
     CHECK(find(s.lock_metrics(), x).held() == 1);
     co_await sleep_for(100ms);
-    co_await g.async_release(asio::use_awaitable);
+    co_await waiter.result.async_release(asio::use_awaitable);
 
     // 2. a timeout, a cancellation and a busy try-acquire while the other session holds
     og = co_await held_by_other.async_acquire(asio::use_awaitable);
     auto [tec, tg] = co_await m.async_acquire_for(200ms, tuple_awaitable);
     CHECK(tec == errc::lock_timeout);
-    asio::cancellation_signal sig;
-    bool cancelled = false;
-    m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) {
-      CHECK(ec == asio::error::operation_aborted);
-      cancelled = true;
-    }));
-    co_await sleep_for(100ms);
-    sig.emit(asio::cancellation_type::terminal);
-    while (!cancelled) co_await sleep_for(5ms);
+    auto cec = co_await cancel_after([&](auto handler) { m.async_acquire(std::move(handler)); }, 100ms);
+    CHECK(cec == asio::error::operation_aborted);
     auto [bec, bg] = co_await m.async_try_acquire(tuple_awaitable);
     CHECK(bec == errc::lock_busy);
     co_await og.async_release(asio::use_awaitable);
@@ -71,17 +60,13 @@ TEST_CASE_METHOD(proxied_fixture, "lock metrics count per path: a waited grant /
     lo.local_queue = true;
     mutex lq(s, local, lo);
     auto first = co_await lq.async_acquire(asio::use_awaitable);
-    bool second_granted = false;
-    lock_guard second;
-    lq.async_acquire([&](error_code ec, lock_guard r) {
-      CHECK(!ec);
-      second = std::move(r);
-      second_granted = true;
-    });
+    completion<lock_guard> second;
+    lq.async_acquire(second.handler());
     co_await sleep_for(50ms);
     co_await first.async_release(asio::use_awaitable);
-    while (!second_granted) co_await sleep_for(5ms);
-    co_await second.async_release(asio::use_awaitable);
+    while (!second.done) co_await sleep_for(5ms);
+    CHECK(!second.ec);
+    co_await second.result.async_release(asio::use_awaitable);
 
     // 4. a loss: cut off from the server, the hold is lost after its validity deadline
     mutex d(s, doomed);
@@ -161,12 +146,7 @@ TEST_CASE_METHOD(proxied_fixture, "lock metrics count per path: a waited grant /
     // guard's release still deletes it)
     co_await sleep_for(1500ms);
     proxy.set_accepting(true);
-    for (auto deadline = std::chrono::steady_clock::now() + 20s;;) {
-      auto [cec, children] = co_await other.async_get_children(doomed, tuple_awaitable);
-      if (cec || children.children.empty()) break;
-      if (std::chrono::steady_clock::now() > deadline) FAIL("the lost lock's node is still there");
-      co_await sleep_for(100ms);
-    }
+    co_await until_children(other, doomed, 0, 20s);  // the lost lock's node goes
   }(), 120s);
 }
 
@@ -235,11 +215,6 @@ TEST_CASE_METHOD(proxied_fixture, "lock metrics: a timed acquire that ran out wh
     // back: the abandoned acquire's node is deleted after the reconnect; the queue empties
     proxy.set_accepting(true);
     co_await og.async_release(asio::use_awaitable);
-    for (auto deadline = std::chrono::steady_clock::now() + 20s;;) {
-      auto [cec, children] = co_await other.async_get_children(x, tuple_awaitable);
-      if (cec || children.children.empty()) break;
-      if (std::chrono::steady_clock::now() > deadline) FAIL("the abandoned acquire's node is still there");
-      co_await sleep_for(100ms);
-    }
+    co_await until_children(other, x, 0, 20s);  // the abandoned acquire's node goes
   }(), 60s);
 }

@@ -32,24 +32,19 @@ TEST_CASE_METHOD(server_fixture, "8 sessions x 100 acquisitions: no overlap, FIF
   auto log_path = temp_log("fifo");
   exclusion_log log(log_path);
   std::vector<std::int64_t> granted_seq, tokens;
-  int finished = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    for (int i = 0; i < 8; ++i) {
-      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        mutex m(*sessions[i], "/locks/fifo");
-        for (int k = 0; k < 100; ++k) {
-          auto g = co_await m.async_acquire(asio::use_awaitable);
-          log.enter("s" + std::to_string(i));
-          granted_seq.push_back(seq_of(g.node_path()));
-          tokens.push_back(g.fencing_token());
-          co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
-          log.leave("s" + std::to_string(i));
-          co_await g.async_release(asio::use_awaitable);
-        }
-        ++finished;
-      }, asio::detached);
-    }
-    while (finished < 8) co_await sleep_for(20ms);
+    co_await all_at_once(8, [&](int i) -> asio::awaitable<void> {
+      mutex m(*sessions[i], "/locks/fifo");
+      for (int k = 0; k < 100; ++k) {
+        auto g = co_await m.async_acquire(asio::use_awaitable);
+        log.enter("s" + std::to_string(i));
+        granted_seq.push_back(seq_of(g.node_path()));
+        tokens.push_back(g.fencing_token());
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);  // let others run
+        log.leave("s" + std::to_string(i));
+        co_await g.async_release(asio::use_awaitable);
+      }
+    });
     auto children = co_await sessions[0]->async_get_children("/locks/fifo", asio::use_awaitable);
     CHECK(children.children.empty());
   }(), 240s);
@@ -195,14 +190,8 @@ TEST_CASE_METHOD(proxied_fixture,
     auto g = co_await m.async_acquire(asio::use_awaitable);
     CHECK(g.status() == lock_status::held);
     mutex m2(other, "/locks/lost");
-    error_code other_ec;
-    lock_guard other_guard;
-    bool other_done = false;
-    m2.async_acquire([&](error_code ec, lock_guard lg) {
-      other_ec = ec;
-      other_guard = std::move(lg);
-      other_done = true;
-    });
+    completion<lock_guard> other_acquire;
+    m2.async_acquire(other_acquire.handler());
 
     co_await expire_session(s, proxy, srv.connect_string());
 
@@ -210,10 +199,10 @@ TEST_CASE_METHOD(proxied_fixture,
     CHECK(lost == errc::lock_lost);
     CHECK(g.status() == lock_status::lost);
     CHECK_FALSE(g.owns_lock());
-    while (!other_done) co_await sleep_for(10ms);
-    CHECK_FALSE(other_ec);
-    CHECK(other_guard.owns_lock());
-    CHECK(other_guard.fencing_token() > g.fencing_token());
+    while (!other_acquire.done) co_await sleep_for(10ms);
+    CHECK_FALSE(other_acquire.ec);
+    CHECK(other_acquire.result.owns_lock());
+    CHECK(other_acquire.result.fencing_token() > g.fencing_token());
     auto [rel] = co_await g.async_release(tuple_awaitable);
     CHECK(rel == errc::lock_lost);
   }());
@@ -352,12 +341,13 @@ TEST_CASE_METHOD(server_fixture, "bad lock paths fail at once", "[integration][m
     auto g4 = co_await big.async_acquire(asio::use_awaitable);
     auto [ec5, g5] = co_await big2.async_acquire_for(300ms, tuple_awaitable);  // queues: a marked release follows
     CHECK(ec5 == errc::lock_timeout);
-    asio::co_spawn(ioc, big2.async_acquire(asio::use_awaitable), [&](std::exception_ptr, lock_guard g) { g5 = std::move(g); });
+    completion<lock_guard> waiter;
+    big2.async_acquire(waiter.handler());
     co_await sleep_for(200ms);
     co_await g4.async_release(asio::use_awaitable);  // multi(setData, delete): the path twice
-    for (int i = 0; i < 100 && !g5.owns_lock(); ++i) co_await sleep_for(20ms);
-    CHECK(g5.owns_lock());
-    co_await g5.async_release(asio::use_awaitable);
+    for (int i = 0; i < 100 && !waiter.result.owns_lock(); ++i) co_await sleep_for(20ms);
+    CHECK(waiter.result.owns_lock());
+    co_await waiter.result.async_release(asio::use_awaitable);
   }(), 120s);
 }
 
@@ -370,14 +360,8 @@ TEST_CASE_METHOD(proxied_fixture, "protected create: a create whose reply is los
     co_await observer.async_create("/locks/protected", "", create_mode::persistent, asio::use_awaitable);
     mutex m(s, "/locks/protected");
     proxy.swallow_replies(true);
-    error_code got;
-    lock_guard guard;
-    bool done = false;
-    m.async_acquire([&](error_code ec, lock_guard g) {
-      got = ec;
-      guard = std::move(g);
-      done = true;
-    });
+    completion<lock_guard> acquired;
+    m.async_acquire(acquired.handler());
     // the create reaches the server; its reply does not reach us
     for (int i = 0; i < 100; ++i) {
       auto ch = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
@@ -386,11 +370,12 @@ TEST_CASE_METHOD(proxied_fixture, "protected create: a create whose reply is los
     }
     auto before = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
     REQUIRE(before.children.size() == 1);
-    CHECK_FALSE(done);
+    CHECK_FALSE(acquired.done);
     proxy.drop_all();  // connection lost with the create's outcome unknown
     proxy.swallow_replies(false);
-    while (!done) co_await sleep_for(10ms);
-    CHECK_FALSE(got);
+    while (!acquired.done) co_await sleep_for(10ms);
+    CHECK_FALSE(acquired.ec);
+    auto& guard = acquired.result;
     REQUIRE(guard.owns_lock());
     auto after = co_await observer.async_get_children("/locks/protected", asio::use_awaitable);
     REQUIRE(after.children.size() == 1);  // one node, not two

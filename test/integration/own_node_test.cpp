@@ -7,7 +7,6 @@
 #include <zklock/election.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,8 +15,6 @@ using namespace zklock;
 
 namespace {
 
-using clk = std::chrono::steady_clock;
-
 // The children of `path` in queue order (by their sequence suffix).
 asio::awaitable<std::vector<std::string>> queue_of(session& s, const std::string& path) {
   auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
@@ -25,14 +22,6 @@ asio::awaitable<std::vector<std::string>> queue_of(session& s, const std::string
   std::sort(q.begin(), q.end(),
             [](const std::string& a, const std::string& b) { return a.substr(a.size() - 10) < b.substr(b.size() - 10); });
   co_return q;
-}
-
-asio::awaitable<void> await_queue(session& s, const std::string& path, std::size_t n) {
-  auto deadline = clk::now() + 20s;
-  while ((co_await queue_of(s, path)).size() != n) {
-    if (clk::now() > deadline) FAIL("path " << path << " never had " << n << " children");
-    co_await sleep_for(5ms);
-  }
 }
 
 // Someone else's session (an operator's zkCli, a cleanup script) deletes the node.
@@ -56,23 +45,26 @@ struct operator_fixture : server_fixture {
 }  // namespace
 
 namespace {
-// One recipe's three contenders L, A, B for the deleted-waiter scenario: start(i) queues
-// contender i (its grant counted by the scenario), release(i) gives back what it holds, node(i)
-// the node it holds by.
-struct three_contenders {
-  std::function<void(int, std::function<void()>)> start;
-  std::function<asio::awaitable<void>(int)> release;
-  std::function<std::string(int)> node;
-};
+// What a contender holds by: a mutex's guard or an election's leadership.
+bool holds(const lock_guard& g) { return g.owns_lock(); }
+bool holds(const leadership& l) { return l.is_leader(); }
+asio::awaitable<void> give_back(lock_guard& g) { co_await g.async_release(asio::use_awaitable); }
+asio::awaitable<void> give_back(leadership& l) { co_await l.async_resign(asio::use_awaitable); }
 
 // L holds, A then B queue; every session is quiet longer than a third of its timeout; someone
 // else deletes A's node while A is connected and waiting; L gives up. B holds alone (A is not
-// granted beside it); A, queued again on a new node, holds after B.
-asio::awaitable<void> deleted_waiter(session& op, const std::string& path, three_contenders c, int& max_holding) {
+// granted beside it); A, queued again on a new node, holds after B. The contenders L, A, B are
+// `start(i, handler)` for i = 0, 1, 2: it queues contender i, whose grant hands `handler` a Held.
+template <class Held, class Start>
+asio::awaitable<void> deleted_waiter(session& op, const std::string& path, Start start_contender, int& max_holding) {
   int holding = 0;
   bool granted[3] = {false, false, false};
+  std::vector<Held> held(3);
   auto start = [&](int i) {
-    c.start(i, [&, i] {
+    start_contender(i, [&, i](error_code ec, Held h) {
+      REQUIRE_FALSE(ec);
+      REQUIRE(holds(h));
+      held[i] = std::move(h);
       granted[i] = true;
       max_holding = std::max(max_holding, ++holding);
     });
@@ -80,27 +72,27 @@ asio::awaitable<void> deleted_waiter(session& op, const std::string& path, three
   start(0);
   co_await until([&] { return granted[0]; });
   start(1);
-  co_await await_queue(op, path, 2);
+  co_await until_children(op, path, 2, 20s);
   start(2);
-  co_await await_queue(op, path, 3);
+  co_await until_children(op, path, 3, 20s);
   auto q = co_await queue_of(op, path);
   const std::string a_node = path + "/" + q[1];
   co_await sleep_for(quiet);             // every session idle for a third of its timeout
   co_await operator_delete(op, a_node);  // A is connected and waiting
   co_await sleep_for(200ms);
   --holding;
-  co_await c.release(0);  // L's release: B's turn, never A's
+  co_await give_back(held[0]);  // L's release: B's turn, never A's
   co_await until([&] { return granted[2]; });
   co_await sleep_for(session_timeout / 2);  // A's keepalive, had it been granted, would tell
   CHECK_FALSE(granted[1]);
   CHECK(max_holding == 1);
   --holding;
-  co_await c.release(2);
+  co_await give_back(held[2]);
   co_await until([&] { return granted[1]; });
-  CHECK(c.node(1) != a_node);
+  CHECK(held[1].node_path() != a_node);
   --holding;
-  co_await c.release(1);
-  co_await await_queue(op, path, 0);
+  co_await give_back(held[1]);
+  co_await until_children(op, path, 0, 20s);
 }
 }  // namespace
 
@@ -113,19 +105,8 @@ TEST_CASE_METHOD(operator_fixture,
   run_test(ioc, [&]() -> asio::awaitable<void> {
     std::vector<mutex> m;
     for (auto* x : s) m.emplace_back(*x, path);
-    std::vector<lock_guard> g(3);
-    co_await deleted_waiter(
-        op, path,
-        {.start = [&](int i, std::function<void()> granted) {
-           m[i].async_acquire([&, i, granted](error_code ec, lock_guard x) {
-             REQUIRE_FALSE(ec);
-             g[i] = std::move(x);
-             granted();
-           });
-         },
-         .release = [&](int i) -> asio::awaitable<void> { co_await g[i].async_release(asio::use_awaitable); },
-         .node = [&](int i) { return g[i].node_path(); }},
-        max_holding);
+    co_await deleted_waiter<lock_guard>(
+        op, path, [&](int i, auto granted) { m[i].async_acquire(std::move(granted)); }, max_holding);
   }());
   CHECK(max_holding == 1);
 }
@@ -139,20 +120,8 @@ TEST_CASE_METHOD(operator_fixture,
   run_test(ioc, [&]() -> asio::awaitable<void> {
     std::vector<election> e;
     for (int i = 0; i < 3; ++i) e.emplace_back(*s[i], path, "c" + std::to_string(i));
-    std::vector<leadership> l(3);
-    co_await deleted_waiter(
-        op, path,
-        {.start = [&](int i, std::function<void()> granted) {
-           e[i].async_campaign([&, i, granted](error_code ec, leadership x) {
-             REQUIRE_FALSE(ec);
-             REQUIRE(x.is_leader());
-             l[i] = std::move(x);
-             granted();
-           });
-         },
-         .release = [&](int i) -> asio::awaitable<void> { co_await l[i].async_resign(asio::use_awaitable); },
-         .node = [&](int i) { return l[i].node_path(); }},
-        max_leading);
+    co_await deleted_waiter<leadership>(
+        op, path, [&](int i, auto granted) { e[i].async_campaign(std::move(granted)); }, max_leading);
   }());
   CHECK(max_leading == 1);
 }
@@ -206,7 +175,7 @@ TEST_CASE_METHOD(operator_fixture, "election: a busy leader whose node is delete
       REQUIRE_FALSE(ec);
       l2 = std::move(x);
     });
-    co_await await_queue(op, path, 2);
+    co_await until_children(op, path, 2, 20s);
     bool stop = false;
     asio::co_spawn(ioc, keep_busy(*s[0], stop), asio::detached);
     co_await sleep_for(quiet);
@@ -221,7 +190,7 @@ TEST_CASE_METHOD(operator_fixture, "election: a busy leader whose node is delete
     CHECK_FALSE(l.is_leader());
     co_await l.async_resign(tuple_awaitable);
     co_await l2->async_resign(asio::use_awaitable);
-    co_await await_queue(op, path, 0);
+    co_await until_children(op, path, 0, 20s);
     co_await sleep_for(400ms);
   }());
 }
@@ -255,6 +224,6 @@ TEST_CASE_METHOD(operator_fixture, "our own release's delete is no loss, and a d
     co_await sleep_for(100ms);
     REQUIRE(lost2.has_value());
     CHECK(*lost2 == errc::already_released);
-    co_await await_queue(op, path, 0);
+    co_await until_children(op, path, 0, 20s);
   }());
 }

@@ -128,7 +128,7 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
       // The hold's own watch on its node (set from the create on) is not counted by
       // server_watches, and a revocation wait's data watch is on that same node: the server
       // holds one watch for both, so what is checked here is that nothing else is watched.
-      for (int i = 0; i < 100 && server_watches(f.srv) != 0; ++i) co_await sleep_for(10ms);
+      co_await until_no_watches(f.srv, 1s);
       CHECK(server_watches(f.srv) == 0);
       for (int round = 0; round < 3; ++round) {
         asio::cancellation_signal sig;
@@ -138,7 +138,7 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
         sig.emit(type);
         REQUIRE(co_await wait_for(r));
         CHECK(r->value() == asio::error::operation_aborted);
-        for (int i = 0; i < 100 && server_watches(f.srv) != 0; ++i) co_await sleep_for(10ms);
+        co_await until_no_watches(f.srv, 1s);
         CHECK(server_watches(f.srv) == 0);  // removed: no growth per wait
         CHECK(g.owns_lock());
       }
@@ -157,7 +157,7 @@ TEST_CASE("revocation: cancellation completes with operation_aborted, leaves no 
       // the guard still works
       CHECK(g.owns_lock());
       co_await g.async_release(asio::use_awaitable);
-      for (int i = 0; i < 100 && server_watches(f.srv) != 0; ++i) co_await sleep_for(10ms);
+      co_await until_no_watches(f.srv, 1s);
       CHECK(server_watches(f.srv) == 0);
     }());
   }

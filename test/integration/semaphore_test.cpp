@@ -13,33 +13,28 @@ using zklock::test::zk_server;
 
 TEST_CASE_METHOD(server_fixture, "semaphore: 5 sessions x 20 leases of 2: never more than 2 holders, and 2 at once",
           "[integration][semaphore]") {
-  session_group f(ioc, srv.connect_string(), 5);
-  int inside = 0, max_inside = 0, finished = 0, granted = 0;
+  auto f = connect_sessions(5);
+  int inside = 0, max_inside = 0, granted = 0;
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    for (int i = 0; i < 5; ++i) {
-      asio::co_spawn(ioc, [&, i]() -> asio::awaitable<void> {
-        semaphore sem(f[i], "/sem/a", 2);
-        for (int k = 0; k < 20; ++k) {
-          auto g = co_await sem.async_acquire(asio::use_awaitable);
-          CHECK(g.kind() == lock_kind::lease);
-          ++inside, ++granted;
-          max_inside = std::max(max_inside, inside);
-          // session 0's first lease is held until the second lease is out too (bounded: the
-          // check below fails if it never is), so that both are held at once however slow
-          // the machine; the other holds are a few ms
-          for (int w = 0; i == 0 && k == 0 && inside < 2 && w < 1000; ++w) co_await sleep_for(10ms);
-          co_await sleep_for(std::chrono::milliseconds(3 + (k * 7 + i) % 5));
-          --inside;
-          co_await g.async_release(asio::use_awaitable);
-        }
-        ++finished;
-      }, asio::detached);
-    }
-    while (finished < 5) co_await sleep_for(20ms);
-    auto leases = co_await f[0].async_get_children("/sem/a/leases", asio::use_awaitable);
+    co_await all_at_once(5, [&](int i) -> asio::awaitable<void> {
+      semaphore sem(*f[i], "/sem/a", 2);
+      for (int k = 0; k < 20; ++k) {
+        auto g = co_await sem.async_acquire(asio::use_awaitable);
+        CHECK(g.kind() == lock_kind::lease);
+        ++inside, ++granted;
+        max_inside = std::max(max_inside, inside);
+        // session 0's first lease is held until the second lease is out too (bounded: the
+        // check below fails if it never is), so that both are held at once however slow the
+        // machine; the other holds are a few ms
+        for (int w = 0; i == 0 && k == 0 && inside < 2 && w < 1000; ++w) co_await sleep_for(10ms);
+        co_await sleep_for(std::chrono::milliseconds(3 + (k * 7 + i) % 5));
+        --inside;
+        co_await g.async_release(asio::use_awaitable);
+      }
+    });
+    auto leases = co_await f[0]->async_get_children("/sem/a/leases", asio::use_awaitable);
     CHECK(leases.children.empty());
-    auto locks = co_await f[0].async_get_children("/sem/a/locks", asio::use_awaitable);
+    auto locks = co_await f[0]->async_get_children("/sem/a/locks", asio::use_awaitable);
     CHECK(locks.children.empty());
   }(), 240s);
   CHECK(granted == 100);
@@ -49,35 +44,27 @@ TEST_CASE_METHOD(server_fixture, "semaphore: 5 sessions x 20 leases of 2: never 
 TEST_CASE_METHOD(proxied_fixture, "semaphore: try on a full semaphore reads only, timeouts and cancellation leave nothing, "
           "a dead session's lease comes back",
           "[integration][semaphore][cancel][fault]") {
-  session_group f(ioc, srv.connect_string(), 2);
-  session behind(ioc.get_executor(), options_for(proxy.connect_string(), 4000ms));
+  auto f = connect_sessions(2);
+  auto& behind = connect_proxied(4000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
-    co_await f.connect();
-    co_await behind.async_connect(asio::use_awaitable);
-    semaphore a(f[0], "/sem/b", 1), b(f[1], "/sem/b", 1), c(behind, "/sem/b", 1);
-    semaphore none(f[0], "/sem/none", 0);
+    semaphore a(*f[0], "/sem/b", 1), b(*f[1], "/sem/b", 1), c(behind, "/sem/b", 1);
+    semaphore none(*f[0], "/sem/none", 0);
     auto [e0, g0] = co_await none.async_acquire(tuple_awaitable);
     CHECK(e0 == errc::invalid_max_leases);
     auto held = co_await c.async_acquire(asio::use_awaitable);
-    auto sent = f[1].stats().requests_sent;
+    auto sent = f[1]->stats().requests_sent;
     auto [e1, g1] = co_await b.async_try_acquire(tuple_awaitable);
     CHECK(e1 == errc::lock_busy);
-    CHECK(f[1].stats().requests_sent - sent == 1);  // one read, no write
+    CHECK(f[1]->stats().requests_sent - sent == 1);  // one read, no write
     auto [e2, g2] = co_await b.async_acquire_for(100ms, tuple_awaitable);
     CHECK(e2 == errc::lock_timeout);
-    asio::cancellation_signal sig;
-    bool done = false;
-    error_code e3;
-    b.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, lock_guard) { e3 = ec, done = true; }));
-    co_await sleep_for(100ms);
-    sig.emit(asio::cancellation_type::terminal);
-    co_await until(done);
+    auto e3 = co_await cancel_after([&](auto handler) { b.async_acquire(std::move(handler)); }, 100ms);
     CHECK(e3 == asio::error::operation_aborted);
-    auto leases = co_await f[0].async_get_children("/sem/b/leases", asio::use_awaitable);
+    auto leases = co_await f[0]->async_get_children("/sem/b/leases", asio::use_awaitable);
     CHECK(leases.children.size() == 1);  // the holder's only
-    auto locks = co_await f[0].async_get_children("/sem/b/locks", asio::use_awaitable);
+    auto locks = co_await f[0]->async_get_children("/sem/b/locks", asio::use_awaitable);
     CHECK(locks.children.empty());
-    for (int i = 0; i < 100 && server_watches(srv) != 0; ++i) co_await sleep_for(20ms);
+    co_await until_no_watches(srv, 2s);
     CHECK(server_watches(srv) == 0);
     // the holder's session dies (expired behind its proxy): its lease comes back to a waiter
     auto t0 = std::chrono::steady_clock::now();

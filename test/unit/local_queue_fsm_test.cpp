@@ -1,6 +1,7 @@
 // The two-level lock's local queue without a server: FIFO, one local holder, one node, the
 // fairness bound, loss, cancellation during a handoff, and a property test against an oracle.
 #include "sansio/local_queue_fsm.hpp"
+#include "sim/driver_rules.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -22,7 +23,7 @@ const error_code aborted = boost::asio::error::operation_aborted;
 
 // Carries out the actions like the runner, models the node on the server, and checks the
 // rules as an oracle independent of the machine's own bookkeeping.
-struct driver {
+struct driver : zklock::testing::driver_rules {
   local_queue_fsm fsm;
   std::uint32_t max;
   enum class node { none, acquiring, held, lost, releasing } node_ = node::none;
@@ -41,18 +42,14 @@ struct driver {
   bool known_no = false;      // the machine was told "nobody else" for this node, not since invalidated
   std::uint64_t next_id = 1;
   std::uint64_t grants = 0, requests = 0;  // requests: sent to the server by the actions
-  std::string violation;
 
   explicit driver(int m) : fsm(m), max(m < 1 ? 1 : static_cast<std::uint32_t>(m)) {}
 
-  void bad(const std::string& why) {
-    if (violation.empty()) violation = why;
-  }
   void apply(const local_queue_fsm::actions& actions) {
     for (const auto& a : actions) {
       switch (a.type) {
         case local_action::acquire_node:
-          if (node_ != node::none) bad("a second node acquire while a node of ours may be in the dir");
+          if (node_ != node::none) forbid("a second node acquire while a node of ours may be in the dir");
           node_ = node::acquiring;
           acquire_try = a.try_once;
           acquire_cancelled = false;
@@ -60,12 +57,12 @@ struct driver {
           ++requests;
           break;
         case local_action::cancel_node:
-          if (node_ != node::acquiring) bad("cancel_node without an acquire");
+          if (node_ != node::acquiring) forbid("cancel_node without an acquire");
           acquire_cancelled = true;
           break;
         case local_action::release_node:
-          if (node_ != node::held && node_ != node::lost) bad("release_node without a node");
-          if (holder) bad("node released under a local holder");
+          if (node_ != node::held && node_ != node::lost) forbid("release_node without a node");
+          if (holder) forbid("node released under a local holder");
           node_ = node::releasing;
           listing = false;
           watch_set = false;
@@ -73,35 +70,35 @@ struct driver {
           ++requests;
           break;
         case local_action::watch_queue:
-          if (node_ != node::held) bad("watch_queue without holding the node");
-          if (listing) bad("two listings at once");
+          if (node_ != node::held) forbid("watch_queue without holding the node");
+          if (listing) forbid("two listings at once");
           listing = true;
           ++requests;
           break;
         case local_action::grant: {
-          if (node_ != node::held) bad("grant without holding the node");
-          if (holder) bad("two local holders");
-          if (waiting.empty() || waiting.front() != a.waiter) bad("grant out of FIFO order");
+          if (node_ != node::held) forbid("grant without holding the node");
+          if (holder) forbid("two local holders");
+          if (waiting.empty() || waiting.front() != a.waiter) forbid("grant out of FIFO order");
           auto it = std::find(waiting.begin(), waiting.end(), a.waiter);
           if (it != waiting.end()) waiting.erase(it);
           holder = a.waiter;
           ++grants_on_node;
           ++grants;
-          if (a.generation != grants_on_node - 1) bad("generation is not the node's grant count");
-          if (grants_on_node > max && !known_no) bad("fairness bound: more local grants than allowed while others may wait");
+          if (a.generation != grants_on_node - 1) forbid("generation is not the node's grant count");
+          if (grants_on_node > max && !known_no) forbid("fairness bound: more local grants than allowed while others may wait");
           ++completions[a.waiter];
           break;
         }
         case local_action::fail: {
           auto it = std::find(waiting.begin(), waiting.end(), a.waiter);
-          if (it == waiting.end()) bad("fail of a waiter not waiting");
+          if (it == waiting.end()) forbid("fail of a waiter not waiting");
           else waiting.erase(it);
           ++completions[a.waiter];
           result[a.waiter] = a.ec;
           break;
         }
         case local_action::lose_holder:
-          if (!holder || *holder != a.waiter) bad("lose_holder of someone not holding");
+          if (!holder || *holder != a.waiter) forbid("lose_holder of someone not holding");
           break;
       }
     }
@@ -113,7 +110,7 @@ struct driver {
     const bool busy = holder || !waiting.empty();
     waiting.push_back(id);
     apply(fsm.enqueue(id, try_once));
-    if (try_once && busy && (completions[id] != 1 || result[id] != errc::lock_busy)) bad("try-acquire queued behind others");
+    if (try_once && busy && (completions[id] != 1 || result[id] != errc::lock_busy)) forbid("try-acquire queued behind others");
     return id;
   }
   void cancel(std::uint64_t id) { apply(fsm.cancel(id, aborted)); }
@@ -143,7 +140,7 @@ struct driver {
     known_no = false;
     if (end) session_ended = true;
     apply(fsm.on_node_lost(end));
-    if (end && !waiting.empty()) bad("waiters left after the session ended");
+    if (end && !waiting.empty()) forbid("waiters left after the session ended");
   }
   // The session ended (the runner tells it once per session, whatever the machine knew).
   void session_end(error_code ec) {
@@ -154,7 +151,7 @@ struct driver {
     watch_set = false;
     known_no = false;
     apply(fsm.on_session_ended(ec));
-    if (!waiting.empty()) bad("waiters left after the session ended");
+    if (!waiting.empty()) forbid("waiters left after the session ended");
   }
   // async_connect started a new session: acquires from here on run on it.
   void new_session() { session_ended = false; }

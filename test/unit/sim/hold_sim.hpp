@@ -3,6 +3,7 @@
 // connection, and records what was asked and what broke a rule of its own. No Catch2 here.
 #pragma once
 
+#include "driver_rules.hpp"
 #include "sansio/hold_fsm.hpp"
 
 #include <boost/asio/error.hpp>
@@ -22,7 +23,7 @@ using detail::hold_action;
 using detail::hold_fsm;
 
 /// Drives one hold_fsm and records what it asks for.
-struct hold_driver {
+struct hold_driver : driver_rules {
   using time_point = std::chrono::steady_clock::time_point;
   hold_fsm fsm;
   int sends = 0, losts = 0, completions = 0, retries = 0, failures = 0;
@@ -30,7 +31,6 @@ struct hold_driver {
   error_code lost_error;  // what report_lost said
   bool in_flight = false;
   bool backoff_pending = false;  // a backoff_release's delay is running
-  std::string violation;  // the first broken rule of the driver's own
   // The clock and the session's contact (on_clock): a session timeout of 3 s, a margin of 1 s.
   time_point now{std::chrono::seconds(1000)}, last_ack = now;
   std::chrono::milliseconds session_timeout{3000};
@@ -74,9 +74,6 @@ struct hold_driver {
     apply(fsm.on_keepalive_reply(ec, node_ours, clock()));
   }
 
-  void forbid(const std::string& what) {
-    if (violation.empty()) violation = what;
-  }
   void apply(const hold_fsm::actions& actions) {
     for (const auto& a : actions) {
       switch (a.type) {

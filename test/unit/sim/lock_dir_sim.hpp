@@ -4,6 +4,7 @@
 // (`sim`), the property tests (properties.hpp) at random. No Catch2 here.
 #pragma once
 
+#include "driver_rules.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include <zklock/path.hpp>
 
@@ -46,8 +47,8 @@ inline const std::string our_id = "11111111-2222-3333-4444-555555555555";
 // session does). With `faults` the connection can drop and come back: the requests in flight
 // then fail with connection_loss (a create or delete may or may not have reached the server),
 // requests made while it is down fail the same way, and watch events wait for the reconnect.
-
-struct sim {
+// Its violation: the first request the fsm's state forbids (property tests).
+struct sim : driver_rules {
   /// One reply (or watch event) on its way to the fsm; `lost` is what the C client delivers
   /// instead when the connection drops before the reply (empty for events: they stay queued).
   struct reply {
@@ -103,7 +104,6 @@ struct sim {
   // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
   std::function<bool()> throttle_delete;
   bool backoff_due = false;  // a backoff_delete's delay is running
-  std::string violation;       // the first request the fsm's state forbids (property tests)
 
   /// `max_watched`: K, the blockers the machine watches at once.
   explicit sim(lock_mode mode = lock_mode::wait, int max_watched = detail::default_watched_blockers)
@@ -236,10 +236,6 @@ struct sim {
       if (name.starts_with(fsm.node_prefix())) ++n;
     return n;
   }
-  void forbid(const std::string& what) {
-    if (violation.empty()) violation = what;
-  }
-
   void apply(const acquire_fsm::actions& actions) {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
