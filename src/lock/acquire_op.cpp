@@ -37,6 +37,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         backoff_timer_(s_->executor()),
         delay_timer_(s_->executor()) {
     fsm_.set_lock_delay(dir_->lock_delay);
+    fsm_.set_watch_own_node(dir_->watch_own_node);
   }
 
   void start(pending<void(error_code, lock_guard)>::ptr op, std::chrono::steady_clock::duration timeout) {
@@ -327,6 +328,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     // Our node's watch, set from its create on, is the hold's now (its reply may still come:
     // forwarded from the watch_own handler through granted_).
     granted_ = h;
+    h->watches_node = dir_->watch_own_node;
     h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_, own_read_ ? &*own_read_ : nullptr);
     // A candidate's node data is its identity (an election's participant id): a revocation
     // request written over it does not change who leads.

@@ -111,7 +111,7 @@ void hold::adopt_node_watch(boost::intrusive_ptr<watch_state> w, bool reply_pend
 }
 
 void hold::watch_node() {
-  if (!owns() || is_local() || node_read_pending) return;
+  if (!owns() || is_local() || !watches_node || node_read_pending) return;
   node_read_pending = true;
   node_data.reset();
   s->get_data(node, &node_watch, data_handler([weak = weak_from_this()](error_code ec, data_result d) {

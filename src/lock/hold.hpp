@@ -81,6 +81,7 @@ struct hold : std::enable_shared_from_this<hold> {
     std::int32_t version = 0;
   };
   std::optional<node_read> node_data;  // what the getData that set node_watch read
+  bool watches_node = true;            // false: node_watch is never set (lock_dir::watch_own_node)
   bool node_read_pending = false;      // that getData's reply is still to come
   std::uint64_t revoke_read = 0;       // a revocation read (its generation) answered by that reply
   std::uint64_t revoke_watching = 0;   // the revocation generation whose watch is node_watch

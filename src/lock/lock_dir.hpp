@@ -38,6 +38,9 @@ struct lock_dir {
   reentrant_hold owned;  // the hold currently owned through this object by a named owner
   int max_leases = 1;  // lock_kind::lease: how many hold at once (a semaphore's leases dir)
   int max_watched = mutex_options{}.watched_blockers;  // mutex_options::watched_blockers (K): blockers a waiter watches at once
+  // Our node watched from its create on, waiting and holding (acquire_fsm::set_watch_own_node);
+  // off only for the semaphore's internal mutex (src/recipes/semaphore.cpp says why)
+  bool watch_own_node = true;
   std::string identity;  // after the marker in our nodes' data (session_options::identity by default)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;

@@ -14,6 +14,28 @@ namespace zklock::detail {
 // connection loss clean up as for a mutex, and a lease create lost with the connection is found
 // again by its id instead of being orphaned.
 
+// What the internal mutex watches. Less than a mutex does, because no one's safety rests on it:
+//  - a lease is granted by its position among the leases (acquire_fsm's grant rule: fewer than
+//    max_leases lease nodes ahead of ours), whoever holds the internal mutex. Nodes only leave
+//    the queue ahead of a lease, and new ones queue behind it, so a lease granted stays among
+//    the first max_leases (Curator's rule, the count of all leases at most max_leases, grants
+//    only such a lease too). The internal mutex only keeps one waiter at a time on the leases
+//    dir (no herd) and Curator's layout;
+//  - so it does not watch its own node (acquire_fsm::set_watch_own_node, and its hold sets no
+//    watch either): a request saved on every acquisition. When someone else deletes that node,
+//    the waiter behind it and its owner may both go on to the lease step: two waiters watch the
+//    leases dir for a while, and each lease is still granted by its position. The lease step
+//    keeps its own node's watch: a lease holder whose lease node is deleted is lock_lost with
+//    node_deleted at once;
+//  - it watches one blocker (K = 1, the classic recipe): a waiter deeper than second lists once
+//    when its predecessor goes. That listing is on the internal mutex's handoff, which, while
+//    the leases are taken, is off the path to the next lease: the new holder of the internal
+//    mutex only has to be watching the leases dir before the next lease comes free, a lease's
+//    hold away (and a lease freed sooner is seen by its listing). K = 2 would take that listing
+//    off the internal handoff at the price of a second watch on every acquisition and a second
+//    event on every release.
+constexpr int internal_mutex_watched_blockers = 1;
+
 struct semaphore_state {
   std::shared_ptr<lock_dir> locks, leases;  // leases->max_leases is the semaphore's maximum
 };
@@ -22,6 +44,8 @@ std::shared_ptr<semaphore_state> make_semaphore_state(std::shared_ptr<session_im
                                                       int max_leases, const std::optional<std::string>& identity) {
   auto st = std::make_shared<semaphore_state>();
   st->locks = make_lock_dir(s, join_path(path, "locks"));
+  st->locks->watch_own_node = false;  // see above
+  st->locks->max_watched = internal_mutex_watched_blockers;
   st->leases = make_lock_dir(s, join_path(path, "leases"), max_leases);
   if (identity) st->locks->identity = st->leases->identity = *identity;
   if (auto ec = validate_lock_path(path)) st->locks->path_error = st->leases->path_error = ec;

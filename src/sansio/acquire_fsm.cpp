@@ -103,6 +103,7 @@ acquire_fsm::actions acquire_fsm::create_and_list() {
 }
 
 acquire_fsm::actions acquire_fsm::watch_own() {
+  if (!watch_own_node_) return {};  // (set_watch_own_node: own_ stays none)
   own_ = own_watch::setting;
   return {{acquire_action::watch_own, node_}};
 }

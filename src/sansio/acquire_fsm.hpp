@@ -171,6 +171,12 @@ class acquire_fsm {
   /// Lock-delay (see the recipe above): on when `delay` is above zero. Before start().
   void set_lock_delay(std::chrono::milliseconds delay) noexcept { lock_delay_ = delay; }
   std::chrono::milliseconds lock_delay() const noexcept { return lock_delay_; }
+  /// Our own node's watch (step 2 above), on by default. Off, it is never set, waiting or
+  /// holding: our node's deletion by someone else is then heard only from a listing that lacks
+  /// it or the refresh before a grant, and a waiter may be granted on a node already gone. Only
+  /// for an acquire whose grant nobody's safety rests on (the semaphore's internal mutex: see
+  /// src/recipes/semaphore.cpp). Before start().
+  void set_watch_own_node(bool on) noexcept { watch_own_node_ = on; }
 
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
@@ -341,6 +347,7 @@ class acquire_fsm {
   std::map<std::string, blocker_watch> blockers_;  // full path -> its watch
   bool all_watched_ = false;  // every blocker of the latest listing is in blockers_
   own_watch own_ = own_watch::none;
+  bool watch_own_node_ = true;  // set_watch_own_node
   bool own_gone_ = false;     // our node was deleted by someone else; a listing in flight decides
   // Reconnected while waiting on the blockers' watches (the client set them again): our own node
   // may have gone meanwhile (an operator's delete; then the dir may be reaped: CURATOR-724), and

@@ -5,6 +5,7 @@
 #include "common.hpp"
 
 #include <zklock/election.hpp>
+#include <zklock/semaphore.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -137,6 +138,28 @@ asio::awaitable<void> keep_busy(session& s, const bool& stop) {
 }
 }  // namespace
 
+namespace {
+// `g`'s session `s` kept busy, `op` deletes its node: lost (node_deleted) at once, told by its
+// node's watch, well before the deadline or a keepalive could say anything (while reads keep
+// the session busy, neither ever does).
+asio::awaitable<void> check_busy_holder_lost(session& s, session& op, lock_guard& g) {
+  bool stop = false;
+  asio::co_spawn(co_await asio::this_coro::executor, keep_busy(s, stop), asio::detached);
+  co_await sleep_for(quiet);  // busy all along: the contact stays fresh
+  std::optional<error_code> lost;
+  g.async_wait_lost([&](error_code ec) { lost = ec; });
+  co_await operator_delete(op, g.node_path());
+  co_await until([&] { return lost.has_value(); }, session_timeout / 2);
+  stop = true;
+  REQUIRE(lost.has_value());
+  CHECK(lock_lost_cause(*lost) == lost_cause::node_deleted);
+  CHECK(g.status() == lock_status::lost);
+  auto [rel] = co_await g.async_release(tuple_awaitable);
+  CHECK(lock_lost_cause(rel) == lost_cause::node_deleted);
+  co_await sleep_for(400ms);  // keep_busy ends
+}
+}  // namespace
+
 TEST_CASE_METHOD(operator_fixture, "mutex: a busy holder whose node is deleted by someone else is lost (node_deleted) at once",
                  "[integration][own_node]") {
   auto& s = *contenders(1)[0];
@@ -144,22 +167,41 @@ TEST_CASE_METHOD(operator_fixture, "mutex: a busy holder whose node is deleted b
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex m(s, path);
     auto g = co_await m.async_acquire(asio::use_awaitable);
-    bool stop = false;
-    asio::co_spawn(ioc, keep_busy(s, stop), asio::detached);
-    co_await sleep_for(quiet);  // busy all along: the contact stays fresh
-    std::optional<error_code> lost;
-    g.async_wait_lost([&](error_code ec) { lost = ec; });
-    co_await operator_delete(op, g.node_path());
-    // Told by its node's watch: well before the deadline or a keepalive could say anything
-    // (while reads keep the session busy, neither ever does).
-    co_await until([&] { return lost.has_value(); }, session_timeout / 2);
-    stop = true;
-    REQUIRE(lost.has_value());
-    CHECK(lock_lost_cause(*lost) == lost_cause::node_deleted);
-    CHECK(g.status() == lock_status::lost);
-    auto [rel] = co_await g.async_release(tuple_awaitable);
-    CHECK(lock_lost_cause(rel) == lost_cause::node_deleted);
-    co_await sleep_for(400ms);  // keep_busy ends
+    co_await check_busy_holder_lost(s, op, g);
+  }());
+}
+
+TEST_CASE_METHOD(operator_fixture,
+                 "semaphore: a busy lease holder whose lease node is deleted by someone else is lost (node_deleted) "
+                 "at once, granted alone or after a wait",
+                 "[integration][own_node][semaphore]") {
+  auto cs = contenders(2);
+  auto& s = *cs[0];
+  const std::string path = "/locks/own-node/lease-holder";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    // (the semaphore's internal mutex watches no node of its own; its lease step does)
+    semaphore sem(s, path, 1), other(*cs[1], path, 1);
+    for (bool waited : {false, true}) {
+      CAPTURE(waited);
+      lock_guard g;
+      if (!waited) {
+        g = co_await sem.async_acquire(asio::use_awaitable);
+      } else {
+        // granted by the leases dir's listing once the holder ahead releases
+        auto ahead = co_await other.async_acquire(asio::use_awaitable);
+        bool done = false;
+        sem.async_acquire([&](error_code ec, lock_guard h) {
+          CHECK_FALSE(ec);
+          g = std::move(h);
+          done = true;
+        });
+        co_await await_queue(op, path + "/leases", 2);
+        co_await ahead.async_release(asio::use_awaitable);
+        co_await until([&] { return done; }, 10s);
+        REQUIRE(done);
+      }
+      co_await check_busy_holder_lost(s, op, g);
+    }
   }());
 }
 

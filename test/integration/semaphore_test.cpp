@@ -114,3 +114,87 @@ TEST_CASE_METHOD(proxied_fixture, "semaphore: connections cut during acquires le
   }(), 120s);
   CHECK(ok > 0);
 }
+
+namespace {
+// The children watches the server holds (the lease dir's): "mntr"'s zk_watch_count counts
+// every watch, "wchs" the data watches only.
+int children_watches(const zk_server& srv) {
+  std::smatch all, data;
+  auto mntr = srv.four_letter("mntr"), wchs = srv.four_letter("wchs");
+  if (!std::regex_search(mntr, all, std::regex("zk_watch_count\\s+(\\d+)")) ||
+      !std::regex_search(wchs, data, std::regex("Total watches:(\\d+)")))
+    return -1;
+  return std::stoi(all[1]) - std::stoi(data[1]);
+}
+}  // namespace
+
+TEST_CASE_METHOD(server_fixture, "semaphore: the requests of an acquisition, alone and handed over (the internal mutex "
+          "watches no node of its own)", "[integration][semaphore]") {
+  // A long session timeout: no keepalive while the test looks, so every request counted is the
+  // recipe's.
+  auto sessions = connect_sessions(3, 20000ms);
+  auto& a = *sessions[0];
+  auto& b = *sessions[1];
+  auto& c = *sessions[2];
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    semaphore sa(a, "/sem/count", 1), sb(b, "/sem/count", 1), sc(c, "/sem/count", 1);
+    co_await (co_await sa.async_acquire(asio::use_awaitable)).async_release(asio::use_awaitable);  // the dirs exist
+    // Alone: the internal mutex's create and listing, the lease's create, listing and own-node
+    // watch, then the two deletes (the internal one as the lease is granted).
+    auto sent = a.stats().requests_sent;
+    auto g = co_await sa.async_acquire(asio::use_awaitable);
+    co_await g.async_release(asio::use_awaitable);
+    CHECK(a.stats().requests_sent - sent == 7);
+
+    // Handed over: a holds the lease; b waits on the leases dir, holding the internal mutex; c
+    // waits on the internal mutex behind b. (server_watches counts the data watches but the
+    // own-node ones.)
+    auto ga = co_await sa.async_acquire(asio::use_awaitable);
+    auto internal_left = [&]() -> asio::awaitable<std::size_t> {
+      co_return (co_await a.async_get_children("/sem/count/locks", asio::use_awaitable)).children.size();
+    };
+    for (int i = 0; i < 500 && co_await internal_left() != 0; ++i) co_await sleep_for(10ms);  // a's, released
+    const int w0 = server_watches(srv);
+    REQUIRE(children_watches(srv) == 0);
+    auto sent_b = b.stats().requests_sent, sent_c = c.stats().requests_sent;
+    lock_guard gb, gc;
+    bool b_done = false, c_done = false;
+    sb.async_acquire([&](error_code ec, lock_guard g) {
+      CHECK_FALSE(ec);
+      gb = std::move(g);
+      b_done = true;
+    });
+    for (int i = 0; i < 500 && children_watches(srv) != 1; ++i) co_await sleep_for(10ms);  // b's, on the leases
+    REQUIRE(children_watches(srv) == 1);
+    sc.async_acquire([&](error_code ec, lock_guard g) {
+      CHECK_FALSE(ec);
+      gc = std::move(g);
+      c_done = true;
+    });
+    for (int i = 0; i < 500 && server_watches(srv) != w0 + 1; ++i) co_await sleep_for(10ms);  // c's, on b's node
+    REQUIRE(server_watches(srv) == w0 + 1);
+    co_await ga.async_release(asio::use_awaitable);
+    for (int i = 0; i < 500 && !b_done; ++i) co_await sleep_for(10ms);
+    REQUIRE(b_done);
+    // c takes the internal mutex from b's release and waits on the leases dir, b's lease held
+    for (int i = 0; i < 500; ++i) {
+      auto locks = co_await a.async_get_children("/sem/count/locks", asio::use_awaitable);
+      auto leases = co_await a.async_get_children("/sem/count/leases", asio::use_awaitable);
+      if (locks.children.size() == 1 && leases.children.size() == 2 && children_watches(srv) == 1) break;
+      co_await sleep_for(10ms);
+    }
+    REQUIRE(children_watches(srv) == 1);
+    co_await gb.async_release(asio::use_awaitable);
+    for (int i = 0; i < 500 && !c_done; ++i) co_await sleep_for(10ms);
+    REQUIRE(c_done);
+    co_await gc.async_release(asio::use_awaitable);
+    for (int i = 0; i < 500 && co_await internal_left() != 0; ++i) co_await sleep_for(10ms);
+    // b: the internal create and listing; the lease's create, listing, own-node watch and dir
+    // watch; the dir watch again at a's release, then its removal (granted by that listing);
+    // the two deletes.
+    CHECK(b.stats().requests_sent - sent_b == 10);
+    // c: the same, and the watch on b's internal node (its one blocker), whose deletion is c's
+    // grant of the internal mutex, with no listing.
+    CHECK(c.stats().requests_sent - sent_c == 11);
+  }(), 60s);
+}

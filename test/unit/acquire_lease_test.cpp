@@ -43,3 +43,61 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
     CHECK(t.blocker_watches().empty());
   }
 }
+
+TEST_CASE("the semaphore's internal mutex watches no node of its own and one blocker: its requests",
+          "[unit][lock][semaphore]") {
+  // (sim::requests counts the create and its pipelined listing as one)
+  // Alone: the create and its listing, nothing more; no watch left to hand over.
+  sim s(lock_mode::wait, 1);
+  s.fsm.set_watch_own_node(false);
+  s.run();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.requests == 1);
+  CHECK(s.watches.empty());
+  CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::none);
+
+  // Behind three (the queue served in order): its predecessor's watch; the predecessor goes
+  // once the two ahead of it have: one listing then, which grants.
+  sim t(lock_mode::wait, 1);
+  t.fsm.set_watch_own_node(false);
+  auto h = t.add_foreign(), w1 = t.add_foreign(), w2 = t.add_foreign();
+  t.run();
+  check_waiting_on(t, w2, false);
+  CHECK(t.requests == 2);  // create-and-list, the predecessor's watch
+  CHECK(t.watches == std::set<std::string>{join_path(t.dir, w2)});
+  t.delete_foreign(h);
+  t.delete_foreign(w1);
+  t.drain();
+  CHECK(t.requests == 2);  // nothing heard: neither was watched
+  check_granted_when_gone(t, w2);
+  CHECK(t.requests == 3);  // one listing
+  CHECK(t.lists == 2);
+  CHECK(t.watches.empty());
+  CHECK(t.fsm.own_node_watch() == acquire_fsm::own_watch::none);
+
+  // Its node deleted by someone else while it waits is not heard (nothing watches it): its
+  // predecessor's deletion still grants it, beside the waiter behind. The semaphore stays safe:
+  // a lease is granted by its position among the leases, whoever holds the internal mutex.
+  sim u(lock_mode::wait, 1);
+  u.fsm.set_watch_own_node(false);
+  auto p = u.add_foreign();
+  u.run();
+  REQUIRE(u.delete_ours());
+  u.drain();
+  REQUIRE_FALSE(u.completed);
+  check_granted_when_gone(u, p);
+  CHECK(u.ours() == 0);
+
+  // After a reconnect it does not set one either (the blockers' watches the client set again).
+  sim v(lock_mode::wait, 1);
+  v.fsm.set_watch_own_node(false);
+  auto q = v.add_foreign();
+  v.run();
+  v.drop_connection([] { return true; });
+  v.reconnect();
+  v.drain();
+  CHECK(v.fsm.own_node_watch() == acquire_fsm::own_watch::none);
+  check_granted_when_gone(v, q);
+  CHECK(v.watches.empty());
+}

@@ -34,8 +34,10 @@ void check_property(int runs, Property property) {
   }
 }
 
-auto lock_property(bool faults) {
-  return [faults](zklock::testing::seeded_source& rng) { return zklock::testing::run_lock_property(rng, faults); };
+auto lock_property(bool faults, bool watch_own_node = true) {
+  return [faults, watch_own_node](zklock::testing::seeded_source& rng) {
+    return zklock::testing::run_lock_property(rng, faults, watch_own_node);
+  };
 }
 }  // namespace
 
@@ -47,6 +49,13 @@ TEST_CASE("acquire_fsm property: with connection drops and reconnects", "[unit][
   // the same inputs plus the connection dropping (requests in flight fail with
   // connection_loss; a create or delete may have reached the server) and coming back
   check_property(3000, lock_property(true));
+}
+
+TEST_CASE("acquire_fsm property: without the own-node watch (the semaphore's internal mutex)",
+          "[unit][lock][property][fault][semaphore]") {
+  // the same invariants, our node's deletion by someone else heard only from a listing
+  check_property(2000, lock_property(false, false));
+  check_property(2000, lock_property(true, false));
 }
 
 TEST_CASE("acquire_fsm property: the fault interleavings it once found stay fixed", "[unit][lock][property][fault]") {
