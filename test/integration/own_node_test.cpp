@@ -195,7 +195,7 @@ TEST_CASE_METHOD(operator_fixture,
           g = std::move(h);
           done = true;
         });
-        co_await await_queue(op, path + "/leases", 2);
+        co_await until_children(op, path + "/leases", 2, 20s);
         co_await ahead.async_release(asio::use_awaitable);
         co_await until([&] { return done; }, 10s);
         REQUIRE(done);
