@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-build() { env UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh "$@"; }
+build() { env UNITY_LIBRARY=ON DEBUG_INFO=-g1 BENCH_O0=ON bash scripts/build.sh "$@"; }
 # This run's temp dir: the test fixture (test/support/zk_server.cpp, through
 # std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs
 # under $TMPDIR, so the servers' command lines name it and the check below finds this run's
