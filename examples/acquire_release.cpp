@@ -3,7 +3,11 @@
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
 
-#include <boost/asio.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cstring>
 #include <iostream>
