@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-build() { env UNITY_LIBRARY=ON DEBUG_INFO=-g1 BENCH_O0=ON bash scripts/build.sh "$@"; }
+# the test command's build (scripts/build.sh says what each setting does)
+build_env=(UNITY_LIBRARY=ON DEBUG_INFO=-g1 BENCH_O0=ON)
+build() { env "${build_env[@]}" bash scripts/build.sh "$@"; }
 # This run's temp dir: the test fixture (test/support/zk_server.cpp, through
 # std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs
 # under $TMPDIR, so the servers' command lines name it and the check below finds this run's
@@ -42,7 +44,7 @@ else
     -j "${CTEST_JOBS:-4}" >"$run_tmp/early.out" 2>&1 &
   early_pid=$!
   build_status=0
-  nice -n 10 env UNITY_LIBRARY=ON DEBUG_INFO=-g1 bash scripts/build.sh || build_status=$?
+  nice -n 10 env "${build_env[@]}" bash scripts/build.sh || build_status=$?
   check $early_pid "the unit and integration tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$')" \
     "$run_tmp/early.out"
   # 3. Every other test, the build done: the programs, the peers, the compilers' checks, the
