@@ -66,7 +66,31 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     run(fsm_.cancel(reason, cancels_at_once(type) ? stop_kind::at_once : stop_kind::total, is_connected(s_->state())));
   }
 
+  void remove_watch(boost::intrusive_ptr<watch_state> w, const std::string& path) {
+    ptr self(this);
+    s_->remove_watch(w, void_handler([self, w, path](error_code ec) {
+                       if (!ec || ec == zk_errc::no_watcher) self->blocker_watches_.erase(path);
+                       if (self->fsm_.done() && w == self->watch_ && ec == condition::connection_lost) {
+                         // The lease dir's, lost after the grant (which did not wait for it): the
+                         // C client sets the watch again on the reconnect, so remove it then.
+                         self->dir_removal_lost_ = true;
+                         self->listener_ = session_listener(self->s_, self, &acquire_op::on_state);
+                         if (is_connected(self->s_->state())) self->on_state(self->s_->state());
+                         return;
+                       }
+                       self->run(self->fsm_.on_watch_removed(path, ec));
+                     }));
+  }
+
   void on_state(session_state st) {
+    if (fsm_.done()) {
+      // Only a lease dir's removal lost after the grant keeps us listening (remove_watch).
+      if (!dir_removal_lost_ || st == session_state::suspended) return;
+      dir_removal_lost_ = false;
+      listener_.reset();
+      if (is_connected(st) && watch_) remove_watch(watch_, dir_->path);
+      return;
+    }
     if (st == session_state::suspended)
       run(fsm_.on_suspended());
     else if (is_connected(st))
@@ -148,10 +172,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case acquire_action::remove_watch: {
           boost::intrusive_ptr<watch_state> w = watch_;
           if (auto it = blocker_watches_.find(a.path); it != blocker_watches_.end()) w = it->second;
-          s_->remove_watch(w, void_handler([self, path = a.path](error_code ec) {
-                             if (!ec || ec == zk_errc::no_watcher) self->blocker_watches_.erase(path);
-                             self->run(self->fsm_.on_watch_removed(path, ec));
-                           }));
+          remove_watch(std::move(w), a.path);
           break;
         }
         case acquire_action::delete_node:
@@ -365,6 +386,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::optional<data_result> own_read_;          // what the getData that set own_watch_ read
   std::weak_ptr<hold> granted_;                  // the hold our grant made
   session_listener listener_;  // on_state
+  bool dir_removal_lost_ = false;  // the lease dir's watch removal, lost after the grant: sent again
   acquire_meter metrics_;   // the session's lock metrics
   cancel_hook<pending<void(error_code, lock_guard)>> cancel_;  // stop
 };

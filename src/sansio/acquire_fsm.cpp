@@ -329,10 +329,24 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
   auto b = find_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
   if (!b) {
     if (watch_active_) {
-      // granted by a listing that set a watch (watch_dir): remove it, then complete
-      grant_after_remove_ = true;
+      // Granted by a listing that set a watch (watch_dir): remove it. Its removal already on
+      // its way (a grant on an earlier listing, then a requeue): the grant waits for its reply.
+      if (in_flight_.contains(request::remove_watch) || resend_ == resend::remove_watch) {
+        grant_before_removal_ = false;
+        grant_after_remove_ = true;
+        return {};
+      }
       in_flight_.insert(request::remove_watch);
-      return {{acquire_action::remove_watch, dir_}};
+      actions out{{acquire_action::remove_watch, dir_}};
+      if (czxid_ == 0 || grant_held_back()) {
+        grant_after_remove_ = true;  // a grant that waits anyway (a stat, a lock-delay) waits for it too
+        return out;
+      }
+      // The grant goes on at once, the removal ahead of it on the wire (see on_grant_check).
+      grant_before_removal_ = true;
+      auto g = acquired();
+      out.insert(out.end(), g.begin(), g.end());
+      return out;
     }
     if (!blockers_.empty()) {
       // watches left on nodes that no longer block us (a downgraded writer): removed first
@@ -425,6 +439,14 @@ acquire_fsm::actions acquire_fsm::on_grant_check(const grant_view& v) {
     phase_ = phase::done;
     result_ = {over, {}, 0};
     return {{acquire_action::complete, {}}};
+  }
+  if (grant_before_removal_ && (!v.connected || resend_ == resend::remove_watch)) {
+    // The lease dir's removal may be lost with the connection (the C client then sets the
+    // watch again): the grant waits for its reply after all, sent again after the reconnect.
+    grant_before_removal_ = false;
+    grant_after_remove_ = true;
+    phase_ = phase::acquiring;
+    return {};
   }
   if (refresh_ == refresh::not_sent && v.contact_stale && v.connected) {
     refresh_ = refresh::sent;
@@ -675,8 +697,12 @@ acquire_fsm::actions acquire_fsm::on_watch_removed(const std::string& path, erro
     // Lost with the connection: the C client keeps the watcher and sets it again on the
     // reconnect, so remove it then. Otherwise (ok, no_watcher when it fired meanwhile, the
     // session gone) it is gone.
+    // The grant did not wait for it: once granted (or granting), the removal's reply changes
+    // nothing here (one lost after the completion: the runner sends it again on the reconnect).
+    if (grant_before_removal_ && phase_ == phase::done) return {};
     if (is_connection_loss(ec)) return after_connection_loss(resend::remove_watch);
     watch_active_ = false;
+    if (std::exchange(grant_before_removal_, false) && phase_ == phase::granting) return {};
     return after_watch_removed();
   }
   auto it = blockers_.find(path);

@@ -332,6 +332,7 @@ class acquire_fsm {
   phase phase_ = phase::idle;
   flag_set<request> in_flight_;
   bool grant_after_remove_ = false;  // granted by a listing that set a watch: remove it first
+  bool grant_before_removal_ = false;  // the lease dir's removal in flight: the grant goes on meanwhile
   bool probing_ = false;        // try-lock: the listing before any create
   error_code reason_;           // completion error while cleaning
 

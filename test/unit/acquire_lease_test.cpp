@@ -101,3 +101,26 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own and one blo
   check_granted_when_gone(v, q);
   CHECK(v.watches.empty());
 }
+
+TEST_CASE("a lease granted by a watched listing completes with the dir's watch removal on its way",
+          "[unit][lock][semaphore]") {
+  const std::string lease_prefix = "_c_ffffffff-0000-0000-0000-00000000000l-lease-";
+  sim s(lock_kind::lease, lock_mode::wait, 1);
+  auto h = s.add_foreign(lease_prefix);
+  s.run();
+  REQUIRE_FALSE(s.completed);
+  REQUIRE(s.watches.count(s.dir) == 1);
+  s.delete_foreign(h);
+  REQUIRE(s.step());  // the dir's event: look again, watching
+  REQUIRE(s.step());  // that listing frees our lease: granted now, not behind the removal's reply
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.blocker_watches().empty());  // the removal went out with the grant
+  CHECK_FALSE(s.replies.empty());      // its reply comes after the completion
+  s.drain();
+  // a lease taken and released in the dir after the grant: no watch of ours hears it
+  s.delete_foreign(s.add_foreign(lease_prefix));
+  s.drain();
+  CHECK(s.completions == 1);
+  CHECK(s.violation.empty());
+}
