@@ -33,24 +33,42 @@ else
   # 1. The library, the unit and integration tests, the fault-injection tools.
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   # 2. In the background: the fault passes (label fault, one at a time in each of their two
-  #    lanes, about 250 s; a quarter of a core each) in a ctest of their own (their directory's
-  #    test list, its own Testing/), and the unit and integration tests but those that must have
-  #    the machine to themselves (labels integration-timing, integration-ensemble: phase 3), in
-  #    test/'s. Meanwhile everything else builds, niced: a test's wake-up comes before a compiler.
+  #    lanes, about 230 s; a quarter of a core each) in a ctest of their own (their directory's
+  #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
+  #    integration tests but those that must have the machine to themselves (labels
+  #    integration-timing, integration-ensemble: phase 3), then, once the programs they run are
+  #    built, the zklock tool's and the examples' tests and the peers' (apps, interop; the timed
+  #    ones are apps-timing, phase 3). Meanwhile the programs, then everything else, build
+  #    niced: a test's wake-up comes before a compiler.
   TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test/fault" "${ctest_args[@]}" -L '^fault$' -j 2 \
     >"$run_tmp/fault.out" 2>&1 &
   fault_pid=$!
-  TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^(unit|integration)$' \
-    -j "${CTEST_JOBS:-4}" >"$run_tmp/early.out" 2>&1 &
+  (
+    rc=0
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^(unit|integration)$' \
+      -j "${CTEST_JOBS:-4}" || rc=$?
+    while [ ! -s "$run_tmp/programs.status" ]; do sleep 1; done
+    if [ "$(cat "$run_tmp/programs.status")" = 0 ]; then
+      TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^(apps|interop)$' \
+        -j "${CTEST_JOBS:-4}" || rc=$?
+    fi
+    exit $rc
+  ) >"$run_tmp/early.out" 2>&1 &
   early_pid=$!
-  build_status=0
-  nice -n 10 env "${build_env[@]}" bash scripts/build.sh || build_status=$?
-  check $early_pid "the unit and integration tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$')" \
+  programs_status=0
+  nice -n 10 env "${build_env[@]}" bash scripts/build.sh zklock-cli zklock_contender hold_then_wait \
+    contention_demo acquire_release recipes_tour threaded_workers stock_server stock_client scheduler_failover \
+    || programs_status=$?
+  echo $programs_status >"$run_tmp/programs.status"
+  build_status=$programs_status
+  ((build_status != 0)) || nice -n 10 env "${build_env[@]}" bash scripts/build.sh || build_status=$?
+  check $early_pid "the unit, integration, apps and interop tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$', then -L '^(apps|interop)\$')" \
     "$run_tmp/early.out"
-  # 3. Every other test, the build done: the programs, the peers, the compilers' checks, the
-  #    timing-sensitive and the ensemble tests.
+  # 3. Every other test, the build done: the benchmark's and ThreadSanitizer's programs, the
+  #    compilers' checks, the timed and the ensemble tests (integration-timing, apps-timing,
+  #    integration-ensemble).
   if ((build_status == 0)); then
-    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -LE '^(unit|integration|fault)$' \
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -LE '^(unit|integration|apps|interop|fault)$' \
       -j "${CTEST_JOBS:-4}" || status=$?
   else
     echo "zklock: the build failed (status $build_status): the other tests were not run" >&2
