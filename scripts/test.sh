@@ -65,11 +65,20 @@ else
   check $early_pid "the unit, integration, apps and interop tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$', then -L '^(apps|interop)\$')" \
     "$run_tmp/early.out"
   # 3. Every other test, the build done: the benchmark's and ThreadSanitizer's programs, the
-  #    compilers' checks, the timed and the ensemble tests (integration-timing, apps-timing,
-  #    integration-ensemble).
+  #    compilers' checks, the ensemble tests (integration-ensemble); then the timed tests
+  #    (integration-timing, apps-timing, bench, tsan: RUN_SERIAL, each alone in its ctest) in two
+  #    lanes, two ctests side by side: the library's timed tests in test/'s, the programs' in the
+  #    top directory's. Each waits on timers and servers most of its run (docs/TESTING.md).
   if ((build_status == 0)); then
-    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -LE '^(unit|integration|apps|interop|fault)$' \
-      -j "${CTEST_JOBS:-4}" || status=$?
+    timed='integration-timing|apps-timing|bench|tsan'
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
+      -LE "^(unit|integration|apps|interop|fault|$timed)\$" -j "${CTEST_JOBS:-4}" || status=$?
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^integration-timing$' \
+      >"$run_tmp/timed.out" 2>&1 &
+    timed_pid=$!
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^(apps-timing|bench|tsan)$' || status=$?
+    check $timed_pid "the library's timed tests (ctest --test-dir $BUILD_DIR/test -L '^integration-timing\$')" \
+      "$run_tmp/timed.out"
   else
     echo "zklock: the build failed (status $build_status): the other tests were not run" >&2
     status=$build_status

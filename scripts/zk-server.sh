@@ -3,6 +3,9 @@
 #   scripts/zk-server.sh start DIR [key=value ...]   -> prints "127.0.0.1:PORT", server runs in background
 #   scripts/zk-server.sh stop DIR                     -> kills it and removes DIR
 # Extra key=value pairs go into zoo.cfg (e.g. forceSync=no).
+# ZK_SERVER_JAVA_OPTS: more JVM options, split at spaces (the tests pass the fixture's: C1 only and
+#   the class archive of test/support/zk_cds_archive.sh; the demo and the benchmark pass none).
+# ZK_SERVER_CLASSPATH: the server's classpath (default: ZooKeeper with slf4j's no-op logger).
 set -euo pipefail
 cmd=$1 dir=$2
 shift 2
@@ -24,7 +27,9 @@ case "$cmd" in
         echo "maxClientCnxns=0"
         for kv in "$@"; do echo "$kv"; done
       } > "$dir/zoo.cfg"
-      java -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar \
+      # shellcheck disable=SC2086
+      java ${ZK_SERVER_JAVA_OPTS:-} -Dzookeeper.admin.enableServer=false \
+        -cp "${ZK_SERVER_CLASSPATH:-/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar}" \
         org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" > "$dir/server.log" 2>&1 &
       pid=$!
       echo $pid > "$dir/pid"

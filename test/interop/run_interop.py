@@ -32,6 +32,8 @@ CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zooke
                 "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
                 "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
                 "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
+# C1 only, no parallel GC threads: a Curator client starts on less CPU (as the fault harness's)
+CURATOR_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 
 
 def check_mutex(lines):
@@ -109,8 +111,8 @@ def peer_command(connect, path, log):
         cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
         classes = os.path.join(work, "classes")
         os.makedirs(classes, exist_ok=True)
-        subprocess.check_call(["javac", "-cp", cp, "-d", classes, os.path.join(here, "CuratorContender.java")])
-        return lambda who: ["java", "-cp", cp + ":" + classes, "CuratorContender", connect, path,
+        subprocess.check_call(["javac"] + ["-J" + f for f in CURATOR_JVM] + ["-cp", cp, "-d", classes, os.path.join(here, "CuratorContender.java")])
+        return lambda who: ["java"] + CURATOR_JVM + ["-cp", cp + ":" + classes, "CuratorContender", connect, path,
                             str(CYCLES), log, who] + mode_arg
     return lambda who: ["/usr/bin/python3", os.path.join(here, "kazoo_contender.py"), connect, path,
                         str(CYCLES), log, who] + mode_arg

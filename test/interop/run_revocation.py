@@ -24,6 +24,8 @@ CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zooke
                 "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
                 "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
                 "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
+# C1 only, no parallel GC threads: a Curator client starts on less CPU (as the fault harness's)
+CURATOR_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 
 
 _lines = {}
@@ -60,8 +62,8 @@ def main():
     cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
     classes = os.path.join(work, "classes")
     os.makedirs(classes, exist_ok=True)
-    subprocess.check_call(["javac", "-cp", cp, "-d", classes, os.path.join(here, "CuratorRevocation.java")])
-    java = ["java", "-cp", cp + ":" + classes, "CuratorRevocation"]
+    subprocess.check_call(["javac"] + ["-J" + f for f in CURATOR_JVM] + ["-cp", cp, "-d", classes, os.path.join(here, "CuratorRevocation.java")])
+    java = ["java"] + CURATOR_JVM + ["-cp", cp + ":" + classes, "CuratorRevocation"]
     server_dir = tempfile.mkdtemp(prefix="zklock-test-revocation-")
     connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
                                       text=True).strip().splitlines()[-1]

@@ -39,6 +39,11 @@ namespace {
 // zookeeper.jar's manifest Class-Path pulls in its dependencies (jute, netty, metrics, ...).
 const char* const default_classpath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
 const char* const dir_prefix = "zklock-test-";
+#ifdef ZKLOCK_TEST_ZK_CDS_ARCHIVE
+const char* const cds_archive = ZKLOCK_TEST_ZK_CDS_ARCHIVE;
+#else
+const char* const cds_archive = "";
+#endif
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -384,6 +389,10 @@ class server_process {
                    "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
                    "-Dorg.slf4j.simpleLogger.showDateTime=true",
                    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"};
+      // The class archive of test/support/zk_cds_archive.sh, if the build made one: 0.15 s less
+      // CPU a start. A JVM that cannot map it ignores it (-Xshare:auto).
+      if (std::string cds = env_or("ZKLOCK_TEST_ZK_CDS_ARCHIVE", cds_archive); ::access(cds.c_str(), R_OK) == 0)
+        req_.args.push_back("-XX:SharedArchiveFile=" + cds);
       if (opts.container_check_interval_ms > 0)
         req_.args.push_back("-Dznode.container.checkIntervalMs=" + std::to_string(opts.container_check_interval_ms));
       req_.args.insert(req_.args.end(), {"-cp",
