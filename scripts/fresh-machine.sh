@@ -6,7 +6,8 @@
 # Needs root and debootstrap; the network for the packages.
 #   scripts/fresh-machine.sh DIR [demo|test|both]
 # DIR/base is made once (and kept: the next runs copy it); DIR/run is the machine of this run.
-# Prints one line per command: its exit status and wall time; the outputs are in DIR/*.out, *.err.
+# Prints one line per command: its exit status, wall time and CPU time (user + system of all its
+# processes); the outputs are in DIR/*.out, *.err.
 set -uo pipefail
 dir=${1:?usage: scripts/fresh-machine.sh DIR [demo|test|both]}
 what=${2:-both}
@@ -33,13 +34,24 @@ git clone -q "$repo" "$run_root/root/zklock"
 for m in proc sys dev dev/pts; do mount --bind "/$m" "$run_root/$m"; done
 mount -t tmpfs tmpfs "$run_root/tmp"
 timed() {  # name command
-  local s e rc
+  local s e rc cg cpu=""
+  # the CPU of every process the command starts (a cpuacct cgroup of its own, when there is one):
+  # servers started in the background and reparented are counted too
+  cg=/sys/fs/cgroup/cpuacct/zklock-fresh-$1-$$
+  mkdir -p "$cg" 2>/dev/null || cg=""
   s=$(date +%s.%N)
-  chroot "$run_root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    bash -c "cd /root/zklock && $2" >"$dir/$1.out" 2>"$dir/$1.err"
+  (
+    [ -z "$cg" ] || echo "$BASHPID" >"$cg/cgroup.procs"
+    exec chroot "$run_root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      bash -c "cd /root/zklock && $2" >"$dir/$1.out" 2>"$dir/$1.err"
+  )
   rc=$?
   e=$(date +%s.%N)
-  echo "$1: exit $rc, $(python3 -c "print(round($e - $s, 1))") s (load average now $(cut -d' ' -f1-3 /proc/loadavg))"
+  if [ -n "$cg" ]; then
+    cpu=", CPU $(python3 -c "print(round($(cat "$cg/cpuacct.usage") / 1e9, 1))") s"
+    rmdir "$cg" 2>/dev/null
+  fi
+  echo "$1: exit $rc, $(python3 -c "print(round($e - $s, 1))") s$cpu (load average now $(cut -d' ' -f1-3 /proc/loadavg))"
 }
 echo "commit $(git -C "$run_root/root/zklock" rev-parse --short HEAD), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "$what" = test ] || timed demo "bash scripts/demo.sh"

@@ -14,15 +14,15 @@ using namespace std::chrono_literals;
 namespace {
 
 // The shared driver (sim/hold_sim.hpp), its rules checked at the end of each test.
-struct driver : zklock::testing::hold_driver {
+struct checked_driver : zklock::testing::hold_driver {
   using hold_driver::hold_driver;
-  driver(const driver&) = delete;
-  ~driver() { CHECK(violation == ""); }
+  checked_driver(const checked_driver&) = delete;
+  ~checked_driver() { CHECK(violation == ""); }
 };
 
 // The connection comes back: the owed delete goes (the driver's `sends`th request) and applies,
 // and the hold is finished, its caller answered once.
-void check_released_after_reconnect(driver& d, int sends) {
+void check_released_after_reconnect(checked_driver& d, int sends) {
   d.apply(d.fsm.on_connected(true));
   CHECK(d.sends == sends);
   d.reply({});
@@ -33,7 +33,7 @@ void check_released_after_reconnect(driver& d, int sends) {
 }  // namespace
 
 TEST_CASE("release while connected: one request, success when it applies", "[unit][hold]") {
-  driver d;
+  checked_driver d;
   CHECK(d.fsm.status() == lock_status::held);
   d.apply(d.fsm.release(true));
   CHECK(d.fsm.status() == lock_status::released);
@@ -48,7 +48,7 @@ TEST_CASE("release while connected: one request, success when it applies", "[uni
 
 TEST_CASE("a release whose reply was lost: release_pending at once, sent again after the reconnect, "
           "and the retry that finds the node gone finishes it (it committed)", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.drop_connection();  // the transaction may have committed
   CHECK(d.completions == 1);
@@ -63,7 +63,7 @@ TEST_CASE("a release whose reply was lost: release_pending at once, sent again a
 }
 
 TEST_CASE("the first release finding no node: someone else deleted it, lock_lost", "[unit][hold]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.reply(zk_errc::no_node);
   CHECK(d.last_completion == errc::lock_lost);
@@ -72,7 +72,7 @@ TEST_CASE("the first release finding no node: someone else deleted it, lock_lost
 
 TEST_CASE("release while suspended: release_pending at once, the delete goes after the reconnect",
           "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.drop_connection();
   CHECK(d.fsm.status() == lock_status::maybe_lost);
   d.apply(d.fsm.release(true));
@@ -82,7 +82,7 @@ TEST_CASE("release while suspended: release_pending at once, the delete goes aft
 }
 
 TEST_CASE("release while suspended, then the session expires: nothing to send, finished", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.drop_connection();
   d.apply(d.fsm.release(false));
   d.apply(d.fsm.on_session_ended());
@@ -94,7 +94,7 @@ TEST_CASE("release while suspended, then the session expires: nothing to send, f
 TEST_CASE("lost at the deadline while suspended, the session survived: the node is still deleted",
           "[unit][hold][fault]") {
   // the review's bug: a guard reported lost kept its node for the life of the session
-  driver d;
+  checked_driver d;
   d.drop_connection();
   d.apply(d.fsm.on_deadline());
   CHECK(d.fsm.status() == lock_status::lost);
@@ -111,7 +111,7 @@ TEST_CASE("lost at the deadline while suspended, the session survived: the node 
 }
 
 TEST_CASE("lost at the deadline while connected (server stalled): the delete is sent at once", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.on_deadline());
   CHECK(d.losts == 1);
   CHECK(d.sends == 1);
@@ -120,7 +120,7 @@ TEST_CASE("lost at the deadline while connected (server stalled): the delete is 
 }
 
 TEST_CASE("owner releases a lost hold before the reconnect: lock_lost, the delete still goes", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.drop_connection();
   d.apply(d.fsm.on_deadline());
   d.apply(d.fsm.release(true));
@@ -131,7 +131,7 @@ TEST_CASE("owner releases a lost hold before the reconnect: lock_lost, the delet
 }
 
 TEST_CASE("a replaced session: the hold is lost and nothing is sent for the old node", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.drop_connection();
   d.apply(d.fsm.on_connected(false));
   CHECK(d.fsm.status() == lock_status::lost);
@@ -141,7 +141,7 @@ TEST_CASE("a replaced session: the hold is lost and nothing is sent for the old 
 }
 
 TEST_CASE("expiry while the release is in flight: lock_lost", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.apply(d.fsm.on_session_ended());
   CHECK(d.last_completion == errc::lock_lost);
@@ -150,7 +150,7 @@ TEST_CASE("expiry while the release is in flight: lock_lost", "[unit][hold][faul
 }
 
 TEST_CASE("maybe_lost returns to held on a reconnect of the same session", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.drop_connection();
   CHECK(d.fsm.status() == lock_status::maybe_lost);
   d.apply(d.fsm.on_connected(true));
@@ -159,7 +159,7 @@ TEST_CASE("maybe_lost returns to held on a reconnect of the same session", "[uni
 }
 
 TEST_CASE("a second release is already_released", "[unit][hold]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.reply({});
   d.apply(d.fsm.release(true));
@@ -171,7 +171,7 @@ TEST_CASE("a second release is already_released", "[unit][hold]") {
 // A delete the server refuses is never counted as done
 
 TEST_CASE("a release the server throttles is sent again after a growing delay, and succeeds", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   std::vector<std::chrono::milliseconds> delays;
   for (int i = 0; i < 3; ++i) {
@@ -198,7 +198,7 @@ TEST_CASE("a release the server throttles is sent again after a growing delay, a
 
 TEST_CASE("a release throttled until the retries run out: the caller gets the error, the failure is reported",
           "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   for (int i = 0; i < hold_fsm::max_release_backoffs; ++i) {
     d.reply(zk_errc::throttled_op);
@@ -223,7 +223,7 @@ TEST_CASE("a release throttled until the retries run out: the caller gets the er
 
 TEST_CASE("a release refused by the ACL (no_auth): no retry, the caller and the log learn it", "[unit][hold][fault]") {
   for (bool waits : {true, false}) {
-    driver d;
+    checked_driver d;
     d.apply(d.fsm.release(waits));
     d.reply(zk_errc::no_auth);
     CHECK(d.sends == 1);
@@ -242,7 +242,7 @@ TEST_CASE("a release refused by the ACL (no_auth): no retry, the caller and the 
 }
 
 TEST_CASE("the owed delete of a lost hold refused by the ACL: a later release gets that error", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.on_deadline());  // lost while connected: the delete goes at once
   CHECK(d.sends == 1);
   d.reply(zk_errc::no_auth);
@@ -254,7 +254,7 @@ TEST_CASE("the owed delete of a lost hold refused by the ACL: a later release ge
 
 TEST_CASE("a throttled release whose connection drops during the delay: release_pending, retried after the reconnect",
           "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.reply(zk_errc::throttled_op);
   d.drop_connection();
@@ -266,7 +266,7 @@ TEST_CASE("a throttled release whose connection drops during the delay: release_
 }
 
 TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", "[unit][hold][fault]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   d.reply(zk_errc::throttled_op);
   d.apply(d.fsm.on_session_ended());
@@ -281,7 +281,7 @@ TEST_CASE("expiry during a throttled release's delay: lock_lost, nothing sent", 
 
 TEST_CASE("clock: a keepalive once a third of the session timeout passed without a reply, one at a time",
           "[unit][hold][deadline]") {
-  driver d;
+  checked_driver d;
   d.tick();
   CHECK(d.keepalives == 0);
   REQUIRE(d.timer);
@@ -303,7 +303,7 @@ TEST_CASE("clock: a keepalive once a third of the session timeout passed without
 }
 
 TEST_CASE("clock: no keepalive while the connection is down, lost when the deadline passes", "[unit][hold][deadline][fault]") {
-  driver d;
+  checked_driver d;
   d.tick();
   d.drop_connection();
   d.tick();
@@ -322,7 +322,7 @@ TEST_CASE("clock: no keepalive while the connection is down, lost when the deadl
 
 TEST_CASE("clock: a server that stops answering while connected: the keepalive goes, the deadline still passes",
           "[unit][hold][deadline][fault]") {
-  driver d;
+  checked_driver d;
   d.tick();
   d.advance(1000ms);
   CHECK(d.keepalives == 1);
@@ -332,7 +332,7 @@ TEST_CASE("clock: a server that stops answering while connected: the keepalive g
 }
 
 TEST_CASE("clock: a keepalive that finds our node gone or another session's: lost", "[unit][hold][deadline]") {
-  driver d;
+  checked_driver d;
   d.tick();
   d.advance(1000ms);
   REQUIRE(d.keepalives == 1);
@@ -341,7 +341,7 @@ TEST_CASE("clock: a keepalive that finds our node gone or another session's: los
   CHECK(d.fsm.status() == lock_status::lost);
   CHECK_FALSE(d.timer);
   // the check after a reconnect decides the same way; an error proves nothing
-  driver e;
+  checked_driver e;
   e.apply(e.fsm.on_node_checked(zk_errc::connection_loss, false));
   CHECK(e.losts == 0);
   e.apply(e.fsm.on_node_checked({}, true));
@@ -351,7 +351,7 @@ TEST_CASE("clock: a keepalive that finds our node gone or another session's: los
 }
 
 TEST_CASE("clock: deadline waiters are answered at their lead, the others with the loss", "[unit][hold][deadline]") {
-  driver d;
+  checked_driver d;
   d.tick();
   d.add_waiter(1500ms);  // due at valid_until - 1.5 s = last_ack + 500 ms
   d.add_waiter(5000ms);  // already due
@@ -371,7 +371,7 @@ TEST_CASE("clock: deadline waiters are answered at their lead, the others with t
 }
 
 TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serves its waiters", "[unit][hold][deadline]") {
-  driver d(true, /*local=*/true);
+  checked_driver d(true, /*local=*/true);
   d.tick();
   CHECK_FALSE(d.timer);  // nothing to wait for
   d.add_waiter(1000ms);
@@ -390,23 +390,23 @@ TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serv
 TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold][error]") {
   struct scenario {
     const char* name;
-    std::function<void(driver&)> lose;
+    std::function<void(checked_driver&)> lose;
     lost_cause cause;
     const char* says;
   };
   const scenario scenarios[] = {
-      {"deadline", [](driver& d) { d.tick(), d.drop_connection(), d.advance(2000ms); }, lost_cause::deadline_passed,
+      {"deadline", [](checked_driver& d) { d.tick(), d.drop_connection(), d.advance(2000ms); }, lost_cause::deadline_passed,
        "validity deadline"},
-      {"expired", [](driver& d) { d.apply(d.fsm.on_session_ended()); }, lost_cause::session_expired, "session expired"},
-      {"closed", [](driver& d) { d.apply(d.fsm.on_session_ended(make_lock_lost(lost_cause::session_closed))); },
+      {"expired", [](checked_driver& d) { d.apply(d.fsm.on_session_ended()); }, lost_cause::session_expired, "session expired"},
+      {"closed", [](checked_driver& d) { d.apply(d.fsm.on_session_ended(make_lock_lost(lost_cause::session_closed))); },
        lost_cause::session_closed, "session was closed"},
-      {"replaced", [](driver& d) { d.apply(d.fsm.on_connected(false)); }, lost_cause::session_replaced, "replaced"},
-      {"node deleted", [](driver& d) { d.apply(d.fsm.on_node_checked({}, false)); }, lost_cause::node_deleted,
+      {"replaced", [](checked_driver& d) { d.apply(d.fsm.on_connected(false)); }, lost_cause::session_replaced, "replaced"},
+      {"node deleted", [](checked_driver& d) { d.apply(d.fsm.on_node_checked({}, false)); }, lost_cause::node_deleted,
        "deleted by someone else"},
   };
   for (const auto& sc : scenarios) {
     CAPTURE(sc.name);
-    driver d;
+    checked_driver d;
     sc.lose(d);
     REQUIRE(d.losts == 1);
     CHECK(d.lost_error == errc::lock_lost);
@@ -431,7 +431,7 @@ TEST_CASE("the lost error names its cause and still is lock_lost", "[unit][hold]
 
 TEST_CASE("a holder whose node is deleted by someone else is lost (node_deleted) at once, with nothing left to delete",
           "[unit][hold][own_node]") {
-  driver d;
+  checked_driver d;
   d.last_ack = d.now;  // a busy session: the keepalive is never due
   d.tick();
   d.apply(d.fsm.on_node_deleted());
@@ -451,7 +451,7 @@ TEST_CASE("a holder whose node is deleted by someone else is lost (node_deleted)
 }
 
 TEST_CASE("our own release's delete fires our node's watch: no loss, the release succeeds", "[unit][hold][own_node]") {
-  driver d;
+  checked_driver d;
   d.apply(d.fsm.release(true));
   REQUIRE(d.sends == 1);
   d.apply(d.fsm.on_node_deleted());  // the event comes before the delete's reply
@@ -464,7 +464,7 @@ TEST_CASE("our own release's delete fires our node's watch: no loss, the release
 
 TEST_CASE("a hold lost at its deadline whose node someone then deletes owes no delete any more",
           "[unit][hold][own_node]") {
-  driver d;
+  checked_driver d;
   d.tick();  // hold::start
   d.drop_connection();
   d.tick();
@@ -480,7 +480,7 @@ TEST_CASE("a hold lost at its deadline whose node someone then deletes owes no d
   d.reply({});
   CHECK(d.fsm.finished());
   // and without the delete sent: the node's deletion settles what was owed
-  driver e;
+  checked_driver e;
   e.tick();
   e.drop_connection();
   e.tick();

@@ -23,7 +23,7 @@ const error_code aborted = boost::asio::error::operation_aborted;
 
 // Carries out the actions like the runner, models the node on the server, and checks the
 // rules as an oracle independent of the machine's own bookkeeping.
-struct driver : zklock::testing::driver_rules {
+struct queue_driver : zklock::testing::driver_rules {
   local_queue_fsm fsm;
   std::uint32_t max;
   enum class node { none, acquiring, held, lost, releasing } node_ = node::none;
@@ -43,7 +43,7 @@ struct driver : zklock::testing::driver_rules {
   std::uint64_t next_id = 1;
   std::uint64_t grants = 0, requests = 0;  // requests: sent to the server by the actions
 
-  explicit driver(int m) : fsm(m), max(m < 1 ? 1 : static_cast<std::uint32_t>(m)) {}
+  explicit queue_driver(int m) : fsm(m), max(m < 1 ? 1 : static_cast<std::uint32_t>(m)) {}
 
   void apply(const local_queue_fsm::actions& actions) {
     for (const auto& a : actions) {
@@ -199,7 +199,7 @@ struct driver : zklock::testing::driver_rules {
 }  // namespace
 
 TEST_CASE("local_queue_fsm: one node, local handoffs send nothing, FIFO", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   auto a = d.enqueue(false);
   auto b = d.enqueue(false);
   auto c = d.enqueue(false);
@@ -215,7 +215,7 @@ TEST_CASE("local_queue_fsm: one node, local handoffs send nothing, FIFO", "[unit
   CHECK(d.holder == c);
   CHECK(d.requests == before);  // the handoffs sent nothing
   d.release();
-  CHECK(d.node_ == driver::node::releasing);  // nobody left: the node goes
+  CHECK(d.node_ == queue_driver::node::releasing);  // nobody left: the node goes
   d.node_released();
   CHECK(d.violation == "");
 }
@@ -223,7 +223,7 @@ TEST_CASE("local_queue_fsm: one node, local handoffs send nothing, FIFO", "[unit
 TEST_CASE("local_queue_fsm: with another process queued the node goes after max_local_handoffs grants",
           "[unit][local]") {
   for (int max : {1, 3}) {
-    driver d(max);
+    queue_driver d(max);
     d.others = true;
     for (int i = 0; i < 6; ++i) d.enqueue(false);
     d.node_acquired({});
@@ -234,30 +234,30 @@ TEST_CASE("local_queue_fsm: with another process queued the node goes after max_
       if (d.holder) ++local;
     }
     CHECK(local == max);
-    CHECK(d.node_ == driver::node::releasing);
+    CHECK(d.node_ == queue_driver::node::releasing);
     CHECK(d.waiting.size() == static_cast<std::size_t>(6 - max));
     d.node_released();
-    CHECK(d.node_ == driver::node::acquiring);  // queues again, behind the others
+    CHECK(d.node_ == queue_driver::node::acquiring);  // queues again, behind the others
     CHECK(d.violation == "");
   }
 }
 
 TEST_CASE("local_queue_fsm: past the budget with the queue unknown, waits for the listing", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   d.enqueue(false);
   d.enqueue(false);
   d.node_acquired({});
   REQUIRE(d.listing);
   d.release();               // the listing is still in flight
   CHECK_FALSE(d.holder);     // no grant beyond the budget without knowing
-  CHECK(d.node_ == driver::node::held);
+  CHECK(d.node_ == queue_driver::node::held);
   d.listing_reply();         // nobody else
   CHECK(d.holder);
   CHECK(d.violation == "");
 }
 
 TEST_CASE("local_queue_fsm: a child watch event makes the knowledge stale", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   for (int i = 0; i < 4; ++i) d.enqueue(false);
   d.node_acquired({});
   d.listing_reply();
@@ -267,19 +267,19 @@ TEST_CASE("local_queue_fsm: a child watch event makes the knowledge stale", "[un
   d.listing_reply();
   d.release();
   CHECK_FALSE(d.holder);
-  CHECK(d.node_ == driver::node::releasing);
+  CHECK(d.node_ == queue_driver::node::releasing);
   CHECK(d.violation == "");
 }
 
 TEST_CASE("local_queue_fsm: try-acquire is busy behind a local holder or waiter, and leaves nothing",
           "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   auto t = d.enqueue(true);
   CHECK(d.acquire_try);
   d.others = true;
   d.node_acquired(errc::lock_busy);  // another process holds it
   CHECK(d.result[t] == errc::lock_busy);
-  CHECK(d.node_ == driver::node::none);
+  CHECK(d.node_ == queue_driver::node::none);
   auto a = d.enqueue(false);
   d.node_acquired({});
   CHECK(d.holder == a);
@@ -290,18 +290,18 @@ TEST_CASE("local_queue_fsm: try-acquire is busy behind a local holder or waiter,
 }
 
 TEST_CASE("local_queue_fsm: the last waiter's cancellation cancels the node acquire", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   auto a = d.enqueue(false);
   d.cancel(a);
   CHECK(d.result[a] == aborted);
   CHECK(d.acquire_cancelled);
   d.node_acquired({});  // the grant raced the cancellation: the node goes back at once
-  CHECK(d.node_ == driver::node::releasing);
+  CHECK(d.node_ == queue_driver::node::releasing);
   CHECK(d.violation == "");
 }
 
 TEST_CASE("local_queue_fsm: a waiter cancelled during a handoff is skipped, no lost wake-up", "[unit][local]") {
-  driver d(5);
+  queue_driver d(5);
   auto a = d.enqueue(false);
   auto b = d.enqueue(false);
   auto c = d.enqueue(false);
@@ -317,20 +317,20 @@ TEST_CASE("local_queue_fsm: a waiter cancelled during a handoff is skipped, no l
 TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters, otherwise they queue again",
           "[unit][local]") {
   {
-    driver d(1);
+    queue_driver d(1);
     d.enqueue(false);
     auto b = d.enqueue(false);
     d.node_acquired({});
     d.node_lost(errc::session_expired);
     CHECK(d.result[b] == errc::session_expired);
     d.release();  // the lost holder lets go: the node is released, nothing acquired
-    CHECK(d.node_ == driver::node::releasing);
+    CHECK(d.node_ == queue_driver::node::releasing);
     d.node_released();
-    CHECK(d.node_ == driver::node::none);
+    CHECK(d.node_ == queue_driver::node::none);
     CHECK(d.violation == "");
   }
   {
-    driver d(1);
+    queue_driver d(1);
     d.enqueue(false);
     auto b = d.enqueue(false);
     d.node_acquired({});
@@ -338,7 +338,7 @@ TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters, other
     CHECK(d.completions[b] == 0);
     d.release();
     d.node_released();
-    CHECK(d.node_ == driver::node::acquiring);  // a new node for b
+    CHECK(d.node_ == queue_driver::node::acquiring);  // a new node for b
     d.node_acquired({});
     CHECK(d.holder == b);
     CHECK(d.violation == "");
@@ -347,7 +347,7 @@ TEST_CASE("local_queue_fsm: loss with the session ended fails the waiters, other
 
 TEST_CASE("local_queue_fsm: the session's end after a loss at the deadline fails every waiter",
           "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   auto a = d.enqueue(false);
   auto b = d.enqueue(false);
   auto c = d.enqueue(false);
@@ -360,11 +360,11 @@ TEST_CASE("local_queue_fsm: the session's end after a loss at the deadline fails
   CHECK(d.result[b] == errc::session_expired);
   CHECK(d.result[c] == errc::session_expired);
   CHECK(d.holder == a);  // the lost holder stays until it lets go: no local overlap
-  CHECK(d.node_ == driver::node::lost);
+  CHECK(d.node_ == queue_driver::node::lost);
   d.release();
-  CHECK(d.node_ == driver::node::releasing);  // nothing acquired for nobody
+  CHECK(d.node_ == queue_driver::node::releasing);  // nothing acquired for nobody
   d.node_released();
-  CHECK(d.node_ == driver::node::none);
+  CHECK(d.node_ == queue_driver::node::none);
   CHECK(d.violation == "");
 }
 
@@ -372,57 +372,57 @@ TEST_CASE("local_queue_fsm: the session's end fails the waiters in every node st
   for (auto ec : {error_code(errc::session_expired), error_code(errc::session_closed)}) {
     INFO(ec.message());
     {
-      driver d(1);
+      queue_driver d(1);
       auto a = d.enqueue(false);
-      CHECK(d.node_ == driver::node::acquiring);
+      CHECK(d.node_ == queue_driver::node::acquiring);
       d.session_end(ec);  // acquiring
       CHECK(d.result[a] == ec);
       CHECK(d.acquire_cancelled);  // nobody waits for it any more
       d.node_acquired(errc::session_expired);
-      CHECK(d.node_ == driver::node::none);
+      CHECK(d.node_ == queue_driver::node::none);
       CHECK(d.violation == "");
     }
     {
-      driver d(1);
+      queue_driver d(1);
       auto a = d.enqueue(false);
       auto b = d.enqueue(false);
       d.node_acquired({});
       d.session_end(ec);  // held, not yet known lost
       CHECK(d.result[b] == ec);
       CHECK(d.completions[a] == 1);  // a holds (lost): its guard was told
-      CHECK(d.node_ == driver::node::lost);
+      CHECK(d.node_ == queue_driver::node::lost);
       d.release();
       d.node_released();
-      CHECK(d.node_ == driver::node::none);
+      CHECK(d.node_ == queue_driver::node::none);
       CHECK(d.violation == "");
     }
     {
-      driver d(1);
+      queue_driver d(1);
       d.others = true;
       d.enqueue(false);
       auto b = d.enqueue(false);
       d.node_acquired({});
       d.listing_reply();  // someone else waits: the release gives the node up
       d.release();
-      REQUIRE(d.node_ == driver::node::releasing);
+      REQUIRE(d.node_ == queue_driver::node::releasing);
       REQUIRE(d.completions[b] == 0);
       d.session_end(ec);  // releasing
       CHECK(d.result[b] == ec);
       d.node_released();
-      CHECK(d.node_ == driver::node::none);  // nothing acquired for nobody
+      CHECK(d.node_ == queue_driver::node::none);  // nothing acquired for nobody
       CHECK(d.violation == "");
     }
     {
-      driver d(1);
+      queue_driver d(1);
       d.session_end(ec);  // none, nobody: nothing happens
-      CHECK(d.node_ == driver::node::none);
+      CHECK(d.node_ == queue_driver::node::none);
       CHECK(d.violation == "");
     }
   }
 }
 
 TEST_CASE("local_queue_fsm: after the session's end the queue serves a new session's acquires", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   d.enqueue(false);
   auto b = d.enqueue(false);
   d.node_acquired({});
@@ -434,7 +434,7 @@ TEST_CASE("local_queue_fsm: after the session's end the queue serves a new sessi
   CHECK(d.completions[c] == 0);
   d.release();
   d.node_released();
-  REQUIRE(d.node_ == driver::node::acquiring);
+  REQUIRE(d.node_ == queue_driver::node::acquiring);
   d.node_acquired({});
   CHECK(d.holder == c);
   d.release();
@@ -446,7 +446,7 @@ TEST_CASE("local_queue_fsm: after the session's end the queue serves a new sessi
 }
 
 TEST_CASE("local_queue_fsm: a node gives way after 2^16 local generations", "[unit][local]") {
-  driver d(1);
+  queue_driver d(1);
   d.enqueue(false);
   d.node_acquired({});
   d.enqueue(false);
@@ -456,7 +456,7 @@ TEST_CASE("local_queue_fsm: a node gives way after 2^16 local generations", "[un
     d.release();
   }
   CHECK(d.grants_on_node == local_queue_fsm::max_generations);
-  CHECK(d.node_ == driver::node::releasing);
+  CHECK(d.node_ == queue_driver::node::releasing);
   CHECK(d.violation == "");
 }
 
@@ -465,7 +465,7 @@ TEST_CASE("local_queue_fsm property: random acquires, cancels, releases, replies
   for (unsigned seed = 1; seed <= 4000; ++seed) {
     std::mt19937 rng(seed);
     int max = 1 + static_cast<int>(rng() % 4);
-    driver d(max);
+    queue_driver d(max);
     std::vector<std::uint64_t> ids;
     for (int step = 0; step < 120 && d.violation.empty(); ++step) {
       switch (rng() % 11) {
@@ -481,17 +481,17 @@ TEST_CASE("local_queue_fsm property: random acquires, cancels, releases, replies
         case 5: d.step_environment(&rng); break;
         case 6: d.others_change(rng() % 2); break;
         case 7:
-          if (d.listing && d.node_ == driver::node::held) d.listing_reply();
+          if (d.listing && d.node_ == queue_driver::node::held) d.listing_reply();
           break;
         case 8:
-          if (d.node_ == driver::node::held && rng() % 8 == 0) {
+          if (d.node_ == queue_driver::node::held && rng() % 8 == 0) {
             auto end = rng() % 2 ? error_code(errc::session_expired) : error_code{};
             d.node_lost(end);
             if (end && rng() % 2) d.session_end(end);  // the runner's next look at the session
           }
           break;
         case 9:
-          if (d.node_ == driver::node::acquiring) d.step_environment(&rng);
+          if (d.node_ == queue_driver::node::acquiring) d.step_environment(&rng);
           break;
         case 10:  // the session ends in any state (told once), or a new one starts
           if (d.session_ended) {
@@ -509,7 +509,7 @@ TEST_CASE("local_queue_fsm property: random acquires, cancels, releases, replies
     REQUIRE(d.violation == "");
     CHECK(d.waiting.empty());   // no lost wake-up: nobody waits when nothing is in flight
     CHECK_FALSE(d.holder);
-    CHECK(d.node_ == driver::node::none);
+    CHECK(d.node_ == queue_driver::node::none);
     CHECK_FALSE(d.fsm.node_present());
     for (auto id : ids) {
       INFO("waiter " << id);

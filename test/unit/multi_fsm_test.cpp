@@ -20,7 +20,7 @@ namespace {
 // Carries out the actions like the runner and checks its rules: one acquire at a time, in order;
 // a completion exactly once and nothing after it; a failure completes only after every lock taken
 // was released; success only with every lock held and no cancellation.
-struct driver {
+struct multi_driver {
   multi_fsm fsm;
   std::size_t count;
   std::set<std::size_t> held;           // locks the runner holds
@@ -30,7 +30,7 @@ struct driver {
   error_code result;
   std::string violation;
 
-  explicit driver(std::size_t n) : fsm(n), count(n) {}
+  explicit multi_driver(std::size_t n) : fsm(n), count(n) {}
 
   void apply(const multi_fsm::actions& actions) {
     for (const auto& a : actions) {
@@ -71,7 +71,7 @@ struct driver {
 }  // namespace
 
 TEST_CASE("multi_fsm: takes every lock in order, then completes", "[unit][multi]") {
-  driver d(3);
+  multi_driver d(3);
   d.apply(d.fsm.start());
   for (int i = 0; i < 3; ++i) d.acquired({});
   CHECK(d.completions == 1);
@@ -81,14 +81,14 @@ TEST_CASE("multi_fsm: takes every lock in order, then completes", "[unit][multi]
 }
 
 TEST_CASE("multi_fsm: an empty set fails with path_empty", "[unit][multi]") {
-  driver d(0);
+  multi_driver d(0);
   d.apply(d.fsm.start());
   CHECK(d.completions == 1);
   CHECK(d.result == errc::path_empty);
 }
 
 TEST_CASE("multi_fsm: a failure completes only once the locks taken are released", "[unit][multi]") {
-  driver d(3);
+  multi_driver d(3);
   d.apply(d.fsm.start());
   d.acquired({});
   d.acquired({});
@@ -104,7 +104,7 @@ TEST_CASE("multi_fsm: a failure completes only once the locks taken are released
 }
 
 TEST_CASE("multi_fsm: a lock granted after the cancellation is given back too", "[unit][multi]") {
-  driver d(2);
+  multi_driver d(2);
   d.apply(d.fsm.start());
   d.apply(d.fsm.cancel(boost::asio::error::operation_aborted));
   d.acquired({});  // the grant raced the cancellation
@@ -119,7 +119,7 @@ TEST_CASE("multi_fsm property: random outcomes, cancellations and release orders
   for (unsigned seed = 1; seed <= 3000; ++seed) {
     std::mt19937 rng(seed);
     std::size_t n = rng() % 5;
-    driver d(n);
+    multi_driver d(n);
     d.apply(d.fsm.start());
     bool cancelled = false;
     for (int step = 0; step < 100 && !d.completions; ++step) {

@@ -29,7 +29,7 @@ std::string node_path(int seq) { return path + "/" + node_name(seq); }
 
 // The server: the election path's candidates (sequence -> data), our one watch, the request in
 // flight; the driver carries the machine's actions out against it, as election.cpp does.
-struct driver {
+struct observer_driver {
   observe_leader_fsm fsm;
   bool path_exists = true;
   std::map<int, std::string> candidates;
@@ -51,7 +51,7 @@ struct driver {
   error_code ec;
   std::optional<leader_info> leader;
 
-  explicit driver(observe_leader_fsm::mode m, std::optional<leader_info> known = std::nullopt)
+  explicit observer_driver(observe_leader_fsm::mode m, std::optional<leader_info> known = std::nullopt)
       : fsm(path, m, std::move(known)) {}
 
   std::optional<leader_info> head() const {
@@ -199,7 +199,7 @@ struct driver {
 };
 
 // Completed once, reporting `identity` as the leader, with no watch left registered.
-void check_reported(const driver& d, const std::string& identity) {
+void check_reported(const observer_driver& d, const std::string& identity) {
   REQUIRE(d.completions == 1);
   REQUIRE(d.leader);
   CHECK(d.leader->identity == identity);
@@ -210,7 +210,7 @@ void check_reported(const driver& d, const std::string& identity) {
 
 TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone between the reads", "[unit][election][observe]") {
   SECTION("no path") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.path_exists = false;
     d.start_and_settle();
     CHECK(d.completions == 1);
@@ -219,7 +219,7 @@ TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone betwee
     CHECK(d.fsm.finished());
   }
   SECTION("the head, with its identity and ctime") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.candidate("alpha"), d.candidate("beta");
     d.start_and_settle();
     REQUIRE(d.leader);
@@ -230,7 +230,7 @@ TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone betwee
     CHECK_FALSE(d.registered);
   }
   SECTION("the head resigned between the listing and the read: listed again") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.candidate("alpha"), d.candidate("beta");
     d.apply(d.fsm.start(session_state::connected));
     d.answer();  // the listing
@@ -244,7 +244,7 @@ TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone betwee
                             std::pair{session_state::expired, error_code(errc::session_expired)},
                             std::pair{session_state::disconnected, error_code(errc::not_connected)},
                             std::pair{session_state::connecting, error_code(errc::not_connected)}}) {
-      driver d(observe_leader_fsm::mode::read_once);
+      observer_driver d(observe_leader_fsm::mode::read_once);
       d.apply(d.fsm.start(st));
       CHECK(d.ec == want);
       CHECK(d.requests == 0);
@@ -256,14 +256,14 @@ TEST_CASE("observe_leader_fsm: read once: nobody, the head, the head gone betwee
 TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a time, none left",
           "[unit][election][observe]") {
   SECTION("known leader: a data watch on its node; its resignation reported with the next") {
-    driver d0(observe_leader_fsm::mode::read_once);
+    observer_driver d0(observe_leader_fsm::mode::read_once);
     d0.candidate("alpha"), d0.candidate("beta");
-    driver d(observe_leader_fsm::mode::until_changed, d0.head());
+    observer_driver d(observe_leader_fsm::mode::until_changed, d0.head());
     d.candidates = d0.candidates, d.next_seq = d0.next_seq;
     d.start_and_settle();
     CHECK(d.completions == 0);
     REQUIRE(d.registered);
-    CHECK(d.registered->kind == driver::watch_kind::data);
+    CHECK(d.registered->kind == observer_driver::watch_kind::data);
     CHECK(d.registered->node == node_path(1));
     d.candidate("gamma");  // a follower queueing is no change
     d.settle();
@@ -274,17 +274,17 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
     CHECK(d.fsm.finished());
   }
   SECTION("nobody: a child watch on the empty path; an exists watch on a missing one") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.path_exists = false;
     d.start_and_settle();
     REQUIRE(d.registered);
-    CHECK(d.registered->kind == driver::watch_kind::creation);
+    CHECK(d.registered->kind == observer_driver::watch_kind::creation);
     d.candidate("alpha");
     d.settle();
     check_reported(d, "alpha");
   }
   SECTION("a leader other than `known`: at once, no watch") {
-    driver d(observe_leader_fsm::mode::until_changed, leader_info{"old", node_path(99), 99});
+    observer_driver d(observe_leader_fsm::mode::until_changed, leader_info{"old", node_path(99), 99});
     d.candidate("alpha");
     d.start_and_settle();
     REQUIRE(d.completions == 1);
@@ -292,13 +292,13 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
     CHECK(d.requests == 2);
   }
   SECTION("changed between the read and the watch: the watch set for nothing is removed") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.apply(d.fsm.start(session_state::connected));
     d.answer();  // empty: nobody leads, as known
-    REQUIRE(d.in_flight == driver::req::watch_children);
+    REQUIRE(d.in_flight == observer_driver::req::watch_children);
     d.candidate("alpha");  // before the watch's reply
     d.answer();
-    CHECK(d.in_flight == driver::req::remove);
+    CHECK(d.in_flight == observer_driver::req::remove);
     d.settle();
     check_reported(d, "alpha");
   }
@@ -306,7 +306,7 @@ TEST_CASE("observe_leader_fsm: completes when the leader changes, one watch at a
 
 TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", "[unit][election][observe][revoke]") {
   SECTION("the known leader's node reads __REVOKE__, then its identity again: no completion") {
-    driver d(observe_leader_fsm::mode::until_changed, leader_info{"alpha", node_path(1), 1});
+    observer_driver d(observe_leader_fsm::mode::until_changed, leader_info{"alpha", node_path(1), 1});
     d.candidate("alpha");
     d.start_and_settle();
     d.write_head("__REVOKE__");
@@ -323,7 +323,7 @@ TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", 
   }
   SECTION("a leader first seen with __REVOKE__: reported once it wrote its identity back") {
     for (auto m : {observe_leader_fsm::mode::read_once, observe_leader_fsm::mode::until_changed}) {
-      driver d(m);
+      observer_driver d(m);
       d.candidate("__REVOKE__");
       d.start_and_settle();
       CHECK(d.completions == 0);
@@ -335,7 +335,7 @@ TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", 
     }
   }
   SECTION("a leader that never writes it back (Curator's): reported as it is after the restore wait") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.candidate("__REVOKE__");
     d.start_and_settle();
     REQUIRE(d.timer);
@@ -347,7 +347,7 @@ TEST_CASE("observe_leader_fsm: a revocation request does not change who leads", 
 
 TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][election][observe]") {
   SECTION("a read lost with the connection is made again once connected") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.candidate("alpha");
     d.apply(d.fsm.start(session_state::connected));
     d.drop();
@@ -359,9 +359,9 @@ TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][e
     CHECK(d.leader->identity == "alpha");
   }
   SECTION("not_connected from a request is the session's end, not a lost connection") {
-    driver d(observe_leader_fsm::mode::read_once);
+    observer_driver d(observe_leader_fsm::mode::read_once);
     d.apply(d.fsm.start(session_state::connected));
-    d.in_flight = driver::req::none;
+    d.in_flight = observer_driver::req::none;
     d.apply(d.fsm.on_children(errc::not_connected, {}));
     CHECK(d.ec == errc::session_expired);
     CHECK_FALSE(d.awaiting_connection);
@@ -369,7 +369,7 @@ TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][e
   SECTION("the session ends while waiting for the connection") {
     for (auto [why, want] : {std::pair{error_code(errc::session_expired), error_code(errc::session_expired)},
                              std::pair{error_code(errc::session_closed), error_code(errc::session_closed)}}) {
-      driver d(observe_leader_fsm::mode::until_changed);
+      observer_driver d(observe_leader_fsm::mode::until_changed);
       d.apply(d.fsm.start(session_state::connected));
       d.drop();
       d.apply(d.fsm.on_session_ended(why));
@@ -378,7 +378,7 @@ TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][e
     }
   }
   SECTION("the watch taken by the session's end") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.start_and_settle();
     REQUIRE(d.waiting);
     d.apply(d.fsm.on_watch_fired(errc::session_closed));
@@ -389,11 +389,11 @@ TEST_CASE("observe_leader_fsm: connection loss and the session's end", "[unit][e
 TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconnected terminal and partial complete at once",
           "[unit][election][observe][cancel]") {
   SECTION("connected: the watch is removed, then operation_aborted") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.candidate("alpha");
     d.start_and_settle();
     CHECK(d.completions == 1);  // alpha differs from nobody
-    driver w(observe_leader_fsm::mode::until_changed, d.head());
+    observer_driver w(observe_leader_fsm::mode::until_changed, d.head());
     w.candidates = d.candidates;
     w.start_and_settle();
     REQUIRE(w.registered);
@@ -406,7 +406,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     CHECK(w.fsm.finished());
   }
   SECTION("disconnected: terminal completes at once, the watch is removed after the reconnect") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.start_and_settle();
     REQUIRE(d.registered);
     d.connected = false;
@@ -424,7 +424,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     CHECK(d.completions == 1);
   }
   SECTION("disconnected: total waits for the removal") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.start_and_settle();
     d.connected = false;
     d.apply(d.fsm.cancel(true, false));
@@ -437,7 +437,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     CHECK_FALSE(d.registered);
   }
   SECTION("waiting for the connection after a lost read: terminal at once, nothing left") {
-    driver d(observe_leader_fsm::mode::until_changed);
+    observer_driver d(observe_leader_fsm::mode::until_changed);
     d.apply(d.fsm.start(session_state::connected));
     d.drop();
     REQUIRE(d.awaiting_connection);
@@ -450,19 +450,19 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
       for (bool total : {false, true})
         for (bool disconnect : {false, true}) {
           CAPTURE(step, total, disconnect);
-          driver d(observe_leader_fsm::mode::until_changed, leader_info{"alpha", node_path(1), 1});
+          observer_driver d(observe_leader_fsm::mode::until_changed, leader_info{"alpha", node_path(1), 1});
           d.candidate("alpha");
           d.apply(d.fsm.start(session_state::connected));
           for (int i = 0; i < step; ++i) {
             if (i == 3) d.write_head("__REVOKE__");
             if (i == 6) d.write_head("alpha");
-            if (d.in_flight != driver::req::none) d.answer();
+            if (d.in_flight != observer_driver::req::none) d.answer();
             else if (d.event_due) d.deliver_event();
           }
           if (disconnect) d.connected = false;
           d.apply(d.fsm.cancel(total, d.connected));
           if (disconnect && !total) CHECK(d.completions == 1);  // at once
-          if (disconnect && d.in_flight != driver::req::none) d.answer();  // lost with the connection
+          if (disconnect && d.in_flight != observer_driver::req::none) d.answer();  // lost with the connection
           if (disconnect && d.registered) CHECK(d.completions == (total ? 0 : 1));  // total: after the removal
           d.reconnect();
           d.settle();
@@ -480,11 +480,11 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
   for (int run = 0; run < 2000; ++run) {
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
     const auto m = pick(4) == 0 ? observe_leader_fsm::mode::read_once : observe_leader_fsm::mode::until_changed;
-    driver d0(m);
+    observer_driver d0(m);
     d0.path_exists = pick(4) != 0;
     for (int k = pick(3); k > 0; --k) d0.candidate("c" + std::to_string(k));
     const auto known = pick(2) ? d0.head() : std::nullopt;
-    driver d(m, known);
+    observer_driver d(m, known);
     d.path_exists = d0.path_exists, d.candidates = d0.candidates, d.next_seq = d0.next_seq;
     d.apply(d.fsm.start(session_state::connected));
     bool cancelled = false, timed_out = false;
@@ -492,7 +492,7 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
     for (int step = 0; step < 40 && !d.fsm.finished(); ++step) {
       switch (pick(11)) {
         case 0: case 1: case 2:
-          if (d.in_flight != driver::req::none && d.connected) d.answer(), trace += "a";
+          if (d.in_flight != observer_driver::req::none && d.connected) d.answer(), trace += "a";
           break;
         case 3: if (d.event_due) d.deliver_event(), trace += "e"; break;
         case 4: d.candidate("n" + std::to_string(step)), trace += "c"; break;
@@ -509,13 +509,13 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
         case 9:
           if (d.timer) d.timer = false, timed_out = true, d.apply(d.fsm.on_restore_timeout()), trace += "t";
           break;
-        case 10: if (!d.connected && d.in_flight != driver::req::none) d.answer(), trace += "l"; break;
+        case 10: if (!d.connected && d.in_flight != observer_driver::req::none) d.answer(), trace += "l"; break;
       }
       INFO(trace);
       REQUIRE(d.completions <= 1);
     }
     // the end: connected, every reply and event delivered, a restore timer fires, a last cancel
-    if (d.in_flight != driver::req::none && !d.connected) d.answer();
+    if (d.in_flight != observer_driver::req::none && !d.connected) d.answer();
     d.reconnect();
     d.settle();
     if (d.timer) d.timer = false, timed_out = true, d.apply(d.fsm.on_restore_timeout()), d.settle();
@@ -524,7 +524,7 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
     CHECK(d.completions == 1);
     CHECK(d.fsm.finished());
     CHECK_FALSE(d.registered);
-    CHECK(d.in_flight == driver::req::none);
+    CHECK(d.in_flight == observer_driver::req::none);
     if (!d.ec && d.leader && !timed_out) CHECK(d.leader->identity != "__REVOKE__");
     if (!d.ec && m == observe_leader_fsm::mode::until_changed && !cancelled) CHECK(d.leader != known);
     if (d.ec) CHECK(d.ec == asio::error::operation_aborted);

@@ -18,7 +18,7 @@ namespace {
 
 // Carries out the actions against a model of the server: our node's data and version, the
 // data watch it holds for us, the requests in flight.
-struct driver {
+struct revocation_driver {
   revocation_fsm fsm;
   std::string data = "zklock/3";
   std::int32_t version = 0;
@@ -100,7 +100,7 @@ struct driver {
 }  // namespace
 
 TEST_CASE("revocation: no watch until someone waits, then one read with a watch", "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   CHECK(d.reads == 0);
   d.wait();
   CHECK(d.reads == 1);
@@ -123,7 +123,7 @@ TEST_CASE("revocation: no watch until someone waits, then one read with a watch"
 }
 
 TEST_CASE("revocation: a request written before the wait is seen by its first read, once", "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.write("__REVOKE__");
   d.wait();
   d.answer_read();
@@ -140,7 +140,7 @@ TEST_CASE("revocation: a request written before the wait is seen by its first re
 }
 
 TEST_CASE("revocation: other writes re-arm the watch and complete nothing", "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.answer_read();
   for (std::string data : {"x", "", "zklock/2:downgraded", "__REVOKE__ "}) {
@@ -153,7 +153,7 @@ TEST_CASE("revocation: other writes re-arm the watch and complete nothing", "[un
 }
 
 TEST_CASE("revocation: the last waiter cancelled removes the watch, a new waiter reads again", "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.wait();
   d.answer_read();
@@ -172,7 +172,7 @@ TEST_CASE("revocation: the last waiter cancelled removes the watch, a new waiter
 
 TEST_CASE("revocation: cancelled while the read is in flight, the watch it registers is removed",
           "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.cancel();
   CHECK_FALSE(d.remove_in_flight);
@@ -184,7 +184,7 @@ TEST_CASE("revocation: cancelled while the read is in flight, the watch it regis
 }
 
 TEST_CASE("revocation: a read lost with the connection goes again once connected", "[unit][revocation][fault]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.answer_read(zk_errc::connection_loss, false);
   CHECK(d.awaiting_connection);
@@ -198,7 +198,7 @@ TEST_CASE("revocation: a read lost with the connection goes again once connected
 
 TEST_CASE("revocation: the hold's end completes the waiters, and what is in flight is ignored",
           "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.apply(d.fsm.on_hold_ended(errc::lock_lost));
   CHECK(d.completions == 1);
@@ -211,12 +211,12 @@ TEST_CASE("revocation: the hold's end completes the waiters, and what is in flig
 }
 
 TEST_CASE("revocation: our node not found, or deleted, asks the hold to check it", "[unit][revocation]") {
-  driver d;
+  revocation_driver d;
   d.wait();
   d.answer_read(zk_errc::no_node);
   CHECK(d.check_node);
   CHECK(d.completions == 0);  // the hold reports the loss, which ends the waiters
-  driver e;
+  revocation_driver e;
   e.wait();
   e.answer_read();
   e.apply(e.fsm.on_watch_event(1, {}, watch_event_type::deleted));
@@ -230,7 +230,7 @@ TEST_CASE("revocation: random walk: one watch at most, none left when nobody wai
     CAPTURE(seed);
     std::mt19937 rng(seed);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-    driver d;
+    revocation_driver d;
     int waiting = 0;     // the runner's waiters
     bool connected = true;
     int expected_revocations = 0;
