@@ -8,7 +8,7 @@ import statistics
 import subprocess
 
 from bench_run import log
-from contention_phases import IMPLS, READ_SWEEP_HOLD_US, RECIPE_IMPLS
+from contention_phases import READ_SWEEP_HOLD_US, RECIPE_IMPLS
 
 
 def machine_line(doc):
@@ -40,10 +40,10 @@ def h2h(results, server, impl, phase="h2h"):
     return m
 
 
-def per_round(results, server, impl, key, peer_key, phase="h2h"):
-    """zklock's figure over a peer's, each ratio taken within one round."""
+def per_round(results, server, impl, key, peer_key, phase="h2h", of="zklock"):
+    """zklock's (or the implementation of's) figure over a peer's, each ratio taken within one round."""
     out = []
-    z = {r["round"]: r for r in results if r.get("server") == server and r.get("impl") == "zklock" and r.get("phase") == phase}
+    z = {r["round"]: r for r in results if r.get("server") == server and r.get("impl") == of and r.get("phase") == phase}
     for r in results:
         if r.get("server") == server and r.get("impl") == impl and r.get("phase") == phase and r["round"] in z:
             a, b = z[r["round"]].get(key), r.get(peer_key)
@@ -60,7 +60,7 @@ def ratio(a, b):
 
 def targets(results):
     """The issue's targets on the default server, from the medians of the head-to-head rounds."""
-    z, c, k, f = (h2h(results, "default", i) for i in IMPLS[1:] + IMPLS[:1])
+    z, c, k, f = (h2h(results, "default", i) for i in ("zklock", "curator", "kazoo", "cfloor"))
     if not z:
         return []
     out = []
@@ -79,6 +79,36 @@ def targets(results):
         if peer:
             add("handoff p50 / %s's" % name, z.get("handoff_p50_us"), peer.get("handoff_p50_us"), p50_limit, True)
             add("throughput / %s's" % name, z.get("throughput"), peer.get("throughput"), 2.5, False)
+    return out
+
+
+def mutex_floor_ratios(results):
+    """Per server, from the head-to-head medians (and per round): zklock's handoff p50 over the raw
+    C mutex's (the lock recipe on the C client under the same 8 contenders), the raw C mutex's over
+    the floor (a) (one delete -> event on an idle server), zklock's over (a), and the requests per
+    acquisition of both: how much of zklock's distance to (a) the contention itself costs."""
+    out = []
+    for server in ("default", "nosync"):
+        z, m, f = (h2h(results, server, i) for i in ("zklock", "cmutex", "cfloor"))
+        if not z or not m:
+            continue
+
+        def over(a, b):
+            return round(a / b, 3) if a is not None and b else None
+        fa = f.get("floor_a_p50_us") if f else None
+        out.append({"server": server, "zklock_handoff_p50_us": z.get("handoff_p50_us"),
+                    "cmutex_handoff_p50_us": m.get("handoff_p50_us"), "floor_a_p50_us": fa,
+                    "zklock_p50_over_cmutex_p50": over(z.get("handoff_p50_us"), m.get("handoff_p50_us")),
+                    "cmutex_p50_over_floor_a": over(m.get("handoff_p50_us"), fa),
+                    "zklock_p50_over_floor_a": over(z.get("handoff_p50_us"), fa),
+                    "zklock_throughput_over_cmutex": over(z.get("throughput"), m.get("throughput")),
+                    "zklock_requests_per_acq": z.get("requests_per_acq"),
+                    "cmutex_requests_per_acq": m.get("requests_per_acq"),
+                    "per_round_zklock_p50_over_cmutex_p50": [
+                        round(x, 3) for x in per_round(results, server, "cmutex", "handoff_p50_us", "handoff_p50_us")],
+                    "per_round_cmutex_p50_over_floor_a": [
+                        round(x, 3) for x in per_round(results, server, "cfloor", "handoff_p50_us", "floor_a_p50_us",
+                                                       of="cmutex")]})
     return out
 
 
@@ -205,12 +235,33 @@ def summary(results):
             if floor.get("floor_m_p50_us"):
                 lines.append("%-8s %10.0fus   (m: zklock's release, multi(setData, delete)->changed event)" % (
                     "", floor["floor_m_p50_us"]))
+        m = h2h(results, server, "cmutex")
+        if m and m.get("handoff_p50_us") is not None:
+            lines.append("%-8s %10.0fus %10.0fus %12.1f %12s | %9s %9s %9s   (raw C mutex, 8 contenders: create, list, "
+                         "exists on the predecessor, delete)" % (
+                             "cmutex", m["handoff_p50_us"], m.get("handoff_p99_us") or 0, m.get("throughput") or 0, "-",
+                             ratio(z["handoff_p50_us"], m["handoff_p50_us"]), ratio(z["throughput"], m.get("throughput")),
+                             ""))
+        for x in mutex_floor_ratios(results):
+            if x["server"] != server:
+                continue
+            lines.append("  handoff p50: zklock / raw C mutex %s, raw C mutex / floor (a) %s, zklock / floor (a) %s; "
+                         "requests/acq: zklock %s, raw C mutex %s" % tuple(
+                             "%.2f" % v if v is not None else "n/a" for v in (
+                                 x["zklock_p50_over_cmutex_p50"], x["cmutex_p50_over_floor_a"], x["zklock_p50_over_floor_a"],
+                                 x["zklock_requests_per_acq"], x["cmutex_requests_per_acq"])))
         for impl, key, peer_key, label in (("cfloor", "handoff_p50_us", "floor_a_p50_us", "zklock p50 / floor (a)"),
                                            ("curator", "handoff_p50_us", "handoff_p50_us", "zklock p50 / Curator's"),
                                            ("kazoo", "handoff_p50_us", "handoff_p50_us", "zklock p50 / kazoo's"),
                                            ("curator", "throughput", "throughput", "zklock acq/s / Curator's"),
                                            ("kazoo", "throughput", "throughput", "zklock acq/s / kazoo's")):
             rr = per_round(results, server, impl, key, peer_key)
+            if rr:
+                lines.append("  per round, %-26s %s" % (label + ":", " ".join("%.2f" % x for x in rr)))
+        for of, impl, key, peer_key, label in (
+                ("zklock", "cmutex", "handoff_p50_us", "handoff_p50_us", "zklock p50 / raw C mutex's"),
+                ("cmutex", "cfloor", "handoff_p50_us", "floor_a_p50_us", "raw C mutex p50 / floor (a)")):
+            rr = per_round(results, server, impl, key, peer_key, of=of)
             if rr:
                 lines.append("  per round, %-26s %s" % (label + ":", " ".join("%.2f" % x for x in rr)))
         lines.append("")

@@ -50,6 +50,7 @@ def impl_cmd(impl):
     return {
         "zklock": [os.path.join(BUILD, "bench/zklock-bench")],
         "cfloor": [os.path.join(BUILD, "bench/zklock-cfloor")],
+        "cmutex": [os.path.join(BUILD, "bench/zklock-cfloor"), "--mode", "mutex"],
         "curator": ["sh", os.path.join(ROOT, "bench/peers/curator/run.sh")],
         "kazoo": ["sh", os.path.join(ROOT, "bench/peers/kazoo/run.sh")],
     }[impl]

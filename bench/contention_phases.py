@@ -7,11 +7,13 @@ import os
 
 from bench_run import by_mode, impl_cmd, log, phase, run, start_server
 
-IMPLS = ["cfloor", "zklock", "curator", "kazoo"]
+# cmutex: the lock recipe on the raw C client (zklock-cfloor --mode mutex), the floor of a handoff
+# under the same 8-contender load, where cfloor's (a) is one delete on an idle server
+IMPLS = ["cfloor", "cmutex", "zklock", "curator", "kazoo"]
 # A fresh server answered the same load up to twice as slowly until its JIT had compiled the
 # request paths (some ten thousand requests: all four warm-ups together). Fixed and small, so a
 # loaded machine stretches them by seconds, not minutes; cfloor measures at least 200 cycles.
-WARMUP_CYCLES = {"cfloor": 200, "zklock": 300, "curator": 100, "kazoo": 100}
+WARMUP_CYCLES = {"cfloor": 200, "cmutex": 40, "zklock": 300, "curator": 100, "kazoo": 100}
 
 
 # The recipes' head-to-head workloads; every implementation holds by sleeping (zklock by a timer).

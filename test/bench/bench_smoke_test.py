@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Smoke test of the benchmark programs against a throwaway ZooKeeper server: they run, print
 the key=value line and JSON the bench script reads, see no violation, and report the no-herd
-figures (a wake-up per release, constant requests per acquisition, one thread). The shared
+figures (a wake-up per release, constant requests per acquisition, one thread). zklock-cfloor's
+floors and its --mode mutex (the raw C client's lock recipe) print their keys. The shared
 (read/write) and semaphore kinds run briefly too: their keys, no violation, readers inside
 together, the semaphore full.
 
@@ -87,6 +88,20 @@ def main():
         f = run([a.cfloor, "--connect", connect, "--path", "/smoke/floor", "--contenders", "2", "--cycles", "10"])
         for k in ("floor_a_p50_us", "floor_b_p50_us", "floor_m_p50_us", "floor_c_p50_us"):
             assert float(f[k]) > 0, (k, f)
+        # the lock recipe on the raw C client (scripts/bench's raw C mutex): runs, hands off, and
+        # sends create, listing, the predecessor's exists (none for one first in line), delete
+        m = run([a.cfloor, "--mode", "mutex", "--connect", connect, "--path", "/smoke/cmutex", "--contenders", "4",
+                 "--cycles", "10", "--json", js])
+        for k in ("impl", "contenders", "cycles", "acquisitions", "throughput", "handoff_p50_us", "handoff_p99_us",
+                  "handoffs", "violations", "threads", "cpu_us_per_acq", "requests_per_acq", "wakeups_per_release"):
+            assert k in m, "missing key " + k
+        assert m["impl"] == "cmutex" and int(m["acquisitions"]) == 40 and int(m["violations"]) == 0, m
+        assert int(m["handoffs"]) > 0 and float(m["handoff_p50_us"]) > 0 and float(m["throughput"]) > 0, m
+        assert int(m["threads"]) == 1, m
+        # a listing more only when the predecessor was gone before its exists
+        assert 3.0 <= float(m["requests_per_acq"]) <= 5.0, m
+        assert float(m["wakeups_per_release"]) <= 1.0, m
+        assert json.load(open(js))["impl"] == "cmutex"
         print("bench smoke test: ok")
         return 0
 

@@ -17,6 +17,13 @@
  *      zoo_aget_children2(PATH) sent back to back, both replies awaited, then zoo_adelete and its
  *      reply. Latency = whole cycle.
  *
+ * --mode mutex instead runs the lock recipe itself, with the requests it needs and nothing more:
+ * --contenders N sessions (at most 64) each create an ephemeral|sequential node, list, watch only
+ * the predecessor (exists) and are granted on its deletion without listing again, hold --hold-us,
+ * delete and queue again, --cycles times; handoffs measured as zklock-bench's (the holder's release
+ * start -> the next other contender's grant). The floor of a handoff under that contention, where
+ * (a) is one on an idle server. impl=cmutex, with zklock-bench's mutex keys.
+ *
  * Prints ONE line of key=value pairs (the common benchmark keys plus floor_*), --json FILE writes
  * the same keys as a flat JSON object. Diagnostics go to stderr.
  */
@@ -94,7 +101,7 @@ static long rss_kb(const char* field) {
 
 /* ---------- sessions and the event loop ---------- */
 
-#define MAX_SESSIONS 2
+#define MAX_SESSIONS 64 /* the floors use 2; --mode mutex one per contender */
 
 struct session {
   const char* name;
@@ -121,10 +128,12 @@ static void session_watcher(zhandle_t* zh, int type, int state, const char* path
 
 /* One round of the ST client's cli loop for every handle: zookeeper_interest, one poll() over all
  * fds with the smallest timeout they ask for, then zookeeper_process with what poll() reported. */
+static int pump_cap_ms = 1000; /* the longest poll() waits (--mode mutex: until a hold ends) */
+
 static void pump(void) {
   struct pollfd fds[MAX_SESSIONS];
   int fd_of[MAX_SESSIONS];
-  int timeout = 1000;
+  int timeout = pump_cap_ms;
   for (int i = 0; i < n_sessions; ++i) {
     int fd = -1, interest = 0;
     struct timeval tv = {0, 0};
@@ -358,6 +367,11 @@ static void put_num(const char* key, double v) {
     snprintf(out[n_out].value, sizeof out[n_out].value, "%.1f", v);
   ++n_out;
 }
+static void put_num2(const char* key, double v) {
+  out[n_out].key = key;
+  snprintf(out[n_out].value, sizeof out[n_out].value, "%.2f", v);
+  ++n_out;
+}
 static void put_int(const char* key, long long v) {
   out[n_out].key = key;
   snprintf(out[n_out].value, sizeof out[n_out].value, "%lld", v);
@@ -369,15 +383,245 @@ static void put_str(const char* key, const char* v) {
   ++n_out;
 }
 
+/* the one key=value line on stdout, and the same keys as flat JSON into json_file when given */
+static void emit(const char* json_file) {
+  for (int i = 0; i < n_out; ++i) printf("%s%s=%s", i ? " " : "", out[i].key, out[i].value);
+  printf("\n");
+  fflush(stdout);
+  if (json_file) {
+    FILE* f = fopen(json_file, "w");
+    if (!f) die("cannot write %s: %s", json_file, strerror(errno));
+    fputc('{', f);
+    for (int i = 0; i < n_out; ++i) {
+      const char* v = out[i].value;
+      int numeric = (v[0] >= '0' && v[0] <= '9') || v[0] == '-';
+      if (!strcmp(v, "nan"))
+        fprintf(f, "%s\"%s\": null", i ? ", " : "", out[i].key);
+      else if (numeric)
+        fprintf(f, "%s\"%s\": %s", i ? ", " : "", out[i].key, v);
+      else
+        fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", out[i].key, v);
+    }
+    fputs("}\n", f);
+    fclose(f);
+  }
+}
+
+/* ---------- --mode mutex: the lock recipe on the raw client, N contenders ---------- */
+
+/* Each contender is one session: create PATH/m- (ephemeral|sequential), list PATH; first: it
+ * holds; else an exists-watch on its predecessor only, and that node's deletion is the grant, with
+ * no second listing (nobody but its owner deletes a node here); an exists that finds the
+ * predecessor gone lists again. The holder holds --hold-us, deletes its node, and once the delete
+ * is answered queues again, --cycles times. */
+
+enum contender_state { C_CREATING, C_LISTING, C_EXISTS, C_WAITING, C_HELD, C_RELEASING, C_DONE };
+
+struct contender {
+  int id;
+  zhandle_t* zh;
+  enum contender_state state;
+  int cycles_left;
+  double hold_until;
+  char node[512]; /* our node (full path) */
+  char pred[512]; /* the predecessor we watch (full path) */
+};
+
+static struct {
+  const char* path;
+  char prefix[512];
+  int hold_us;
+  struct contender c[MAX_SESSIONS];
+  int active, inside, violations;
+  long acquisitions, requests, watch_events, wakeups;
+  int releaser;          /* a handoff is from one contender to another, not a re-acquire */
+  double release_started; /* 0: no release to hand off */
+  double* handoffs;
+  long n_handoffs;
+} mx;
+
+static void mx_list(struct contender* c);
+static void mx_create(struct contender* c);
+
+static void mx_grant(struct contender* c) {
+  double t = now_us();
+  if (mx.release_started > 0 && mx.releaser != c->id) mx.handoffs[mx.n_handoffs++] = t - mx.release_started;
+  mx.release_started = 0;
+  if (++mx.inside != 1) ++mx.violations;
+  ++mx.acquisitions;
+  c->state = C_HELD;
+  c->hold_until = t + mx.hold_us;
+}
+
+static void mx_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
+  (void)zh;
+  (void)state;
+  struct contender* c = ctx;
+  if (type == ZOO_SESSION_EVENT) return;
+  ++mx.watch_events;
+  if (type != ZOO_DELETED_EVENT || strcmp(path, c->pred) != 0) return;
+  if (c->state != C_WAITING && c->state != C_EXISTS) return;
+  ++mx.wakeups;
+  mx_grant(c);
+}
+
+static void mx_exists_done(int rc, const struct Stat* stat, const void* data) {
+  (void)stat;
+  struct contender* c = (struct contender*)data;
+  if (c->state != C_EXISTS) return;
+  if (rc == ZNONODE) {
+    mx_list(c); /* gone before the watch was set: list again */
+    return;
+  }
+  if (rc != ZOK) die("exists %s: %s", c->pred, zerror(rc));
+  c->state = C_WAITING;
+}
+
+static void mx_listed(int rc, const struct String_vector* children, const void* data) {
+  struct contender* c = (struct contender*)data;
+  if (rc != ZOK) die("get_children %s: %s", mx.path, zerror(rc));
+  const char* mine = strrchr(c->node, '/') + 1;
+  const char* pred = NULL;
+  int found = 0;
+  for (int i = 0; i < children->count; ++i) {
+    const char* name = children->data[i];
+    if (strncmp(name, "m-", 2) != 0) continue;
+    int order = strcmp(name, mine); /* same prefix, 10-digit sequence: the names sort as the queue */
+    if (order == 0) found = 1;
+    else if (order < 0 && (!pred || strcmp(name, pred) > 0)) pred = name;
+  }
+  if (!found) die("our node %s is not in the listing", c->node);
+  if (!pred) {
+    mx_grant(c);
+    return;
+  }
+  snprintf(c->pred, sizeof c->pred, "%s/%s", mx.path, pred);
+  c->state = C_EXISTS;
+  ++mx.requests;
+  check(zoo_awexists(c->zh, c->pred, mx_watcher, c, mx_exists_done, c), "zoo_awexists");
+}
+
+static void mx_list(struct contender* c) {
+  c->state = C_LISTING;
+  ++mx.requests;
+  check(zoo_aget_children(c->zh, mx.path, 0, mx_listed, c), "zoo_aget_children");
+}
+
+static void mx_created(int rc, const char* value, const void* data) {
+  struct contender* c = (struct contender*)data;
+  if (rc != ZOK) die("create %s: %s", mx.prefix, zerror(rc));
+  snprintf(c->node, sizeof c->node, "%s", value);
+  mx_list(c);
+}
+
+static void mx_create(struct contender* c) {
+  c->state = C_CREATING;
+  ++mx.requests;
+  check(zoo_acreate(c->zh, mx.prefix, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE, mx_created, c),
+        "zoo_acreate");
+}
+
+static void mx_deleted(int rc, const void* data) {
+  struct contender* c = (struct contender*)data;
+  if (rc != ZOK) die("delete %s: %s", c->node, zerror(rc));
+  if (--c->cycles_left > 0) {
+    mx_create(c);
+    return;
+  }
+  c->state = C_DONE;
+  --mx.active;
+}
+
+/* releases every contender whose hold is over; returns the ms until the next hold ends (capped) */
+static int mx_release_due(void) {
+  int next_ms = 1000;
+  double t = now_us();
+  for (int i = 0; i < n_sessions; ++i) {
+    struct contender* c = &mx.c[i];
+    if (c->state != C_HELD) continue;
+    if (t < c->hold_until) {
+      int ms = (int)ceil((c->hold_until - t) / 1000);
+      if (ms < next_ms) next_ms = ms;
+      continue;
+    }
+    --mx.inside;
+    mx.releaser = c->id;
+    c->state = C_RELEASING;
+    ++mx.requests;
+    mx.release_started = now_us();
+    check(zoo_adelete(c->zh, c->node, -1, mx_deleted, c), "zoo_adelete");
+  }
+  return next_ms;
+}
+
+static int run_mutex(const char* path, int contenders, int cycles, int hold_us) {
+  mx.path = path;
+  mx.hold_us = hold_us;
+  mx.releaser = -1;
+  snprintf(mx.prefix, sizeof mx.prefix, "%s/m-", path);
+  mx.handoffs = calloc((size_t)contenders * (size_t)cycles + 1, sizeof *mx.handoffs);
+  if (!mx.handoffs) die("out of memory");
+  ensure_path(sessions[0].zh, path);
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  double t0 = now_us();
+  for (int i = 0; i < contenders; ++i) {
+    mx.c[i].id = i;
+    mx.c[i].zh = sessions[i].zh;
+    mx.c[i].cycles_left = cycles;
+    mx_create(&mx.c[i]);
+  }
+  mx.active = contenders;
+  double limit = t0 + deadline_s * 1e6 * (1 + cycles / 100.0);
+  while (mx.active > 0) {
+    if (now_us() > limit) die("--mode mutex: timed out with %d contenders not done", mx.active);
+    pump_cap_ms = mx_release_due();
+    pump();
+  }
+  double seconds = (now_us() - t0) / 1e6;
+  getrusage(RUSAGE_SELF, &ru1);
+  double cpu_s = (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) + (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+                 (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) + (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+  int n = (int)mx.n_handoffs;
+  qsort(mx.handoffs, (size_t)n, sizeof *mx.handoffs, cmp_double);
+  double acq = mx.acquisitions > 0 ? (double)mx.acquisitions : 1;
+  put_str("impl", "cmutex");
+  put_int("contenders", contenders);
+  put_int("cycles", cycles);
+  put_int("hold_us", hold_us);
+  put_int("acquisitions", mx.acquisitions);
+  put_num("throughput", mx.acquisitions / seconds);
+  put_num("handoff_p50_us", percentile(mx.handoffs, n, 50));
+  put_num("handoff_p90_us", percentile(mx.handoffs, n, 90));
+  put_num("handoff_p99_us", percentile(mx.handoffs, n, 99));
+  put_num("handoff_p999_us", percentile(mx.handoffs, n, 99.9));
+  put_num("handoff_max_us", percentile(mx.handoffs, n, 100));
+  put_int("handoffs", n);
+  put_num("solo_cycle_us", NAN);
+  put_int("violations", mx.violations);
+  put_int("threads", thread_count());
+  put_int("rss_kb", rss_kb("VmHWM:"));
+  put_num("cpu_us_per_acq", cpu_s * 1e6 / acq);
+  /* create, listing, the predecessor's exists (none for a contender first in line), delete; a
+   * listing more when the predecessor was gone before its exists */
+  put_num2("requests_per_acq", mx.requests / acq);
+  /* the events the waiters' exists-watches fire, and those that grant: one per release */
+  put_num2("watch_events_per_release", mx.watch_events / acq);
+  put_num2("wakeups_per_release", mx.wakeups / acq);
+  free(mx.handoffs);
+  return mx.violations == 0 ? 0 : 1;
+}
+
 static void usage(const char* msg) {
   fprintf(stderr, "cfloor: %s\nusage: zklock-cfloor --connect HOSTS --path PATH --contenders N --cycles M "
-                  "[--hold-us U] [--idle-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
+                  "[--mode floors|mutex] [--hold-us U] [--idle-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
   exit(2);
 }
 
 int main(int argc, char** argv) {
   const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL;
-  int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0, idle_us = 0;
+  int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0, idle_us = 0, hold_us = 0;
+  int mutex_mode = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
@@ -398,7 +642,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(key, "--path")) path = v;
     else if (!strcmp(key, "--contenders")) contenders = atoi(v);
     else if (!strcmp(key, "--cycles")) cycles = atoi(v);
-    else if (!strcmp(key, "--hold-us")) (void)v; /* accepted for a uniform command line; unused */
+    else if (!strcmp(key, "--hold-us")) hold_us = atoi(v); /* --mode mutex only; the floors hold nothing */
+    else if (!strcmp(key, "--mode") && (!strcmp(v, "floors") || !strcmp(v, "mutex"))) mutex_mode = !strcmp(v, "mutex");
     else if (!strcmp(key, "--idle-us")) idle_us = atoi(v);
     else if (!strcmp(key, "--json")) json_file = v;
     else if (!strcmp(key, "--resolve-delay-ms")) resolve_delay_ms = atoi(v), set_resolve_delay = 1;
@@ -406,12 +651,20 @@ int main(int argc, char** argv) {
   }
   if (path[0] != '/' || strlen(path) > 400 || (strlen(path) > 1 && path[strlen(path) - 1] == '/'))
     usage("--path must be an absolute znode path");
+  if (mutex_mode && (contenders < 1 || contenders > MAX_SESSIONS || cycles < 1 || hold_us < 0))
+    usage("--mode mutex: --contenders 1 to 64, --cycles at least 1, --hold-us at least 0");
+  /* --mode mutex resolves the hosts on connection loss only, as zklock's sessions do: re-resolving
+   * on every zookeeper_interest call costs each of its N handles that much CPU on every pass of the
+   * loop (2-3x the CPU per acquisition at 8 contenders) */
+  if (mutex_mode && !set_resolve_delay) resolve_delay_ms = -1, set_resolve_delay = 1;
   int n = cycles < 200 ? 200 : cycles;
 
   zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-  const char* names[MAX_SESSIONS] = {"A", "B"};
-  n_sessions = MAX_SESSIONS;
+  static char names[MAX_SESSIONS][16];
+  n_sessions = mutex_mode ? contenders : 2;
   for (int i = 0; i < n_sessions; ++i) {
+    if (mutex_mode) snprintf(names[i], sizeof names[i], "contender %d", i);
+    else snprintf(names[i], sizeof names[i], "%c", 'A' + i);
     sessions[i].name = names[i];
     sessions[i].zh = zookeeper_init(connect, session_watcher, 30000, NULL, &sessions[i], 0);
     if (!sessions[i].zh) die("zookeeper_init(%s): %s", connect, strerror(errno));
@@ -421,6 +674,13 @@ int main(int argc, char** argv) {
                                  "zoo_set_servers_resolution_delay");
   }
   for (int i = 0; i < n_sessions; ++i) wait_until(&sessions[i].connected, "session connect");
+  if (mutex_mode) {
+    fprintf(stderr, "cfloor: %d sessions connected; --mode mutex, %d cycles each\n", n_sessions, cycles);
+    int rc = run_mutex(path, contenders, cycles, hold_us);
+    for (int i = 0; i < n_sessions; ++i) zookeeper_close(sessions[i].zh);
+    emit(json_file);
+    return rc;
+  }
   fprintf(stderr, "cfloor: sessions connected; %d cycles per floor\n", n);
   zhandle_t* A = sessions[0].zh;
   zhandle_t* B = sessions[1].zh;
@@ -487,26 +747,7 @@ int main(int argc, char** argv) {
     put_num("floor_i_p99_us", percentile(fi, n, 99));
   }
 
-  for (int i = 0; i < n_out; ++i) printf("%s%s=%s", i ? " " : "", out[i].key, out[i].value);
-  printf("\n");
-  fflush(stdout);
-  if (json_file) {
-    FILE* f = fopen(json_file, "w");
-    if (!f) die("cannot write %s: %s", json_file, strerror(errno));
-    fputc('{', f);
-    for (int i = 0; i < n_out; ++i) {
-      const char* v = out[i].value;
-      int numeric = (v[0] >= '0' && v[0] <= '9') || v[0] == '-';
-      if (!strcmp(v, "nan"))
-        fprintf(f, "%s\"%s\": null", i ? ", " : "", out[i].key);
-      else if (numeric)
-        fprintf(f, "%s\"%s\": %s", i ? ", " : "", out[i].key, v);
-      else
-        fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", out[i].key, v);
-    }
-    fputs("}\n", f);
-    fclose(f);
-  }
+  emit(json_file);
   free(fa);
   free(fb);
   free(fc);
