@@ -16,6 +16,7 @@ build() { env "${build_env[@]}" bash scripts/build.sh "$@"; }
 run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/zklock-run-XXXXXX")
 ctest_args=(--output-on-failure --timeout 600)
 status=0
+phase() { echo "== zklock test command, $(date -u +%T) (${SECONDS} s): $*" >&2; }
 check() {  # the exit status of a phase that ran in the background, and its output
   local pid=$1 title=$2 out=$3 rc=0
   wait "$pid" || rc=$?
@@ -31,7 +32,9 @@ else
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
   # 1. The library, the unit and integration tests, the fault-injection tools.
+  phase "1. the library, the unit and integration tests, the fault tools"
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
+  phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault, one at a time in each of their two
   #    lanes, about 230 s; a quarter of a core each) in a ctest of their own (their directory's
   #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
@@ -62,6 +65,7 @@ else
   echo $programs_status >"$run_tmp/programs.status"
   build_status=$programs_status
   ((build_status != 0)) || nice -n 10 env "${build_env[@]}" bash scripts/build.sh || build_status=$?
+  phase "2. the build is done (status $build_status); waiting for the tests beside it"
   check $early_pid "the unit, integration, apps and interop tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$', then -L '^(apps|interop)\$')" \
     "$run_tmp/early.out"
   # 3. Every other test, the build done: the benchmark's and ThreadSanitizer's programs, the
@@ -71,8 +75,10 @@ else
   #    top directory's. Each waits on timers and servers most of its run (docs/TESTING.md).
   if ((build_status == 0)); then
     timed='integration-timing|apps-timing|bench|tsan'
+    phase "3. the compilers' checks, the ensemble's and the fixture's tests"
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
       -LE "^(unit|integration|apps|interop|fault|$timed)\$" -j "${CTEST_JOBS:-4}" || status=$?
+    phase "3. the timed tests, in two lanes"
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^integration-timing$' \
       >"$run_tmp/timed.out" 2>&1 &
     timed_pid=$!
