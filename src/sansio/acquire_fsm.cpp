@@ -143,7 +143,7 @@ acquire_fsm::actions acquire_fsm::own_node_gone() {
   // replies about the old node are of no use now
   in_flight_.erase(request::stat);
   in_flight_.erase(request::refresh);
-  grant_after_remove_ = false;
+  drop_waiting_grant();
   if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) {
     // A listing on its way may predate the deletion: it decides (as not showing our node), and
     // no second listing may be sent meanwhile.
@@ -157,10 +157,15 @@ acquire_fsm::actions acquire_fsm::own_node_gone() {
 }
 
 acquire_fsm::actions acquire_fsm::requeue() {
-  // A grant decided for the old node (waiting behind a watch removal that a lost connection
-  // delayed) is void: the new node waits its own turn.
-  grant_after_remove_ = false;
+  drop_waiting_grant();
   return create_and_list();
+}
+
+void acquire_fsm::drop_waiting_grant() noexcept {
+  // A grant decided for the old node (waiting behind a watch removal that a lost connection
+  // delayed) is void: the new node waits its own turn. (A grant gone ahead of the lease dir's
+  // removal stays so: the removal is still on its way.)
+  if (removal_ == removal_in_flight::grant_waits_for_reply) removal_ = removal_in_flight::none;
 }
 
 acquire_fsm::actions acquire_fsm::after_connection_loss(resend what) {
@@ -332,28 +337,27 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
       // Granted by a listing that set a watch (watch_dir): remove it. Its removal already on
       // its way (a grant on an earlier listing, then a requeue): the grant waits for its reply.
       if (in_flight_.contains(request::remove_watch) || resend_ == resend::remove_watch) {
-        grant_before_removal_ = false;
-        grant_after_remove_ = true;
+        removal_ = removal_in_flight::grant_waits_for_reply;
         return {};
       }
       in_flight_.insert(request::remove_watch);
       actions out{{acquire_action::remove_watch, dir_}};
       if (czxid_ == 0 || grant_held_back()) {
-        grant_after_remove_ = true;  // a grant that waits anyway (a stat, a lock-delay) waits for it too
+        removal_ = removal_in_flight::grant_waits_for_reply;  // a grant that waits anyway (a stat, a lock-delay) waits for it too
         return out;
       }
       // The grant goes on at once, the removal ahead of it on the wire (see on_grant_check).
-      grant_before_removal_ = true;
+      removal_ = removal_in_flight::grant_went_ahead;
       auto g = acquired();
       out.insert(out.end(), g.begin(), g.end());
       return out;
     }
     if (!blockers_.empty()) {
       // watches left on nodes that no longer block us (a downgraded writer): removed first
-      grant_after_remove_ = true;
+      removal_ = removal_in_flight::grant_waits_for_reply;
       auto out = remove_blocker_watches();
       if (!out.empty() || blocker_requests_pending()) return out;
-      grant_after_remove_ = false;
+      removal_ = removal_in_flight::none;
     }
     return acquired();
   }
@@ -440,11 +444,10 @@ acquire_fsm::actions acquire_fsm::on_grant_check(const grant_view& v) {
     result_ = {over, {}, 0};
     return {{acquire_action::complete, {}}};
   }
-  if (grant_before_removal_ && (!v.connected || resend_ == resend::remove_watch)) {
+  if (removal_ == removal_in_flight::grant_went_ahead && (!v.connected || resend_ == resend::remove_watch)) {
     // The lease dir's removal may be lost with the connection (the C client then sets the
     // watch again): the grant waits for its reply after all, sent again after the reconnect.
-    grant_before_removal_ = false;
-    grant_after_remove_ = true;
+    removal_ = removal_in_flight::grant_waits_for_reply;
     phase_ = phase::acquiring;
     return {};
   }
@@ -515,7 +518,7 @@ acquire_fsm::actions acquire_fsm::on_watch_set(const std::string& path, error_co
   auto it = blockers_.find(path);
   if (phase_ == phase::done || it == blockers_.end() || it->second != blocker_watch::setting) return {};
   if (!ec && lock_delay_.count() > 0) owners_[path] = owner;
-  if (!ec && (phase_ != phase::acquiring || grant_after_remove_)) {
+  if (!ec && (phase_ != phase::acquiring || removal_ == removal_in_flight::grant_waits_for_reply)) {
     // stopping, or granted meanwhile: the watch just set goes again
     it->second = blocker_watch::removing;
     return {{acquire_action::remove_watch, path}};
@@ -699,10 +702,14 @@ acquire_fsm::actions acquire_fsm::on_watch_removed(const std::string& path, erro
     // session gone) it is gone.
     // The grant did not wait for it: once granted (or granting), the removal's reply changes
     // nothing here (one lost after the completion: the runner sends it again on the reconnect).
-    if (grant_before_removal_ && phase_ == phase::done) return {};
+    const bool went_ahead = removal_ == removal_in_flight::grant_went_ahead;
+    if (went_ahead && phase_ == phase::done) return {};
     if (is_connection_loss(ec)) return after_connection_loss(resend::remove_watch);
     watch_active_ = false;
-    if (std::exchange(grant_before_removal_, false) && phase_ == phase::granting) return {};
+    if (went_ahead) {
+      removal_ = removal_in_flight::none;
+      if (phase_ == phase::granting) return {};
+    }
     return after_watch_removed();
   }
   auto it = blockers_.find(path);
@@ -718,8 +725,8 @@ acquire_fsm::actions acquire_fsm::on_watch_removed(const std::string& path, erro
 acquire_fsm::actions acquire_fsm::after_watch_removed() {
   if (phase_ != phase::acquiring) return finish_cleaning_if_idle();
   if (blocker_requests_pending() || in_flight_.contains(request::remove_watch)) return {};
-  if (grant_after_remove_) {
-    grant_after_remove_ = false;
+  if (removal_ == removal_in_flight::grant_waits_for_reply) {
+    removal_ = removal_in_flight::none;
     // Not while a listing is on its way, nor after a reconnect (unconfirmed_: is our node still
     // there?): a listing decides.
     if (blockers_.empty() && !watch_active_ && !unconfirmed_ && !in_flight_.contains(request::list))

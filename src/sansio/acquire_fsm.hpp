@@ -282,12 +282,20 @@ class acquire_fsm {
                                                        request::delete_node, request::delete_delay};
   // The contact refresh before a grant: at most once per acquire.
   enum class refresh { not_sent, sent, found_session_over };
+  // What a watch removal on its way (the lease dir's, or blockers') means for the grant: none
+  // (no removal, or one the grant does not depend on: a downgraded blocker's watch goes, then we
+  // list again); the grant waits for its reply (won by a listing that set a watch, or a grant
+  // that waits anyway for a stat or a lock-delay); the grant went ahead of the lease dir's
+  // removal (one lost before the completion makes the grant wait for it after all; one lost
+  // after it the runner sends again on the reconnect).
+  enum class removal_in_flight { none, grant_waits_for_reply, grant_went_ahead };
 
   actions evaluate(const std::vector<std::string>& children);  // vanished_from, then evaluate_queue
   actions evaluate_queue(const std::vector<std::string>& children);
   actions after_blocker_gone();       // a watched blocker went (or was never there): grant, list, or wait
   actions own_node_gone();            // our node was deleted by someone else
   actions requeue();                  // queue again with a new node (our node is gone)
+  void drop_waiting_grant() noexcept;  // a grant waiting behind a watch removal is void
   actions list_again();               // list (unless a listing is in flight already)
   actions watch_own();                // set the watch on our node
   actions remove_blocker_watches();   // every blocker watch set: remove it
@@ -306,13 +314,11 @@ class acquire_fsm {
   actions vanished_from(const std::vector<std::string>& children);  // owners_ not in the listing
   bool grant_held_back() const noexcept { return checks_pending_ > 0 || delay_running_; }
 
-  // State. The requests in flight are one set (in_flight_); phase_, resend_ and refresh_ are one
-  // variable each. The booleans left are facts of their own, each true or false in any phase
-  // and whatever is in flight:
+  // State. The requests in flight are one set (in_flight_); phase_, resend_, refresh_ and
+  // removal_ are one variable each. The booleans left are facts of their own, each true or false
+  // in any phase and whatever is in flight:
   //  - probing_: the try-lock's look before its create; it outlives a stop (cleaning), where a
   //    probe's reply must still not be taken for the listing of a created node;
-  //  - grant_after_remove_: why the watch removal in flight was sent (a grant waits behind it,
-  //    or a downgraded blocker's watch goes);
   //  - create_outcome_unknown_: a create lost with the connection, to be found by its id; it
   //    outlives requests and phases (the listing that resolves it may be lost too);
   //  - node_gone_: the cleanup has nothing left to delete, while node_ still names the node
@@ -331,8 +337,7 @@ class acquire_fsm {
   int max_leases_;
   phase phase_ = phase::idle;
   flag_set<request> in_flight_;
-  bool grant_after_remove_ = false;  // granted by a listing that set a watch: remove it first
-  bool grant_before_removal_ = false;  // the lease dir's removal in flight: the grant goes on meanwhile
+  removal_in_flight removal_ = removal_in_flight::none;
   bool probing_ = false;        // try-lock: the listing before any create
   error_code reason_;           // completion error while cleaning
 

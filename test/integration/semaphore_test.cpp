@@ -198,3 +198,38 @@ TEST_CASE_METHOD(server_fixture, "semaphore: the requests of an acquisition, alo
     CHECK(c.stats().requests_sent - sent_c == 11);
   }(), 60s);
 }
+
+TEST_CASE_METHOD(proxied_fixture, "semaphore: a lease granted with the leases dir's watch removal on its way, the removal "
+          "lost with the connection after the grant: sent again after the reconnect",
+          "[integration][semaphore][fault]") {
+  auto& holder = connect();
+  auto& waiter = connect_proxied(8000ms);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    semaphore sh(holder, "/sem/removal", 1), sw(waiter, "/sem/removal", 1);
+    auto held = co_await sh.async_acquire(asio::use_awaitable);
+    completion<lock_guard> got;
+    sw.async_acquire(got.handler());
+    for (int i = 0; i < 500 && children_watches(srv) != 1; ++i) co_await sleep_for(10ms);
+    REQUIRE(children_watches(srv) == 1);  // the waiter's, on the leases dir
+    // The holder's release frees the lease; the waiter's watched listing grants it, and the
+    // removal of its watch, sent with the grant, cuts the connection: its reply is lost. No
+    // reconnect until the grant is seen: it did not wait for that reply.
+    proxy.set_accepting(false);
+    proxy.cut_at_request(18);  // removeWatches
+    co_await held.async_release(asio::use_awaitable);
+    co_await until([&] { return got.done; }, 10s);
+    REQUIRE(got.ok());
+    CHECK(got.result.owns_lock());
+    CHECK(proxy.cuts() == 1);
+    proxy.set_accepting(true);
+    co_await until([&] { return is_connected(waiter.state()); }, 10s);
+    // (The server dropped the connection's watches with it.) The C client sets the watch again
+    // on the reconnect; the removal, sent again, takes it away.
+    for (int i = 0; i < 500 && children_watches(srv) != 0; ++i) co_await sleep_for(10ms);
+    CHECK(children_watches(srv) == 0);
+    CHECK(got.result.owns_lock());
+    co_await got.result.async_release(asio::use_awaitable);
+    co_await until_children(holder, "/sem/removal/leases", 0);
+    co_await until_children(holder, "/sem/removal/locks", 0);
+  }(), 60s);
+}

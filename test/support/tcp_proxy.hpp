@@ -1,5 +1,6 @@
 // A fault-injecting TCP proxy on 127.0.0.1 for tests: forwards to a target, and on request
-// swallows the server's replies or drops every connection. Runs on the test's io_context.
+// swallows the server's replies, drops every connection, or drops them at a given ZooKeeper
+// request. Runs on the test's io_context.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -9,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace zklock::test {
 
@@ -53,6 +55,13 @@ class tcp_proxy {
     }
     links_.clear();
   }
+  /// Once the client sends a request of type `opcode` (ZooKeeper's OpCode: 18 is
+  /// removeWatches), every connection is closed as drop_all does, and neither that request nor
+  /// what came with it in the same read reaches the server: its reply is lost for certain.
+  /// Once; -1 disarms it.
+  void cut_at_request(std::int32_t opcode) { cut_opcode_ = opcode; }
+  /// How many times cut_at_request cut.
+  int cuts() const { return cuts_; }
   int connections_accepted() const { return accepted_; }
   /// While false, new connections are closed at once (the server looks unreachable).
   void set_accepting(bool on) { accepting_ = on; }
@@ -61,7 +70,28 @@ class tcp_proxy {
   struct link {
     explicit link(boost::asio::any_io_executor ex) : client(ex), server(ex) {}
     boost::asio::ip::tcp::socket client, server;
+    std::string unparsed;        // the client's bytes of a request not read whole yet
+    bool connect_read = false;   // its first frame, the connect request (no request header)
   };
+
+  // Whether the client's bytes `in` end a request of type `opcode`. Frames: a 4-byte big-endian
+  // length, then the request: a header (xid, type) but in the connection's first frame.
+  static bool ends_request_of(link& l, std::string_view in, std::int32_t opcode) {
+    auto be32 = [&l](std::size_t at) {
+      std::uint32_t v = 0;
+      for (std::size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(l.unparsed[at + i]);
+      return v;
+    };
+    l.unparsed.append(in);
+    bool found = false;
+    while (l.unparsed.size() >= 4 && l.unparsed.size() - 4 >= be32(0)) {
+      std::size_t frame = 4 + be32(0);
+      if (l.connect_read && frame >= 12 && static_cast<std::int32_t>(be32(8)) == opcode) found = true;
+      l.connect_read = true;
+      l.unparsed.erase(0, frame);
+    }
+    return found;
+  }
 
   void accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
@@ -96,6 +126,11 @@ class tcp_proxy {
         l->server.close(ignored);
         return;
       }
+      if (!from_server && ends_request_of(*l, {buf->data(), n}, cut_opcode_) && cut_opcode_ >= 0) {
+        cut_opcode_ = -1;
+        ++cuts_;
+        return drop_all();
+      }
       if (blackhole_ || (from_server && swallow_)) return pump(l, from, to, from_server);
       boost::asio::async_write(to, boost::asio::buffer(buf->data(), n),
                                [this, l, &from, &to, from_server, buf](boost::system::error_code ec, std::size_t) {
@@ -112,6 +147,8 @@ class tcp_proxy {
   bool blackhole_ = false;
   bool accepting_ = true;
   int accepted_ = 0;
+  std::int32_t cut_opcode_ = -1;  // cut_at_request
+  int cuts_ = 0;
   std::list<std::shared_ptr<link>> links_;
 };
 

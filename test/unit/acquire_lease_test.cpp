@@ -102,25 +102,53 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own and one blo
   CHECK(v.watches.empty());
 }
 
-TEST_CASE("a lease granted by a watched listing completes with the dir's watch removal on its way",
-          "[unit][lock][semaphore]") {
-  const std::string lease_prefix = "_c_ffffffff-0000-0000-0000-00000000000l-lease-";
-  sim s(lock_kind::lease, lock_mode::wait, 1);
-  auto h = s.add_foreign(lease_prefix);
+namespace {
+// We wait on the leases dir behind the one lease, another's; it is released, and the listing
+// our watch's event asks for frees our lease (its actions applied, no reply answered yet).
+void free_our_lease_by_a_watched_listing(sim& s) {
+  auto h = s.add_foreign(zklock::testing::lease_prefix);
   s.run();
   REQUIRE_FALSE(s.completed);
   REQUIRE(s.watches.count(s.dir) == 1);
   s.delete_foreign(h);
   REQUIRE(s.step());  // the dir's event: look again, watching
-  REQUIRE(s.step());  // that listing frees our lease: granted now, not behind the removal's reply
-  REQUIRE(s.completed);
+  REQUIRE(s.step());  // that listing frees our lease
+}
+}  // namespace
+
+TEST_CASE("a lease granted by a watched listing completes with the dir's watch removal on its way",
+          "[unit][lock][semaphore]") {
+  sim s(lock_kind::lease, lock_mode::wait, 1);
+  free_our_lease_by_a_watched_listing(s);
+  REQUIRE(s.completed);  // granted now, not behind the removal's reply
   CHECK_FALSE(s.fsm.result().ec);
   CHECK(s.blocker_watches().empty());  // the removal went out with the grant
   CHECK_FALSE(s.replies.empty());      // its reply comes after the completion
   s.drain();
   // a lease taken and released in the dir after the grant: no watch of ours hears it
-  s.delete_foreign(s.add_foreign(lease_prefix));
+  s.delete_foreign(s.add_foreign(zklock::testing::lease_prefix));
   s.drain();
+  CHECK(s.completions == 1);
+  CHECK(s.violation.empty());
+}
+
+TEST_CASE("lease: a grant ahead of the dir's watch removal, both lost with the connection, waits for the removal sent again",
+          "[unit][lock][semaphore][fault]") {
+  // The grant refreshes its contact first; the removal and the refresh are lost with the
+  // connection: the grant waits for the removal after all, sent again after the reconnect.
+  sim s(lock_kind::lease, lock_mode::wait, 1);
+  s.contact_stale = [] { return true; };
+  free_our_lease_by_a_watched_listing(s);  // the removal goes, the grant refreshes its contact
+  REQUIRE_FALSE(s.completed);
+  REQUIRE(s.refreshes == 1);
+  s.drop_connection([] { return false; });  // the removal and the refresh fail with connection_loss
+  CHECK_FALSE(s.completed);                 // the grant waits for the removal now
+  CHECK(s.watches.count(s.dir) == 1);       // (the C client sets it again on the reconnect)
+  s.reconnect();
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.blocker_watches().empty());  // the removal, sent again, took it away
   CHECK(s.completions == 1);
   CHECK(s.violation.empty());
 }
