@@ -47,7 +47,8 @@ struct mutex_options {
   /// vanished because its owner's session ended (not a release), the grant waits this long
   /// more, so that what a dead holder left in flight lands first (for resources that cannot
   /// check a fencing token). How a release is told apart, what is delayed to be safe and the
-  /// costs: README.md, "Lock-delay". Not applied by the local queue (local_queue = true) yet.
+  /// costs: README.md, "Lock-delay". With local_queue = true it delays the acquire of the
+  /// queue's node (as watched_blockers applies to that node).
   std::chrono::milliseconds lock_delay{0};
 };
 

@@ -20,9 +20,8 @@ namespace zklock::detail {
 
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
-  local_queue(std::shared_ptr<session_impl> s, std::string path, int max_local_handoffs, std::string identity)
-      : s_(s), dir_(make_lock_dir(s, std::move(path))), fsm_(max_local_handoffs) {
-    dir_->identity = std::move(identity);
+  local_queue(std::shared_ptr<lock_dir> node_dir, int max_local_handoffs)
+      : s_(node_dir->s), dir_(std::move(node_dir)), fsm_(max_local_handoffs) {
     dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
@@ -290,9 +289,8 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   std::int64_t members_session_ = 0;  // the session the holder and waiters joined on; 0: told its end
 };
 
-std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
-                                              int max_local_handoffs, std::string identity) {
-  return std::make_shared<local_queue>(std::move(s), std::move(path), max_local_handoffs, std::move(identity));
+std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<lock_dir> node_dir, int max_local_handoffs) {
+  return std::make_shared<local_queue>(std::move(node_dir), max_local_handoffs);
 }
 
 void release_local_hold(local_queue& q, const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {

@@ -19,9 +19,9 @@ namespace zklock::detail {
 
 class local_queue;
 
-/// `identity`: what the queue's node carries after its marker (mutex_options::identity).
-std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<session_impl> s, std::string path,
-                                              int max_local_handoffs, std::string identity);
+/// `node_dir`: how the queue's node is acquired (a plain lock dir with the mutex's options:
+/// identity, watched_blockers, lock_delay); its session is the queue's.
+std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<lock_dir> node_dir, int max_local_handoffs);
 /// One acquire through a local-queue mutex (path validated by start_acquire).
 void start_local_acquire(const std::shared_ptr<local_queue>& q, pending<void(error_code, lock_guard)>::ptr op,
                          acquire_params p);

@@ -31,11 +31,15 @@ std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::st
 }
 
 std::shared_ptr<lock_dir> make_lock_dir(std::shared_ptr<session_impl> s, std::string path, const mutex_options& o) {
-  auto m = make_lock_dir(s, path);
-  if (o.identity) m->identity = *o.identity;
-  m->max_watched = o.watched_blockers;
-  m->lock_delay = std::max(o.lock_delay, std::chrono::milliseconds(0));
-  if (o.local_queue) m->local = make_local_queue(std::move(s), std::move(path), o.max_local_handoffs, m->identity);
+  // How a node of this mutex is acquired: for the local queue's node as for the mutex's own.
+  auto with_options = [&o](std::shared_ptr<lock_dir> d) {
+    if (o.identity) d->identity = *o.identity;
+    d->max_watched = o.watched_blockers;
+    d->lock_delay = std::max(o.lock_delay, std::chrono::milliseconds(0));
+    return d;
+  };
+  auto m = with_options(make_lock_dir(s, path));
+  if (o.local_queue) m->local = make_local_queue(with_options(make_lock_dir(s, path)), o.max_local_handoffs);
   return m;
 }
 

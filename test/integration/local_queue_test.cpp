@@ -413,3 +413,36 @@ TEST_CASE_METHOD(server_fixture,
     co_await g.async_release(asio::use_awaitable);
   }(), 120s);
 }
+
+TEST_CASE_METHOD(server_fixture, "local queue: the queue's node watches up to watched_blockers blockers (K)",
+                 "[integration][local]") {
+  // K above the default, so that a queue node made without the mutex's options shows
+  const int k = mutex_options{}.watched_blockers + 1;
+  const int waiters = k + 2;
+  auto sessions = connect_sessions(waiters + 1);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex head(*sessions[0], "/locks/local/k");
+    auto g = co_await head.async_acquire(asio::use_awaitable);
+    auto o = local();
+    o.watched_blockers = k;
+    std::vector<std::unique_ptr<mutex>> ms;
+    int granted = 0;
+    for (int i = 1; i <= waiters; ++i) {
+      ms.push_back(std::make_unique<mutex>(*sessions[i], "/locks/local/k", o));
+      ms.back()->async_acquire([&](error_code ec, lock_guard) {  // released at once (background)
+        CHECK_FALSE(ec);
+        ++granted;
+      });
+    }
+    co_await until_children(*sessions[0], "/locks/local/k", waiters + 1);
+    co_await sleep_for(500ms);  // every queue's node watching
+    // the i-th queue's node has i blockers ahead and watches min(i, K) of them (besides its own)
+    int blocker_watches = 0;
+    for (int i = 1; i <= waiters; ++i) blocker_watches += std::min(i, k);
+    CHECK(server_watches(srv) == blocker_watches);
+    co_await g.async_release(asio::use_awaitable);
+    co_await until([&] { return granted == waiters; }, 20s);
+    CHECK(granted == waiters);
+    co_await until_children(*sessions[0], "/locks/local/k", 0);
+  }(), 60s);
+}

@@ -127,6 +127,17 @@ TEST_CASE_METHOD(expiry_fixture, "lock-delay: a holder whose session expires: th
   }());
 }
 
+TEST_CASE_METHOD(expiry_fixture,
+                 "lock-delay with a local queue: a holder whose session expires: the successor's node waits lock_delay after the expiry",
+                 "[integration][lock_delay][local][fault][timing]") {
+  const auto delay = 1500ms;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    check_delayed(co_await expire_mutex_holder(*this, holder_s, waiter_s, observer, "/lockdelay/local/expire",
+                                               {.local_queue = true, .lock_delay = delay}),
+                  delay);
+  }());
+}
+
 TEST_CASE_METHOD(expiry_fixture, "lock-delay off: the successor of an expired holder is granted at once, no beacon is written",
                  "[integration][lock_delay][fault][timing]") {
   const std::string path = "/lockdelay/off/expire";
