@@ -32,19 +32,8 @@ else
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
   # 1. The library, the unit and integration tests, the fault-injection tools.
-  # What the first build needs is installed first (the compiler's packages, the server's, Catch2),
-  # the rest (the peers, a JDK, clang, doxygen, gnuplot: for the tests) beside that build.
-  export ZKLOCK_APT_STAMP=$run_tmp/apt-updated
-  bash scripts/deps.sh tests-build
-  bash scripts/deps.sh all 2>"$run_tmp/deps.txt" &
-  deps_pid=$!
   phase "1. the library, the unit and integration tests, the fault tools"
-  DEPS=tests-build build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness \
-    zklock_fault_worker || { wait $deps_pid; cat "$run_tmp/deps.txt" >&2; exit 1; }
-  deps_status=0
-  wait $deps_pid || deps_status=$?
-  cat "$run_tmp/deps.txt" >&2
-  if ((deps_status != 0)); then rm -rf "$run_tmp"; exit $deps_status; fi
+  build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault, one at a time in each of their two
   #    lanes, about 230 s; a quarter of a core each) in a ctest of their own (their directory's
