@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # zk_cds_archive.sh ARCHIVE: writes a class-data-sharing archive of a ZooKeeper server's classes
 # (Java 17's -XX:ArchiveClassesAtExit, at the exit of one throwaway server started and stopped
-# with scripts/zk-server.sh). The tests' servers map it (-XX:SharedArchiveFile, zk_server.cpp and
-# the ENVIRONMENT of the tests that use scripts/zk-server.sh): each of them starts with about 0.15 s
-# less CPU (0.40 s instead of 0.56 to the first session, docs/TESTING.md), and a run of the
-# tests starts hundreds. The classpath of the dump, zookeeper.jar alone, is a prefix of both
+# with scripts/zk-server.sh). The tests' servers map it (-XX:SharedArchiveFile: zk_server.cpp, and
+# the apps and interop tests' ENVIRONMENT for scripts/zk-server.sh): each of them starts with
+# about 0.15 s less CPU (0.40 s instead of 0.56 until it serves, docs/TESTING.md), and a run of
+# the tests starts hundreds. The classpath of the dump, zookeeper.jar alone, is a prefix of both
 # servers' (a logger after it): a JVM maps the archive only when it is. An archive a JVM cannot map
 # (another JDK, another classpath) is ignored (-Xshare:auto) and the classes load from the jars.
 # When no archive can be made (no java), this says so and the servers start without one.
