@@ -391,8 +391,7 @@ class server_process {
                    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"};
       // The class archive of test/support/zk_cds_archive.sh, if the build made one: 0.15 s less
       // CPU a start. A JVM that cannot map it ignores it (-Xshare:auto).
-      if (std::string cds = env_or("ZKLOCK_TEST_ZK_CDS_ARCHIVE", cds_archive); ::access(cds.c_str(), R_OK) == 0)
-        req_.args.push_back("-XX:SharedArchiveFile=" + cds);
+      if (::access(cds_archive, R_OK) == 0) req_.args.push_back(std::string("-XX:SharedArchiveFile=") + cds_archive);
       if (opts.container_check_interval_ms > 0)
         req_.args.push_back("-Dznode.container.checkIntervalMs=" + std::to_string(opts.container_check_interval_ms));
       req_.args.insert(req_.args.end(), {"-cp",
