@@ -39,7 +39,7 @@ else
   #    lanes, about 230 s; a quarter of a core each) in a ctest of their own (their directory's
   #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
   #    integration tests but those that must have the machine to themselves (labels
-  #    integration-timing, integration-ensemble: phase 3), then, once the programs they run are
+  #    integration-timing, lock-delay-timing, integration-ensemble: phase 3), then, once the programs they run are
   #    built, the zklock tool's and the examples' tests and the peers' (apps, interop; the timed
   #    ones are apps-timing, phase 3). Meanwhile the programs, then everything else, build
   #    niced: a test's wake-up comes before a compiler.
@@ -70,21 +70,27 @@ else
     "$run_tmp/early.out"
   # 3. Every other test, the build done: the benchmark's and ThreadSanitizer's programs, the
   #    compilers' checks, the ensemble tests (integration-ensemble); then the timed tests
-  #    (integration-timing, apps-timing, bench, tsan: RUN_SERIAL, each alone in its ctest) in two
-  #    lanes, two ctests side by side: the library's timed tests in test/'s, the programs' in the
-  #    top directory's. Each waits on timers and servers most of its run (docs/TESTING.md).
+  #    (integration-timing, lock-delay-timing, apps-timing, bench, tsan: RUN_SERIAL, each alone in
+  #    its ctest) in three lanes, three ctests side by side: the library's timed tests in test/'s,
+  #    its lock-delay ones in another, the programs' in the top directory's. Each waits on timers
+  #    and servers most of its run (docs/TESTING.md).
   if ((build_status == 0)); then
-    timed='integration-timing|apps-timing|bench|tsan'
+    timed='integration-timing|lock-delay-timing|apps-timing|bench|tsan'
     phase "3. the compilers' checks, the ensemble's and the fixture's tests"
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
       -LE "^(unit|integration|apps|interop|fault|$timed)\$" -j "${CTEST_JOBS:-4}" || status=$?
-    phase "3. the timed tests, in two lanes"
+    phase "3. the timed tests, in three lanes"
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^integration-timing$' \
       >"$run_tmp/timed.out" 2>&1 &
     timed_pid=$!
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^lock-delay-timing$' \
+      >"$run_tmp/lock-delay.out" 2>&1 &
+    lock_delay_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^(apps-timing|bench|tsan)$' || status=$?
     check $timed_pid "the library's timed tests (ctest --test-dir $BUILD_DIR/test -L '^integration-timing\$')" \
       "$run_tmp/timed.out"
+    check $lock_delay_pid "the library's lock-delay timed tests (ctest --test-dir $BUILD_DIR/test -L '^lock-delay-timing\$')" \
+      "$run_tmp/lock-delay.out"
   else
     echo "zklock: the build failed (status $build_status): the other tests were not run" >&2
     status=$build_status
