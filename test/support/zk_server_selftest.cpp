@@ -60,6 +60,14 @@ int our_processes() {
   return n;
 }
 
+// Whether process `pid` has `file` mapped (/proc/PID/maps names each mapped file).
+bool maps_file(pid_t pid, const std::string& file) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  for (std::string line; std::getline(in, line);)
+    if (line.size() >= file.size() && line.compare(line.size() - file.size(), file.size(), file) == 0) return true;
+  return false;
+}
+
 void expect_nothing_left() {
   CHECK(our_processes() == 0);
   CHECK(our_dirs() == 0);
@@ -67,7 +75,7 @@ void expect_nothing_left() {
 
 }  // namespace
 
-TEST_CASE("standalone server: ruok, pause, resume, restart, kill -9, start", "[fixture]") {
+TEST_CASE("standalone server: maps the class archive; ruok, pause, resume, restart, kill -9, start", "[fixture]") {
   std::vector<pid_t> pids;
   std::string data;
   {
@@ -82,6 +90,11 @@ TEST_CASE("standalone server: ruok, pause, resume, restart, kill -9, start", "[f
     CHECK(s.mode() == "standalone");
     CHECK(s.connect_string() == "127.0.0.1:" + std::to_string(s.port()));
     CHECK(s.four_letter("mntr").find("zk_server_state\tstandalone") != std::string::npos);
+    // the build's class archive of the server's classes (zk_cds_archive.sh): a JVM that cannot
+    // map it starts without it, silently, on more CPU
+    INFO("class archive " << ZKLOCK_TEST_ZK_CDS_ARCHIVE);
+    CHECK(fs::exists(ZKLOCK_TEST_ZK_CDS_ARCHIVE));
+    CHECK(maps_file(s.pid(), ZKLOCK_TEST_ZK_CDS_ARCHIVE));
 
     s.pause();
     auto t1 = clock_type::now();
