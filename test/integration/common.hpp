@@ -4,6 +4,7 @@
 
 #include <zklock/mutex.hpp>
 #include <zklock/session.hpp>
+#include <zklock/types.hpp>
 
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
@@ -299,6 +300,18 @@ inline asio::awaitable<void> until_no_watches(const zklock::test::zk_server& srv
                                               std::chrono::steady_clock::duration limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (server_watches(srv) != 0 && std::chrono::steady_clock::now() < deadline) co_await sleep_for(20ms);
+}
+
+/// Polls `list()` (a lock's async_contenders) every 20 ms until it returns `n` contenders, 2 s at
+/// most; returns the last listing (the test checks its size).
+template <class Lister>
+asio::awaitable<std::vector<zklock::contender>> contenders_until(Lister list, std::size_t n) {
+  auto q = co_await list();
+  for (int i = 0; i < 100 && q.size() != n; ++i) {
+    co_await sleep_for(20ms);
+    q = co_await list();
+  }
+  co_return q;
 }
 
 /// Waits (bounded: 2 s) until `flag` is set.

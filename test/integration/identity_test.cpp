@@ -18,15 +18,6 @@ std::string host_pid() {
   ::gethostname(host, sizeof host - 1);
   return std::string(host) + ":" + std::to_string(::getpid());
 }
-template <class Lister>
-asio::awaitable<std::vector<contender>> queue_of(Lister list, std::size_t n) {
-  auto q = co_await list();
-  for (int i = 0; i < 100 && q.size() != n; ++i) {
-    co_await sleep_for(20ms);
-    q = co_await list();
-  }
-  co_return q;
-}
 }  // namespace
 
 TEST_CASE_METHOD(server_fixture, "identities: every recipe's nodes say who holds and waits", "[integration][identity]") {
@@ -56,11 +47,11 @@ TEST_CASE_METHOD(server_fixture, "identities: every recipe's nodes say who holds
       }, asio::detached);
     };
     wait_on(m2, later[0]);
-    co_await queue_of([&] { return m1.async_contenders(asio::use_awaitable); }, 2);
+    co_await contenders_until([&] { return m1.async_contenders(asio::use_awaitable); }, 2);
     wait_on(m3, later[1]);
-    co_await queue_of([&] { return m1.async_contenders(asio::use_awaitable); }, 3);
+    co_await contenders_until([&] { return m1.async_contenders(asio::use_awaitable); }, 3);
     wait_on(m4, later[2]);
-    auto q = co_await queue_of([&] { return m1.async_contenders(asio::use_awaitable); }, 4);
+    auto q = co_await contenders_until([&] { return m1.async_contenders(asio::use_awaitable); }, 4);
     REQUIRE(q.size() == 4);
     CHECK(q[0].identity == host_pid());
     CHECK(q[0].data == "zklock/3 " + host_pid());
@@ -86,7 +77,7 @@ TEST_CASE_METHOD(server_fixture, "identities: every recipe's nodes say who holds
       rg = co_await r.async_acquire_shared(asio::use_awaitable);
       reader_in = true;
     }, asio::detached);
-    q = co_await queue_of([&] { return w.async_contenders(asio::use_awaitable); }, 2);
+    q = co_await contenders_until([&] { return w.async_contenders(asio::use_awaitable); }, 2);
     REQUIRE(q.size() == 2);
     CHECK(q[0].kind == lock_kind::write);
     CHECK(q[0].identity == "writer-A");

@@ -17,7 +17,7 @@ using namespace zklock;
 namespace {
 
 // The children of `path` in queue order (by their sequence suffix).
-asio::awaitable<std::vector<std::string>> queue_of(session& s, const std::string& path) {
+asio::awaitable<std::vector<std::string>> children_in_queue_order(session& s, const std::string& path) {
   auto [ec, r] = co_await s.async_get_children(path, tuple_awaitable);
   std::vector<std::string> q = ec ? std::vector<std::string>{} : r.children;
   std::sort(q.begin(), q.end(),
@@ -76,7 +76,7 @@ asio::awaitable<void> deleted_waiter(session& op, const std::string& path, Start
   co_await until_children(op, path, 2, 20s);
   start(2);
   co_await until_children(op, path, 3, 20s);
-  auto q = co_await queue_of(op, path);
+  auto q = co_await children_in_queue_order(op, path);
   const std::string a_node = path + "/" + q[1];
   co_await sleep_for(quiet);             // every session idle for a third of its timeout
   co_await operator_delete(op, a_node);  // A is connected and waiting

@@ -40,10 +40,10 @@ asio::awaitable<void> check_asked(std::shared_ptr<std::optional<error_code>> wai
   CHECK_FALSE(wait->value());
 }
 
-// A holder's session `a` and `other`, which asks, writes and deletes: both straight to the server.
-struct holder_and_other : server_fixture {
-  session& a = connect();
-  session& other = connect();
+// A holder's session `a` and `other` (b), which asks, writes and deletes: both straight to the
+// server.
+struct holder_and_other : two_sessions_fixture {
+  session& other = b;
 };
 
 }  // namespace

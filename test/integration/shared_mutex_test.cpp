@@ -12,16 +12,6 @@ using namespace zklock;
 using zklock::test::zk_server;
 
 namespace {
-// Waits (bounded) until the queue has `n` contenders; returns it.
-asio::awaitable<std::vector<contender>> queue_of(shared_mutex& m, std::size_t n) {
-  auto q = co_await m.async_contenders(asio::use_awaitable);
-  for (int i = 0; i < 100 && q.size() != n; ++i) {
-    co_await sleep_for(20ms);
-    q = co_await m.async_contenders(asio::use_awaitable);
-  }
-  co_return q;
-}
-
 // Three sessions straight to the server, connected (f), and a shared_mutex on `path` on each:
 // a, b, c.
 struct three_sessions_fixture : server_fixture {
@@ -79,7 +69,7 @@ TEST_CASE_METHOD(three_sessions_fixture, "shared_mutex: a writer waits for the r
     co_await r1b.async_release(asio::use_awaitable);
     completion<lock_guard> writer;
     b.async_acquire(writer.handler());
-    co_await queue_of(a, 2);
+    co_await contenders_until([&] { return a.async_contenders(asio::use_awaitable); }, 2);
     CHECK_FALSE(writer.ok());
     // a reader behind the waiting writer is refused by a try (on one read: no write) and waits
     auto sent = f[2]->stats().requests_sent;
@@ -88,7 +78,7 @@ TEST_CASE_METHOD(three_sessions_fixture, "shared_mutex: a writer waits for the r
     CHECK(f[2]->stats().requests_sent - sent == 1);
     completion<lock_guard> reader2;
     c.async_acquire_shared(reader2.handler());
-    auto q = co_await queue_of(a, 3);
+    auto q = co_await contenders_until([&] { return a.async_contenders(asio::use_awaitable); }, 3);
     REQUIRE(q.size() == 3);
     CHECK(q[0].kind == lock_kind::read);
     CHECK(q[1].kind == lock_kind::write);
@@ -116,7 +106,7 @@ TEST_CASE_METHOD(three_sessions_fixture, "shared_mutex: downgrade lets the reade
     b.async_acquire_shared(reader.handler());
     co_await sleep_for(100ms);  // the reader queues first
     c.async_acquire(writer.handler());
-    auto q = co_await queue_of(a, 3);
+    auto q = co_await contenders_until([&] { return a.async_contenders(asio::use_awaitable); }, 3);
     CHECK_FALSE(reader.ok());
     co_await w.async_downgrade(asio::use_awaitable);
     CHECK(w.kind() == lock_kind::read);
