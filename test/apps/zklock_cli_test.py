@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of the zklock command against a throwaway ZooKeeper server.
 
-    zklock_cli_test.py --zklock BIN --scripts DIR CASE [CASE...]
+    zklock_cli_test.py --zklock BIN --scripts DIR [--examples DIR] [--java-peers FILE] CASE [CASE...]
 
 Each run starts its own server and always stops it; every process a case starts is killed and
 reaped before it returns (zk_fixture.py, shared with examples_test.py).
@@ -22,6 +22,7 @@ from zk_fixture import Failure, check, kazoo_client, log, program, run, wait_for
 ZKLOCK = None
 SCRIPTS = None
 EXAMPLES = None  # build dir of the example programs (--examples), for case_examples
+JAVA_PEERS = None  # the Java peers' argument file (--java-peers, test/support/java_peers.py), for case_digest_acl
 DEADLINE_S = 100  # below the ctest TIMEOUT, so that the server is always stopped by us
 
 EXIT_USAGE, EXIT_NOBODY, EXIT_BUSY, EXIT_LOST, EXIT_MAX_HOLD = 2, 3, 75, 76, 77
@@ -1091,18 +1092,11 @@ def case_readme(c):
     check("zklock locks" in readme, "no line for zklock locks")
 
 
-CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
-                "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
-                "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
-                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
-# C1 only, no parallel GC threads: a Curator client starts on less CPU (as the fault harness's)
-CURATOR_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
-
-
 def case_digest_acl(c):
     """With credentials, the nodes zklock creates (the lock dir it makes, its lock node) are
     for those credentials only (creator_all): a client without them is refused (NoAuth); kazoo
     and Curator with the same digest still share the lock. --acl open keeps the open ACL."""
+    check(JAVA_PEERS, "case digest_acl needs --java-peers (Curator's peer)")
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
     from kazoo.security import make_digest_acl_credential
@@ -1148,12 +1142,7 @@ def case_digest_acl(c):
         zk.close()
 
     # Curator with the same digest
-    cp = ":".join(f"/usr/share/java/{j}.jar" for j in CURATOR_JARS if os.path.exists(f"/usr/share/java/{j}.jar"))
-    classes = c.path("classes")
-    os.makedirs(classes, exist_ok=True)
-    here = os.path.dirname(os.path.abspath(__file__))
-    subprocess.check_call(["javac"] + ["-J" + f for f in CURATOR_JVM] + ["-cp", cp, "-d", classes, os.path.join(here, "CuratorDigestPeer.java")])
-    cur = c.popen(["java"] + CURATOR_JVM + ["-cp", cp + ":" + classes, "CuratorDigestPeer", c.server.connect, "alice:secret", lock],
+    cur = c.popen(["java", "@" + JAVA_PEERS, "CuratorDigestPeer", c.server.connect, "alice:secret", lock],
                   stdin=subprocess.PIPE)
     line = cur.stdout.readline()
     check(line.startswith("holding "), f"Curator with alice's digest: {line!r} {cur.poll()}")
@@ -1397,15 +1386,17 @@ CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.start
 
 
 def main():
-    global ZKLOCK, SCRIPTS, EXAMPLES
+    global ZKLOCK, SCRIPTS, EXAMPLES, JAVA_PEERS
     ap = argparse.ArgumentParser()
     ap.add_argument("--zklock", required=True)
     ap.add_argument("--scripts", required=True)
     ap.add_argument("--examples", help="dir of the example programs (case examples)")
+    ap.add_argument("--java-peers", help="the argument file of the Java peers the build compiled (case digest_acl)")
     ap.add_argument("cases", nargs="+", choices=sorted(CASES) + ["all"])
     a = ap.parse_args()
     ZKLOCK, SCRIPTS = os.path.abspath(a.zklock), a.scripts
     EXAMPLES = a.examples and os.path.abspath(a.examples)
+    JAVA_PEERS = a.java_peers
     names = sorted(CASES) if "all" in a.cases else a.cases
     return zk_fixture.run_cases(CASES, names, SCRIPTS, DEADLINE_S, case_type=Case)
 

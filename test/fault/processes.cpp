@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -21,7 +20,6 @@
 #define ZKLOCK_FAULT_SOURCE_DIR "."
 #endif
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace zklock::fault {
@@ -109,39 +107,10 @@ int wait_pidfd(pid_t pid, std::chrono::milliseconds bound) {
   return r;
 }
 
-namespace {
-
-std::string curator_classpath() {
-  const char* jars[] = {"curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
-                        "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
-                        "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
-                        "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"};
-  std::string cp;
-  for (auto j : jars) {
-    std::string p = std::string("/usr/share/java/") + j + ".jar";
-    if (fs::exists(p)) cp += (cp.empty() ? "" : ":") + p;
-  }
-  return cp;
-}
-
-// Compiles the Curator client into `work`/classes once.
-std::string curator_classes(const std::string& work) {
-  std::string classes = work + "/classes";
-  if (fs::exists(classes + "/CuratorWorker.class")) return classes;
-  fs::create_directories(classes);
-  // (it warns that sun.misc.Signal, used for SIGUSR1, is internal: kept in its log)
-  std::string cmd = "javac -nowarn -cp '" + curator_classpath() + "' -d '" + classes + "' '" +
-                    ZKLOCK_FAULT_SOURCE_DIR + "/CuratorWorker.java' > '" + work + "/javac.log' 2>&1";
-  if (std::system(cmd.c_str()) != 0)
-    throw std::runtime_error("javac CuratorWorker.java failed: see " + work + "/javac.log");
-  return classes;
-}
-
-}  // namespace
-
 std::vector<std::string> client_command(const std::string& kind, const options& o, std::uint16_t res_port,
                                         const std::string& connect, const std::string& path, const std::string& who,
-                                        const std::string& mode, int session_timeout_ms, const std::string& work,
+                                        const std::string& mode, int session_timeout_ms,
+                                        const std::string& /*work: the build compiles the Curator worker*/,
                                         const std::vector<std::string>& worker_args) {
   std::vector<std::string> tail = {std::to_string(res_port), connect, path, who, std::to_string(session_timeout_ms),
                                    std::to_string(o.hold_ms), mode};
@@ -150,8 +119,9 @@ std::vector<std::string> client_command(const std::string& kind, const options& 
   if (kind == "zklock" || kind == "zklock-lib") {
     cmd = {ZKLOCK_FAULT_WORKER};
   } else if (kind == "curator") {
-    cmd = {"java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-           "-cp", curator_classpath() + ":" + curator_classes(work), "CuratorWorker"};
+    // compiled by the build, with the tests' other Java peers (test/support/java_peers.py: the
+    // argument file has their JVM flags and classpath)
+    cmd = {"java", "-Xmx128m", std::string("@") + ZKLOCK_JAVA_PEERS, "CuratorWorker"};
   } else {
     cmd = {"/usr/bin/python3", std::string(ZKLOCK_FAULT_SOURCE_DIR) + "/kazoo_worker.py"};
   }

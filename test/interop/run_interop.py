@@ -2,7 +2,8 @@
 """Interop test: zklock processes contend on one lock path with Curator (Java) or kazoo (Python)
 processes; the exclusion log must show no overlap, every process must finish its cycles and the
 lock dir must be empty at the end.
-    run_interop.py MODE ZKLOCK_CONTENDER SCRIPTS_DIR WORK_DIR
+    run_interop.py MODE ZKLOCK_CONTENDER SCRIPTS_DIR WORK_DIR JAVA_PEERS
+JAVA_PEERS: the java argument file of the Java peers the build compiled (test/support/java_peers.py).
 MODE: curator, kazoo (mutexes: InterProcessMutex, kazoo Lock), curator-rw (zklock shared_mutex
 and Curator InterProcessReadWriteLock), kazoo-rw (zklock shared_mutex and kazoo ReadLock/WriteLock
 with Curator's markers; kazoo 2.8.0 needs its ReadLock fix, see kazoo_contender.py). The rw modes
@@ -21,19 +22,13 @@ import time
 
 from kazoo.client import KazooClient
 
-mode, contender, scripts, work = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+mode, contender, scripts, work, java_peers = sys.argv[1:6]
 sem = mode == "semaphore"
 elect = mode == "election"  # zklock::election and Curator LeaderLatch: at most one leader at a time
 peer, rw = "curator" if sem or elect else mode.split("-")[0], mode.endswith("-rw")
 here = os.path.dirname(os.path.abspath(__file__))
 CYCLES = 30 if sem else 40
 MAX_LEASES = 2  # semaphore mode: every contender's max_leases
-CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
-                "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
-                "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
-                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
-# C1 only, no parallel GC threads: a Curator client starts on less CPU (as the fault harness's)
-CURATOR_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 
 
 def check_mutex(lines):
@@ -108,12 +103,8 @@ def peer_command(connect, path, log):
     mode_arg = {"curator-rw": ["rw"], "kazoo-rw": ["rw-fixed"], "semaphore": ["semaphore=%d" % MAX_LEASES],
                 "election": ["latch"]}.get(mode, [])
     if peer == "curator":
-        cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
-        classes = os.path.join(work, "classes")
-        os.makedirs(classes, exist_ok=True)
-        subprocess.check_call(["javac"] + ["-J" + f for f in CURATOR_JVM] + ["-cp", cp, "-d", classes, os.path.join(here, "CuratorContender.java")])
-        return lambda who: ["java"] + CURATOR_JVM + ["-cp", cp + ":" + classes, "CuratorContender", connect, path,
-                            str(CYCLES), log, who] + mode_arg
+        return lambda who: ["java", "@" + java_peers, "CuratorContender", connect, path, str(CYCLES), log,
+                            who] + mode_arg
     return lambda who: ["/usr/bin/python3", os.path.join(here, "kazoo_contender.py"), connect, path,
                         str(CYCLES), log, who] + mode_arg
 

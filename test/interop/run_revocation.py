@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Revocation interop: Curator 5.4's protocol both ways, on one local server.
-    run_revocation.py ZKLOCK_CONTENDER ZKLOCK_CLI SCRIPTS_DIR WORK_DIR
+    run_revocation.py ZKLOCK_CONTENDER ZKLOCK_CLI SCRIPTS_DIR WORK_DIR JAVA_PEERS
+JAVA_PEERS: the java argument file of the Java peers the build compiled (test/support/java_peers.py).
 1. Curator's Revoker.attemptRevoke against a zklock holder (zklock_contender --revocable): its
    lock_guard::async_wait_revoked completes, TRIES times; prints the latency from just before
    attemptRevoke to the handler (both processes read CLOCK_MONOTONIC), p50/min/max.
@@ -17,15 +18,8 @@ import tempfile
 import threading
 import time
 
-contender, cli, scripts, work = sys.argv[1:5]
-here = os.path.dirname(os.path.abspath(__file__))
+contender, cli, scripts, work, java_peers = sys.argv[1:6]
 TRIES = 20
-CURATOR_JARS = ["curator-framework", "curator-client", "curator-recipes", "zookeeper", "zookeeper-jute",
-                "guava", "failureaccess", "slf4j-api", "slf4j-nop", "netty-handler", "netty-transport",
-                "netty-common", "netty-buffer", "netty-resolver", "netty-codec",
-                "netty-transport-native-epoll", "netty-transport-native-unix-common", "commons-lang3"]
-# C1 only, no parallel GC threads: a Curator client starts on less CPU (as the fault harness's)
-CURATOR_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
 
 
 _lines = {}
@@ -59,11 +53,7 @@ def children(connect, path):
 
 def main():
     os.makedirs(work, exist_ok=True)
-    cp = ":".join("/usr/share/java/%s.jar" % j for j in CURATOR_JARS if os.path.exists("/usr/share/java/%s.jar" % j))
-    classes = os.path.join(work, "classes")
-    os.makedirs(classes, exist_ok=True)
-    subprocess.check_call(["javac"] + ["-J" + f for f in CURATOR_JVM] + ["-cp", cp, "-d", classes, os.path.join(here, "CuratorRevocation.java")])
-    java = ["java"] + CURATOR_JVM + ["-cp", cp + ":" + classes, "CuratorRevocation"]
+    java = ["java", "@" + java_peers, "CuratorRevocation"]
     server_dir = tempfile.mkdtemp(prefix="zklock-test-revocation-")
     connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
                                       text=True).strip().splitlines()[-1]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zk_cds_archive.sh ARCHIVE: writes a class-data-sharing archive of a ZooKeeper server's classes
+# zk_cds_archive.sh ARCHIVE JVM_FLAGS...: writes a class-data-sharing archive of a ZooKeeper server's classes
 # (Java 17's -XX:ArchiveClassesAtExit, at the exit of one throwaway server started and stopped
 # with scripts/zk-server.sh). The tests' servers map it (-XX:SharedArchiveFile: zk_server.cpp, and
 # the apps and interop tests' ENVIRONMENT for scripts/zk-server.sh): each of them starts with
@@ -7,16 +7,18 @@
 # the tests starts hundreds. The classpath of the dump, zookeeper.jar alone, is a prefix of both
 # servers' (a logger after it): a JVM maps the archive only when it is. An archive a JVM cannot map
 # (another JDK, another classpath) is ignored (-Xshare:auto) and the classes load from the jars.
-# When no archive can be made (no java), this says so and the servers start without one.
+# JVM_FLAGS: the tests' servers' (test/support/CMakeLists.txt). When no archive can be made (no
+# java), this says so and the servers start without one.
 set -uo pipefail
 archive=$1
+shift
 scripts=$(cd "$(dirname "$0")/../../scripts" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/zklock-cds-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 rm -f "$archive"
-# The fixture's JVM options (zk_server.cpp) but the archive's own.
+# The servers' JVM options but the archive's own.
 if ZK_SERVER_CLASSPATH=/usr/share/java/zookeeper.jar \
-  ZK_SERVER_JAVA_OPTS="-Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -XX:ArchiveClassesAtExit=$work/zk.jsa" \
+  ZK_SERVER_JAVA_OPTS="$* -XX:ArchiveClassesAtExit=$work/zk.jsa" \
   bash "$scripts/zk-server.sh" start "$work/server" >/dev/null; then
   # The JVM writes the archive as it exits, in about 3 s (zk-server.sh's stop waits 5 s at most)
   pid=$(cat "$work/server/pid")

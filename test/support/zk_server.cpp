@@ -378,17 +378,15 @@ class server_process {
       req_.cwd = dir_;  // hs_err_pid*.log, if any, lands here
       req_.log = dir_ + "/server.log";
       std::string level = opts.log_level.empty() ? "info" : opts.log_level;
-      req_.args = {req_.exe,
-                   "-Xmx256m",
-                   "-XX:+UseSerialGC",
-                   "-XX:TieredStopAtLevel=1",  // C1 only: faster start, less CPU on small machines
-                   "-XX:-UsePerfData",         // no /tmp/hsperfdata_* files
-                   "-Xshare:auto",
-                   "-Djava.net.preferIPv4Stack=true",
-                   "-Dzookeeper.admin.enableServer=false",
-                   "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
-                   "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                   "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"};
+      req_.args = {req_.exe};
+      // The tests' servers' JVM flags (test/support/CMakeLists.txt: C1 only, serial GC, ...)
+      std::istringstream jvm_flags(ZKLOCK_TEST_SERVER_JVM_FLAGS);
+      for (std::string flag; jvm_flags >> flag;) req_.args.push_back(flag);
+      req_.args.insert(req_.args.end(), {"-Djava.net.preferIPv4Stack=true",
+                                         "-Dzookeeper.admin.enableServer=false",
+                                         "-Dorg.slf4j.simpleLogger.defaultLogLevel=" + level,
+                                         "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                                         "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"});
       // The class archive of test/support/zk_cds_archive.sh, if the build made one: 0.15 s less
       // CPU a start. A JVM that cannot map it ignores it (-Xshare:auto).
       if (::access(cds_archive, R_OK) == 0) req_.args.push_back(std::string("-XX:SharedArchiveFile=") + cds_archive);
