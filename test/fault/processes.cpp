@@ -110,7 +110,6 @@ int wait_pidfd(pid_t pid, std::chrono::milliseconds bound) {
 std::vector<std::string> client_command(const std::string& kind, const options& o, std::uint16_t res_port,
                                         const std::string& connect, const std::string& path, const std::string& who,
                                         const std::string& mode, int session_timeout_ms,
-                                        const std::string& /*work: the build compiles the Curator worker*/,
                                         const std::vector<std::string>& worker_args) {
   std::vector<std::string> tail = {std::to_string(res_port), connect, path, who, std::to_string(session_timeout_ms),
                                    std::to_string(o.hold_ms), mode};

@@ -37,7 +37,7 @@ int wait_pidfd(pid_t pid, std::chrono::milliseconds bound);
 // zklock_fault_worker's optional trailing arguments (its recipe, then its options).
 std::vector<std::string> client_command(const std::string& kind, const options& o, std::uint16_t res_port,
                                         const std::string& connect, const std::string& path, const std::string& who,
-                                        const std::string& mode, int session_timeout_ms, const std::string& work,
+                                        const std::string& mode, int session_timeout_ms,
                                         const std::vector<std::string>& worker_args = {});
 
 }  // namespace zklock::fault

@@ -80,7 +80,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
     std::vector<std::string> worker_args;
     if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
     worker_args.insert(worker_args.end(), extra.begin(), extra.end());
-    auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms, work,
+    auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms,
                               kinds[c] == "zklock" ? worker_args : std::vector<std::string>{});
     clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
   }

@@ -57,14 +57,14 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
                        run_dir + "/holder.log");
   } else if (client == "curator-latch") {
     // a Curator LeaderLatch leader, its stop its LeaderLatchListener.notLeader()
-    holder.pid = spawn(client_command("curator", oo, res.port(), proxied, dir, "holder", "hold", T, work, {"latch"}),
+    holder.pid = spawn(client_command("curator", oo, res.port(), proxied, dir, "holder", "hold", T, {"latch"}),
                        run_dir + "/holder.log");
   } else if (client == "zklock-election") {
     // a zklock::election leader (the worker's election recipe), its stop the leadership's loss
-    holder.pid = spawn(client_command("zklock", oo, res.port(), proxied, dir, "holder", "hold", T, work, {"election"}),
+    holder.pid = spawn(client_command("zklock", oo, res.port(), proxied, dir, "holder", "hold", T, {"election"}),
                        run_dir + "/holder.log");
   } else {
-    holder.pid = spawn(client_command(client, oo, res.port(), proxied, dir, "holder", "hold", T, work), run_dir + "/holder.log");
+    holder.pid = spawn(client_command(client, oo, res.port(), proxied, dir, "holder", "hold", T), run_dir + "/holder.log");
   }
   // the holder holds
   pid_t command = -1;
@@ -82,7 +82,7 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
   }
   // the waiter, directly connected, queues behind it
   // (election: a zklock::election candidate, the successor is the next leader)
-  waiter.pid = spawn(client_command("zklock", oo, res.port(), ens.connect_string(), dir, "waiter", "hold", T, work,
+  waiter.pid = spawn(client_command("zklock", oo, res.port(), ens.connect_string(), dir, "waiter", "hold", T,
                                     client == "zklock-election" || client == "curator-latch"
                                         ? std::vector<std::string>{"election"}
                                                                 : std::vector<std::string>{}),
