@@ -110,6 +110,7 @@ class server_fixture {
 /// server_fixture with two sessions straight to the server, connected: `a` and `b`.
 class two_sessions_fixture : public server_fixture {
  public:
+  using server_fixture::server_fixture;
   zklock::session& a = connect();
   zklock::session& b = connect();
 };
@@ -124,8 +125,23 @@ class proxied_fixture : public server_fixture {
   zklock::test::tcp_proxy proxy{ioc.get_executor(), srv.port()};
 
   zklock::session& connect_proxied(std::chrono::milliseconds session_timeout = 4000ms) {
-    return connect(options_for(proxy.connect_string(), session_timeout));
+    return connect(options_for(proxy.connect_string() + srv.chroot(), session_timeout));
   }
+};
+
+/// Options for a server of the test's own, never the one the tests of a ctest run share: for a
+/// test that stops, kills, pauses or restarts it, or counts what the whole server holds.
+inline zklock::test::server_options own_server() {
+  zklock::test::server_options o;
+  o.own_process = true;
+  return o;
+}
+
+/// A fixture with a server of the test's own (own_server()).
+template <class Fixture>
+class own_server_fixture : public Fixture {
+ public:
+  own_server_fixture() : Fixture(own_server()) {}
 };
 
 inline int thread_count() {
@@ -265,29 +281,33 @@ inline asio::awaitable<void> await_state(zklock::session& s, zklock::session_sta
   }
 }
 
-/// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
+/// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N"), on
+/// a shared server those under the test's chroot only ("wchc": the paths each session watches).
 /// The watches the server holds, besides each contender's watch on its own node (kept from its
 /// create on, waiting and holding: a holder's is there as long as it holds).
 inline int server_watches(const zklock::test::zk_server& srv) {
+  const std::string root = srv.chroot();
+  auto mine = [&](const std::string& path) { return root.empty() || path == root || path.rfind(root + "/", 0) == 0; };
   auto out = srv.four_letter("wchs");
   auto by_session = srv.four_letter("wchc");
   UNSCOPED_INFO(by_session);
-  std::smatch m;
-  if (!std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return -1;
-  int total = std::stoi(m[1]);
   // "0x<session>" lines, each followed by "\t<path>" lines: in wchc the paths it watches, in
   // dump the ephemeral nodes it owns
-  auto parse = [](const std::string& text) {
+  auto parse = [&](const std::string& text) {
     std::set<std::pair<std::string, std::string>> pairs;
     std::string session;
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) {
       if (line.rfind("0x", 0) == 0) session = line.substr(0, line.find_first_of(":\r "));
-      else if (!line.empty() && line[0] == '\t' && !session.empty()) pairs.emplace(session, line.substr(1));
+      else if (!line.empty() && line[0] == '\t' && !session.empty() && mine(line.substr(1)))
+        pairs.emplace(session, line.substr(1));
     }
     return pairs;
   };
   auto watched = parse(by_session);
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return -1;
+  int total = root.empty() ? std::stoi(m[1]) : static_cast<int>(watched.size());
   auto owned = parse(srv.four_letter("dump"));
   for (const auto& w : watched)
     if (owned.count(w)) --total;

@@ -173,7 +173,7 @@ TEST_CASE("a port that refuses: the endpoint and its cause are told twice, a log
 // One endpoint that is not ZooKeeper among others that are: it is one unreachable server.
 // The C client tries the endpoints in a random order, so each case connects many times: 12, and
 // more (64 at most) until it was tried (a 1 in 4,096 chance that 12 never try it).
-TEST_CASE_METHOD(server_fixture, "a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
           "[integration][session][connect]") {
   fake_http_server http(ioc);
   fake_http_server closing(ioc, true);
@@ -221,7 +221,7 @@ TEST_CASE("only non-ZooKeeper endpoints: the connect fails with not_zookeeper, n
 // endpoint and never the proxy: unless that endpoint leaves its list, the session expires.
 // The HTTP endpoint closes each connection at once until the session is connected (an
 // ordinary failure, which the connect passes over), so that a reconnect is what meets its answer.
-TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   fake_http_server http(ioc, /*close_at_once=*/true);
   auto& s = connect(options_for(proxy.connect_string() + "," + http.connect_string()));
   std::vector<session_state> states;
@@ -240,7 +240,7 @@ TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint met on a reconnect n
   for (auto st : states) CHECK(st != session_state::expired);
 }
 
-TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
   fake_http_server http(ioc);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     // The C client tries the endpoints in a random order: connect until it met the HTTP one.
@@ -262,7 +262,7 @@ TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint found at the connect
 // zookeeper_interest), so with two servers, after a drop, it kept choosing the refusing port
 // and never the proxy: the session expired at its timeout while a server of its connect string
 // was up. The engine puts it back after each failure: every endpoint is tried in turn.
-TEST_CASE_METHOD(proxied_fixture, "a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   auto refusing = "127.0.0.1:" + std::to_string(zklock::test::free_port());
   auto& s = connect(options_for(proxy.connect_string() + "," + refusing));
   std::vector<session_state> states;
@@ -276,7 +276,7 @@ TEST_CASE_METHOD(proxied_fixture, "a refusing endpoint met on a reconnect never 
 // after a drop (the other half from the one it was connected to), never its own server again.
 // Two refuse, one accepts and never answers (its connection times out at 2/3 of the session
 // timeout): every reconnect goes round them and back to the live one.
-TEST_CASE_METHOD(proxied_fixture, "of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
   zklock::test::tcp_proxy silent(ioc.get_executor(), srv.port());
   silent.blackhole(true);
   auto refusing_one = "127.0.0.1:" + std::to_string(zklock::test::free_port());

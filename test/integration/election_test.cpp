@@ -118,7 +118,7 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "election: a leader keeps one data watch on its node, and a revocation request and the identity "
                  "written back over it are one event each",
                  "[integration][election][revocation]") {

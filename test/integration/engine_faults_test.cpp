@@ -137,7 +137,7 @@ asio::awaitable<bool> echo_round_trip(asio::ip::tcp::socket& client, std::chrono
 
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "replies the C client makes up (socket() fails: fd exhaustion) do not move the validity deadline",
                  "[integration][fault][engine][timing]") {
   // While the server is unreachable and socket() fails, the C client completes every queued
@@ -185,7 +185,7 @@ TEST_CASE_METHOD(server_fixture,
   }(), 60s);
 }
 
-TEST_CASE_METHOD(server_fixture, "a connection dropped inside a send is reported suspended at once",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a connection dropped inside a send is reported suspended at once",
                  "[integration][fault][engine]") {
   // kill -9: the server's kernel closes its sockets; requests sent before the loop sees the end
   // of the stream make the C client close its socket inside the send, without a session event;
@@ -212,7 +212,7 @@ TEST_CASE_METHOD(server_fixture, "a connection dropped inside a send is reported
   }(), 90s);
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "a refused server after a connection dropped inside a send does not cost the next healthy connection",
                  "[integration][fault][engine]") {
   // Three addresses, each a proxy to the same server. The proxy we are connected to dies (its
@@ -312,7 +312,7 @@ asio::awaitable<void> drop_in_send_then(session& a, session& b, zklock::test::tc
 }
 }  // namespace
 
-TEST_CASE_METHOD(proxied_fixture,
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>,
                  "a connection dropped inside a send leaves the other sockets on its io_context registered",
                  "[integration][fault][engine]") {
   log_lines log;
@@ -373,7 +373,7 @@ TEST_CASE_METHOD(proxied_fixture,
   }
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "a session whose authentication the server rejects ends: guards are lost and waiting acquires fail",
                  "[integration][fault][engine][auth]") {
   // ZooKeeper 3.8's digest provider accepts any "user:password"; a server whose digest provider

@@ -13,7 +13,7 @@ using zklock::test::zk_server;
 // ---------------------------------------------------------------------------------------------
 // the review's fault bugs
 
-TEST_CASE_METHOD(server_fixture, "a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a guard reported lost whose session survived still deletes its node", "[integration][fault]") {
   // Server down longer than the validity deadline, then back: the session survives (the
   // server restores it with a fresh timeout), and so does our node. Before the fix it stayed
   // for the life of the session and every other contender waited forever. The deadline comes
@@ -270,7 +270,7 @@ long rss_kb() {
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "a cancellation storm with connection cuts leaves no node, no watch, no growth",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a cancellation storm with connection cuts leaves no node, no watch, no growth",
           "[integration][fault][cancel]") {
   // 8 sessions behind proxies, a holder that never lets go, and 2,000 acquires (ZKLOCK_STORM_ACQUIRES) (seeded) that
   // are cancelled (all three types), timed out or try-acquired at random points while the

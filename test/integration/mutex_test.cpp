@@ -208,7 +208,7 @@ TEST_CASE_METHOD(proxied_fixture,
   }());
 }
 
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "a suspended connection makes the guard report maybe_lost, then held again",
                  "[integration][mutex][fault]") {
   auto& s = connect(15000ms);
@@ -527,7 +527,7 @@ long long server_zxid(const zk_server& srv) {
 // the raw C client's floor is 3 and 2, without the own-node watch). On a lock dir that does not exist yet (a new item, or one the server reaped
 // as an empty container) under parents that do: the dir alone is created, not every ancestor
 // again (each create of an existing ancestor is a failed write the server logs).
-TEST_CASE_METHOD(server_fixture,
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "requests and writes per uncontended acquire: 4 and 2, a missing lock dir created alone",
                  "[integration][mutex]") {
   auto& s = connect();

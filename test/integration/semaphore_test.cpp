@@ -128,7 +128,7 @@ int children_watches(const zk_server& srv) {
 }
 }  // namespace
 
-TEST_CASE_METHOD(server_fixture, "semaphore: the requests of an acquisition, alone and handed over (the internal mutex "
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "semaphore: the requests of an acquisition, alone and handed over (the internal mutex "
           "watches no node of its own)", "[integration][semaphore]") {
   // A long session timeout: no keepalive while the test looks, so every request counted is the
   // recipe's.
@@ -199,7 +199,7 @@ TEST_CASE_METHOD(server_fixture, "semaphore: the requests of an acquisition, alo
   }(), 60s);
 }
 
-TEST_CASE_METHOD(proxied_fixture, "semaphore: a lease granted with the leases dir's watch removal on its way, the removal "
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "semaphore: a lease granted with the leases dir's watch removal on its way, the removal "
           "lost with the connection after the grant: sent again after the reconnect",
           "[integration][semaphore][fault]") {
   auto& holder = connect();

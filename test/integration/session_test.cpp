@@ -284,7 +284,7 @@ TEST_CASE_METHOD(server_fixture, "digest auth and creator-only ACL: others get n
   }());
 }
 
-TEST_CASE_METHOD(server_fixture, "a server restart is seen as suspended, then reconnected, watches survive",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a server restart is seen as suspended, then reconnected, watches survive",
           "[integration][session][fault]") {
   auto& s = connect(10000ms);
   auto& other = connect(10000ms);
@@ -339,7 +339,7 @@ TEST_CASE_METHOD(proxied_fixture, "session expiry is seen as expired, watches en
   }());
 }
 
-TEST_CASE_METHOD(proxied_fixture, "pausing the server past the session timeout expires the session", "[integration][session][fault][slow]") {
+TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "pausing the server past the session timeout expires the session", "[integration][session][fault][slow]") {
   auto& s = connect_proxied(1000ms);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     srv.pause();
@@ -446,7 +446,7 @@ TEST_CASE("a 3-node ensemble survives losing the member we talk to", "[integrati
   }(), 120s);
 }
 
-TEST_CASE_METHOD(server_fixture, "the default log during an outage: one line per unreachable server, not the C client's retries",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "the default log during an outage: one line per unreachable server, not the C client's retries",
           "[integration][session][fault]") {
   auto o = options_for(srv.connect_string(), 20000ms);
   o.log_threshold = log_level::warn;  // the default
@@ -473,7 +473,7 @@ TEST_CASE_METHOD(server_fixture, "the default log during an outage: one line per
 // margin (the loss is seen at once, the kill closes the socket; the rest is the loop's turns).
 constexpr auto local_expiry_margin = 1500ms;
 
-struct ensemble_gone_fixture : server_fixture {
+struct ensemble_gone_fixture : own_server_fixture<server_fixture> {
   void ensemble_gone(int local_waiters);
 };
 
@@ -561,7 +561,7 @@ TEST_CASE_METHOD(ensemble_gone_fixture, "the ensemble gone for good: local-queue
   ensemble_gone(20);
 }
 
-TEST_CASE_METHOD(server_fixture, "after a local expiry and a new session the same local queue serves acquires once the lost holder lets go",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "after a local expiry and a new session the same local queue serves acquires once the lost holder lets go",
           "[integration][session][fault][local]") {
   auto opts = options_for(srv.connect_string(), 4000ms);
   auto& s = connect(opts);
@@ -608,7 +608,7 @@ TEST_CASE_METHOD(server_fixture, "after a local expiry and a new session the sam
   }(), 90s);
 }
 
-TEST_CASE_METHOD(server_fixture, "after a local expiry the next async_connect starts a new session once a server is back and the old ephemerals expire",
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "after a local expiry the next async_connect starts a new session once a server is back and the old ephemerals expire",
           "[integration][session][fault]") {
   auto opts = options_for(srv.connect_string(), 4000ms);
   opts.connect_timeout = 1500ms;

@@ -11,10 +11,13 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -522,7 +525,120 @@ class server_process {
 
 // ---------------------------------------------------------------------------------------------
 
+// --- the tests' shared server ------------------------------------------------------------------
+
+namespace {
+
+// "127.0.0.1:PORT" from the file ZKLOCK_TEST_SHARED_SERVER names; 0 when there is none.
+std::uint16_t shared_server_port() {
+  const char* file = std::getenv("ZKLOCK_TEST_SHARED_SERVER");
+  if (!file || !*file) return 0;
+  std::string text = read_file(file);
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos) return 0;
+  int port = std::atoi(text.c_str() + colon + 1);
+  return port > 0 && port < 65536 ? static_cast<std::uint16_t>(port) : 0;
+}
+
+void discard_log(const char*) {}
+
+// One request at a time on a session of the single-threaded C client, run to its reply here
+// (zookeeper_interest, poll, zookeeper_process): the few writes a shared server's chroot needs.
+class admin_session {
+ public:
+  explicit admin_session(std::uint16_t port) : where_("127.0.0.1:" + std::to_string(port)) {
+    zh_ = ::zookeeper_init2(where_.c_str(), nullptr, 10000, nullptr, nullptr, 0, discard_log);
+    if (!zh_) throw std::runtime_error("shared ZooKeeper " + where_ + ": zookeeper_init2: " + std::strerror(errno));
+  }
+  ~admin_session() { ::zookeeper_close(zh_); }
+  admin_session(const admin_session&) = delete;
+  admin_session& operator=(const admin_session&) = delete;
+
+  int create(const std::string& path, const ACL_vector* acl) {
+    reply r;
+    check("create " + path, ::zoo_acreate(zh_, path.c_str(), "", 0, acl, 0, on_string, &r));
+    return wait(r, "create " + path);
+  }
+  int set_acl(const std::string& path, ACL_vector* acl) {
+    reply r;
+    check("setACL " + path, ::zoo_aset_acl(zh_, path.c_str(), -1, acl, on_void, &r));
+    return wait(r, "setACL " + path);
+  }
+
+ private:
+  struct reply {
+    bool done = false;
+    int rc = 0;
+  };
+  static void on_string(int rc, const char*, const void* data) {
+    auto* r = static_cast<reply*>(const_cast<void*>(data));
+    r->rc = rc, r->done = true;
+  }
+  static void on_void(int rc, const void* data) { on_string(rc, nullptr, data); }
+
+  void check(const std::string& what, int rc) const {
+    if (rc != ZOK) throw std::runtime_error("shared ZooKeeper " + where_ + ": " + what + ": " + ::zerror(rc));
+  }
+
+  int wait(reply& r, const std::string& what) {
+    auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (!r.done) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("shared ZooKeeper " + where_ + ": " + what + ": no reply within 15 s");
+      int fd = -1, interest = 0;
+      timeval tv{};
+      if (::zookeeper_interest(zh_, &fd, &interest, &tv) != ZOK) fd = -1;  // it retries the connection
+      pollfd p{fd, 0, 0};
+      if (interest & ZOOKEEPER_READ) p.events |= POLLIN;
+      if (interest & ZOOKEEPER_WRITE) p.events |= POLLOUT;
+      long ms = std::clamp<long>(tv.tv_sec * 1000L + tv.tv_usec / 1000, 1, 100);
+      int events = 0;
+      if (::poll(&p, fd >= 0 ? 1 : 0, static_cast<int>(ms)) > 0) {
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) events |= ZOOKEEPER_READ;
+        if (p.revents & POLLOUT) events |= ZOOKEEPER_WRITE;
+      }
+      ::zookeeper_process(zh_, events);
+    }
+    return r.rc;
+  }
+
+  std::string where_;
+  zhandle_t* zh_ = nullptr;
+};
+
+const char* const shared_root = "/zklock-test";
+
+// Creates this test's chroot on the shared server, /zklock-test/<pid>-<n>, and makes the server's
+// root read-only (a session without the chroot can then create nothing where the other tests'
+// would see it).
+std::string make_chroot(std::uint16_t port) {
+  static std::atomic<int> counter{0};
+  admin_session admin(port);
+  // Once the root is read-only, creating the dir again is refused (not authenticated) and so is
+  // changing the root's ACL: both mean another test did them.
+  int rc = admin.create(shared_root, &ZOO_OPEN_ACL_UNSAFE);
+  if (rc != ZOK && rc != ZNODEEXISTS && rc != ZNOAUTH)
+    throw std::runtime_error(std::string("shared ZooKeeper: create ") + shared_root + ": " + ::zerror(rc));
+  if (int acl = rc == ZNOAUTH ? ZNOAUTH : admin.set_acl("/", &ZOO_READ_ACL_UNSAFE); acl != ZOK && acl != ZNOAUTH)
+    throw std::runtime_error(std::string("shared ZooKeeper: setACL /: ") + ::zerror(acl));
+  for (;;) {
+    std::string path = std::string(shared_root) + "/" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+    rc = admin.create(path, &ZOO_OPEN_ACL_UNSAFE);
+    if (rc == ZOK) return path;
+    if (rc != ZNODEEXISTS) throw std::runtime_error("shared ZooKeeper: create " + path + ": " + ::zerror(rc));
+  }
+}
+
+}  // namespace
+
 zk_server::zk_server(server_options opts) {
+  if (opts == server_options{}) {
+    if (std::uint16_t port = shared_server_port()) {
+      shared_port_ = port;
+      chroot_ = make_chroot(port);
+      return;
+    }
+  }
   for (int attempt = 1;; ++attempt) {
     p_ = std::make_unique<server_process>(opts, opts.client_port ? opts.client_port : free_port(), "", 0);
     try {
@@ -534,24 +650,37 @@ zk_server::zk_server(server_options opts) {
   }
 }
 zk_server::~zk_server() = default;
-std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(p_->port()); }
-std::uint16_t zk_server::port() const { return p_->port(); }
-pid_t zk_server::pid() const { return p_->pid(); }
-bool zk_server::running() const { return p_->running(); }
-void zk_server::stop() { p_->stop(); }
-void zk_server::kill() { p_->kill(); }
-void zk_server::pause() { p_->pause(); }
-void zk_server::resume() { p_->resume(); }
-void zk_server::start() { p_->start(); }
+server_process& zk_server::own(const char* what) const {
+  if (!p_) {
+    std::string msg = std::string("zk_server::") + what + " on the server the tests share (ZKLOCK_TEST_SHARED_SERVER, chroot " +
+                      chroot_ + "): mark this test's server private (server_options::own_process = true)";
+    std::fprintf(stderr, "%s\n", msg.c_str());  // also when the exception ends in a crash (a coroutine's)
+    throw std::logic_error(msg);
+  }
+  return *p_;
+}
+std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(port()) + chroot_; }
+std::uint16_t zk_server::port() const { return p_ ? p_->port() : shared_port_; }
+bool zk_server::shared() const { return !p_; }
+std::string zk_server::chroot() const { return chroot_; }
+pid_t zk_server::pid() const { return own("pid").pid(); }
+bool zk_server::running() const { return p_ ? p_->running() : ruok(); }
+void zk_server::stop() { own("stop").stop(); }
+void zk_server::kill() { own("kill").kill(); }
+void zk_server::pause() { own("pause").pause(); }
+void zk_server::resume() { own("resume").resume(); }
+void zk_server::start() { own("start").start(); }
 void zk_server::restart() {
-  p_->stop();
+  own("restart").stop();
   p_->start();
 }
-bool zk_server::ruok() const { return p_->ruok(); }
-std::string zk_server::four_letter(const std::string& cmd) const { return p_->four_letter(cmd); }
-std::string zk_server::mode() const { return p_->mode(); }
-std::string zk_server::log_path() const { return p_->log_path(); }
-std::string zk_server::data_dir() const { return p_->dir() + "/data"; }
+bool zk_server::ruok() const { return zklock::test::four_letter(port(), "ruok", 1000ms) == "imok"; }
+std::string zk_server::four_letter(const std::string& cmd) const {
+  return zklock::test::four_letter(port(), cmd, 3000ms);
+}
+std::string zk_server::mode() const { return mode_of(zklock::test::four_letter(port(), "srvr", 1000ms)); }
+std::string zk_server::log_path() const { return own("log_path").log_path(); }
+std::string zk_server::data_dir() const { return own("data_dir").dir() + "/data"; }
 
 // ---------------------------------------------------------------------------------------------
 

@@ -11,6 +11,15 @@
 // sweeps the dirs (and any leftover server) of test processes that no longer exist.
 //
 // Environment overrides: ZKLOCK_TEST_JAVA (java binary), ZKLOCK_TEST_ZK_CLASSPATH.
+//
+// A shared server: where ZKLOCK_TEST_SHARED_SERVER names a file holding "127.0.0.1:PORT" (ctest
+// gives the integration tests the file its fixture test writes: test/support/shared_server.sh), a
+// zk_server with default options starts no JVM: it is a chroot of its own (/zklock-test/<pid>-<n>)
+// on that server, created by the constructor, and its connect_string() ends with it. The root of a
+// shared server is read-only, so a session that left the chroot out fails ("not authenticated").
+// What needs a process of its own (stop, kill, pause, resume, start, restart, pid, log_path,
+// data_dir) throws on a shared server: give that test's server `own_process` (or options of
+// its own). Server-wide counts of its four-letter words must be restricted to chroot().
 #pragma once
 
 #include "four_letter.hpp"  // four_letter(port, word)
@@ -38,6 +47,10 @@ struct server_options {
   std::string log_level = "info";   // server.log level: trace, debug, info, warn, error, off
   int container_check_interval_ms = 0;  // >0: how often the server reaps empty containers
                                         // (-Dznode.container.checkIntervalMs; the default is 60 s)
+  bool own_process = false;  // a server of its own even where the tests share one (any other
+                             // option that is not the default's means one too)
+
+  bool operator==(const server_options&) const = default;
 };
 
 /// A free TCP port on 127.0.0.1 (bound to port 0 and released). Another process (a test running
@@ -59,13 +72,17 @@ class server_process;
 /// One standalone server (ZooKeeperServerMain).
 class zk_server {
  public:
-  explicit zk_server(server_options opts = {});  // starts it, waits for "imok" and Mode: standalone
-  ~zk_server();                                  // kills it, removes its dir
+  // Starts it, waits for "imok" and Mode: standalone; or, with default options where the tests
+  // share a server (ZKLOCK_TEST_SHARED_SERVER), creates a chroot of its own on that one.
+  explicit zk_server(server_options opts = {});
+  ~zk_server();                                  // kills it, removes its dir (shared: nothing)
   zk_server(const zk_server&) = delete;
   zk_server& operator=(const zk_server&) = delete;
 
-  std::string connect_string() const;  // "127.0.0.1:PORT"
-  std::uint16_t port() const;
+  std::string connect_string() const;  // "127.0.0.1:PORT", shared: "127.0.0.1:PORT/zklock-test/..."
+  std::uint16_t port() const;          // the server's, shared too (a proxy's connect string needs chroot())
+  bool shared() const;                 // the tests' shared server, under chroot()
+  std::string chroot() const;          // "/zklock-test/<pid>-<n>" on a shared server, "" on its own
   pid_t pid() const;     // -1 when not running
   bool running() const;  // false once the process has exited, however that happened
   void stop();           // SIGTERM and wait (SIGKILL after 5 s)
@@ -81,7 +98,11 @@ class zk_server {
   std::string data_dir() const;
 
  private:
-  std::unique_ptr<server_process> p_;
+  server_process& own(const char* what) const;  // throws on a shared server
+
+  std::unique_ptr<server_process> p_;  // null when shared
+  std::uint16_t shared_port_ = 0;
+  std::string chroot_;
 };
 
 /// An N-member quorum (QuorumPeerMain, standaloneEnabled=false) on free loopback ports.
