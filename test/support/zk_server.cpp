@@ -546,7 +546,7 @@ void discard_log(const char*) {}
 // (zookeeper_interest, poll, zookeeper_process): the few writes a shared server's chroot needs.
 class admin_session {
  public:
-  explicit admin_session(std::uint16_t port) : where_("127.0.0.1:" + std::to_string(port)) {
+  explicit admin_session(const std::string& connect) : where_(connect) {
     zh_ = ::zookeeper_init2(where_.c_str(), nullptr, 10000, nullptr, nullptr, 0, discard_log);
     if (!zh_) throw std::runtime_error("shared ZooKeeper " + where_ + ": zookeeper_init2: " + std::strerror(errno));
   }
@@ -613,7 +613,7 @@ const char* const shared_root = "/zklock-test";
 // would see it).
 std::string make_chroot(std::uint16_t port) {
   static std::atomic<int> counter{0};
-  admin_session admin(port);
+  admin_session admin("127.0.0.1:" + std::to_string(port));
   // Once the root is read-only, creating the dir again is refused (not authenticated) and so is
   // changing the root's ACL: both mean another test did them.
   int rc = admin.create(shared_root, &ZOO_OPEN_ACL_UNSAFE);
@@ -630,6 +630,11 @@ std::string make_chroot(std::uint16_t port) {
 }
 
 }  // namespace
+
+std::string create_node(const std::string& connect, const std::string& path) {
+  int rc = admin_session(connect).create(path, &ZOO_OPEN_ACL_UNSAFE);
+  return rc == ZOK ? "" : ::zerror(rc);
+}
 
 zk_server::zk_server(server_options opts) {
   if (opts == server_options{}) {

@@ -105,6 +105,11 @@ class zk_server {
   std::string chroot_;
 };
 
+/// Creates `path` (persistent, empty, open to all) with the C client on the server at `connect` (a
+/// connect string, its chroot included): "" when it did, otherwise the C client's message for the
+/// error ("not authenticated", "node exists", ...).
+std::string create_node(const std::string& connect, const std::string& path);
+
 /// An N-member quorum (QuorumPeerMain, standaloneEnabled=false) on free loopback ports.
 class zk_ensemble {
  public:

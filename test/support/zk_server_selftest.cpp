@@ -285,3 +285,68 @@ TEST_CASE("dirs left by dead test processes are swept", "[fixture]") {
   }
   expect_nothing_left();
 }
+
+TEST_CASE("a shared server: a chroot per zk_server with default options, a read-only root, no process calls",
+          "[fixture]") {
+  server_options own;
+  own.own_process = true;
+  zk_server server(own);  // the one the tests of a ctest run would share
+  auto file = fs::temp_directory_path() / (our_prefix() + "shared-connect");
+  std::ofstream(file) << server.connect_string() << "\n";
+  struct environment {
+    explicit environment(const fs::path& f) : file(f) { ::setenv("ZKLOCK_TEST_SHARED_SERVER", f.c_str(), 1); }
+    ~environment() {
+      ::unsetenv("ZKLOCK_TEST_SHARED_SERVER");
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
+    fs::path file;
+  } env(file);
+  {
+    zk_server a, b;
+    REQUIRE(a.shared());
+    REQUIRE(b.shared());
+    CHECK(a.port() == server.port());
+    CHECK(a.chroot().rfind("/zklock-test/" + std::to_string(::getpid()) + "-", 0) == 0);
+    CHECK(a.chroot() != b.chroot());
+    CHECK(a.connect_string() == server.connect_string() + a.chroot());
+    CHECK(create_node(a.connect_string(), "/inside") == "");  // the chroot exists
+    CHECK(create_node(server.connect_string(), "/outside") == "not authenticated");
+    CHECK(a.running());
+    CHECK(a.ruok());
+    CHECK(a.mode() == "standalone");
+    CHECK(a.four_letter("srvr").find("Mode: standalone") != std::string::npos);
+    using Catch::Matchers::Contains;
+    const auto private_only = Contains("mark this test's server private");
+    CHECK_THROWS_WITH(a.stop(), private_only);
+    CHECK_THROWS_WITH(a.kill(), private_only);
+    CHECK_THROWS_WITH(a.pause(), private_only);
+    CHECK_THROWS_WITH(a.resume(), private_only);
+    CHECK_THROWS_WITH(a.start(), private_only);
+    CHECK_THROWS_WITH(a.restart(), private_only);
+    CHECK_THROWS_WITH(a.pid(), private_only);
+    CHECK_THROWS_WITH(a.log_path(), private_only);
+    CHECK_THROWS_WITH(a.data_dir(), private_only);
+    CHECK(a.ruok());
+
+    // own_process, or any option that is not the default's: a server of its own
+    zk_server mine(own);
+    CHECK_FALSE(mine.shared());
+    CHECK(mine.chroot().empty());
+    CHECK(mine.port() != server.port());
+    CHECK(mine.pid() > 0);
+    server_options slower;
+    slower.tick_time_ms = 300;
+    zk_server other(slower);
+    CHECK_FALSE(other.shared());
+    CHECK(other.port() != server.port());
+  }
+  // the variable naming a file that is not there: a server of its own
+  fs::remove(file);
+  {
+    zk_server s;
+    CHECK_FALSE(s.shared());
+    CHECK(s.connect_string() == "127.0.0.1:" + std::to_string(s.port()));
+  }
+  CHECK(server.running());
+}
