@@ -64,7 +64,12 @@ case "$cmd" in
     if [ -f "$dir/pid" ]; then
       pid=$(cat "$dir/pid")
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      # gone, or a zombie (a container whose init reaps no orphans): state Z in /proc/PID/stat
+      for _ in $(seq 1 50); do
+        state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)
+        [[ -n $state && $state != Z ]] || break
+        sleep 0.1
+      done
       kill -9 "$pid" 2>/dev/null || true
     fi
     rm -rf "$dir"
