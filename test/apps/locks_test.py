@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of `zklock locks ROOT` against a throwaway ZooKeeper server.
 
-    locks_test.py --zklock BIN --helper HOLD_THEN_WAIT --scripts DIR CASE [CASE...]
+    locks_test.py --zklock BIN --helper ZKLOCK_CONTENDER --scripts DIR CASE [CASE...]
 
 Cases: tree (200 lock dirs of every kind, made by kazoo with Curator's and kazoo's node names
 and by the zklock command; --depth, --limit, --older-than, the text and --json outputs),
@@ -257,8 +257,8 @@ def case_tree(c):
 
 def case_deadlock(c):
     # the library: two sessions, each holds one mutex and waits for the other
-    a = c.popen([HELPER, c.server.connect, "/dl/lib/a", "/dl/lib/b"], stdin=subprocess.PIPE)
-    b = c.popen([HELPER, c.server.connect, "/dl/lib/b", "/dl/lib/a"], stdin=subprocess.PIPE)
+    a = c.popen([HELPER, "--hold-then-wait", c.server.connect, "/dl/lib/a", "/dl/lib/b"], stdin=subprocess.PIPE)
+    b = c.popen([HELPER, "--hold-then-wait", c.server.connect, "/dl/lib/b", "/dl/lib/a"], stdin=subprocess.PIPE)
     for p, first in ((a, "/dl/lib/a"), (b, "/dl/lib/b")):
         line = p.stdout.readline().strip()
         check(line == "holding " + first, f"helper: {line!r} (stderr: {p.stderr.read() if p.poll() is not None else ''})")
@@ -414,7 +414,7 @@ def main():
     global HELPER
     ap = argparse.ArgumentParser()
     ap.add_argument("--zklock", required=True)
-    ap.add_argument("--helper", required=True, help="the hold_then_wait program")
+    ap.add_argument("--helper", required=True, help="the zklock_contender program (its --hold-then-wait mode)")
     ap.add_argument("--scripts", required=True)
     ap.add_argument("cases", nargs="+", choices=sorted(CASES))
     a = ap.parse_args()

@@ -16,6 +16,13 @@
 // back (run_interop.py checks that at most N are inside at once). The hold is long next to a
 // lease's round trips, so that the leases are all taken most of the time: with a shorter one
 // (5 ms), 2 zklock and 2 Curator processes on two separate semaphores of 2 never had 3 inside.
+//
+// The helper of `zklock locks`'s deadlock test (test/apps/locks_test.py), a mode of this program
+// rather than a program of its own (one compile less in the test command's build):
+//   zklock_contender --hold-then-wait CONNECT FIRST SECOND
+// One session (identity "hold_then_wait FIRST SECOND") takes the mutex FIRST, prints "holding
+// FIRST", then, after a line on its standard input, waits for SECOND (a lock order two of them
+// can deadlock on) and prints "holding SECOND" if it ever gets it; runs until SIGTERM or SIGINT.
 #include "exclusion_log.hpp"
 
 #include <zklock/election.hpp>
@@ -26,8 +33,12 @@
 
 #include <boost/asio.hpp>
 
+#include <csignal>
+#include <cstdio>
 #include <iostream>
+#include <string>
 #include <string_view>
+#include <unistd.h>
 
 namespace asio = boost::asio;
 
@@ -50,9 +61,48 @@ asio::awaitable<void> exclusive_cycles(Lock& lock, int cycles, zklock::test::exc
     co_await g.async_release(asio::use_awaitable);
   }
 }
+asio::awaitable<void> hold_then_wait(std::string connect, std::string first, std::string second) {
+  auto ex = co_await asio::this_coro::executor;
+  zklock::session_options options;
+  options.connect = connect;
+  options.identity = "hold_then_wait " + first + " " + second;
+  zklock::session session{ex, options};
+  co_await session.async_connect(asio::use_awaitable);
+  zklock::mutex a{session, first}, b{session, second};
+  auto held = co_await a.async_acquire(asio::use_awaitable);
+  std::printf("holding %s\n", first.c_str());
+  std::fflush(stdout);
+  asio::posix::stream_descriptor in(ex, ::dup(0));
+  std::string line;
+  co_await asio::async_read_until(in, asio::dynamic_buffer(line), '\n', asio::use_awaitable);
+  auto also = co_await b.async_acquire(asio::use_awaitable);
+  std::printf("holding %s\n", second.c_str());
+  std::fflush(stdout);
+  asio::steady_timer forever(ex, asio::steady_timer::time_point::max());
+  co_await forever.async_wait(asio::use_awaitable);
+}
+
+int hold_then_wait_main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: zklock_contender --hold-then-wait CONNECT FIRST SECOND\n");
+    return 2;
+  }
+  asio::io_context ioc;
+  asio::signal_set stop(ioc, SIGTERM, SIGINT);
+  stop.async_wait([&](auto, int) { ioc.stop(); });
+  asio::co_spawn(ioc, hold_then_wait(argv[1], argv[2], argv[3]), [&](std::exception_ptr e) {
+    if (e) {
+      std::fprintf(stderr, "hold_then_wait: failed\n");
+      ioc.stop();
+    }
+  });
+  ioc.run();
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--hold-then-wait") return hold_then_wait_main(argc - 1, argv + 1);
   const bool rw = argc > 1 && std::string_view(argv[1]) == "--rw";
   int max_leases = 0;  // > 0: semaphore mode
   if (argc > 1 && std::string_view(argv[1]).starts_with("--semaphore="))
@@ -61,7 +111,8 @@ int main(int argc, char** argv) {
   const bool revocable = argc > 1 && std::string_view(argv[1]) == "--revocable";
   if (rw || max_leases > 0 || election || revocable) --argc, ++argv;
   if (argc != 6) {
-    std::cerr << "usage: zklock_contender [--rw | --semaphore=N] CONNECT PATH CYCLES LOGFILE WHO\n";
+    std::cerr << "usage: zklock_contender [--rw | --semaphore=N | --election | --revocable] CONNECT PATH CYCLES LOGFILE WHO\n"
+                 "       zklock_contender --hold-then-wait CONNECT FIRST SECOND\n";
     return 2;
   }
   std::string connect = argv[1], path = argv[2], who = argv[5];
