@@ -59,7 +59,7 @@ else
   ) >"$run_tmp/early.out" 2>&1 &
   early_pid=$!
   programs_status=0
-  nice -n 10 env "${build_env[@]}" bash scripts/build.sh zklock-cli zklock_contender hold_then_wait \
+  nice -n 10 env "${build_env[@]}" bash scripts/build.sh zklock-cli zklock_contender \
     contention_demo acquire_release recipes_tour threaded_workers stock_server stock_client scheduler_failover \
     || programs_status=$?
   echo $programs_status >"$run_tmp/programs.status"
