@@ -264,15 +264,16 @@ inline asio::awaitable<void> await_state(zklock::session& s, zklock::session_sta
   }
 }
 
-/// Number of watches the server holds (4lw "wchs": "... watching N paths\nTotal watches:N").
-/// The watches the server holds, besides each contender's watch on its own node (kept from its
-/// create on, waiting and holding: a holder's is there as long as it holds).
+/// The watches the server holds, data and child watches (4lw "mntr": zk_watch_count; "wchs" and
+/// "wchc" count the data watches only, and a waiter watches the blockers behind its nearest one by
+/// a child watch), besides each contender's watch on its own node (kept from its create on,
+/// waiting and holding: a holder's is there as long as it holds).
 inline int server_watches(const zklock::test::zk_server& srv) {
-  auto out = srv.four_letter("wchs");
+  auto out = srv.four_letter("mntr");
   auto by_session = srv.four_letter("wchc");
   UNSCOPED_INFO(by_session);
   std::smatch m;
-  if (!std::regex_search(out, m, std::regex("Total watches:(\\d+)"))) return -1;
+  if (!std::regex_search(out, m, std::regex("zk_watch_count\\s+(\\d+)"))) return -1;
   int total = std::stoi(m[1]);
   // "0x<session>" lines, each followed by "\t<path>" lines: in wchc the paths it watches, in
   // dump the ephemeral nodes it owns
