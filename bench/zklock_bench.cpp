@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
   int pending = 0;
   app.add_option("--pending", pending,
                  "instead: hold the lock, queue this many acquires over the contenders' sessions, "
-                 "report memory and threads per pending waiter, the server's watches (wchs), then drain them "
+                 "report memory and threads per pending waiter, the server's watches (mntr), then drain them "
                  "(every grant released at once) and report events and requests per release");
   if (int rc = zklock_bench::run_traffic_kind(argc, argv); rc >= 0) return rc;  // busy-process, distinct-keys
   CLI11_PARSE(app, argc, argv);
@@ -337,7 +337,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
   int threads_before = 0, threads_pending = 0, granted = 0, errors = 0;
   double drain_seconds = 0;
   clock_type::time_point drained{};
-  std::string failure, wchs;
+  std::string failure, wchs, mntr;
   std::vector<std::unique_ptr<zklock::mutex>> mutexes;
   // session totals: requests sent, watch events, deletion events
   auto totals = [&] {
@@ -391,6 +391,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
     co_await settle(std::chrono::milliseconds(500));
     queued = totals();
     wchs = four_letter(connect, "wchs");
+    mntr = four_letter(connect, "mntr");
     rss_pending = rss_kb("VmRSS:");
     threads_pending = thread_count();
     drain_before = totals();
@@ -424,8 +425,10 @@ int run_pending(const std::string& connect, const std::string& path, int contend
   // the holder's own uncontended cycles: events per release with nobody waiting
   r.add("solo_events_per_release", static_cast<double>(solo_after[1] - solo_before[1]) / solo_cycles, 2);
   r.add("queue_requests_per_waiter", static_cast<double>(queued[0] - queue_before[0]) / pending, 2);
-  // the server's watches with every waiter queued (wchs: -1 when the server does not answer it)
-  r.add("server_watches", four_letter_number(wchs, "Total watches:"));
+  // the server's watches with every waiter queued, data and child watches (mntr; wchs counts the
+  // data watches only, and a waiter watches the blockers behind its nearest one by a child
+  // watch); -1 when the server does not answer it. The watched paths: the data watches'.
+  r.add("server_watches", four_letter_number(mntr, "zk_watch_count\t"));
   r.add("server_watched_paths", four_letter_number(wchs, "watching "));
   r.add("server_watching_connections", std::atoll(wchs.c_str()));
   // the drain: the holder's release and each waiter's (every grant released at once), the events

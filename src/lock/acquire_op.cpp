@@ -128,15 +128,21 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         case acquire_action::ensure_parents: ensure_parents(); break;
         case acquire_action::watch_blocker: {
           metrics_.waited();
-          // (several go in one segment: run's batch); each reply belongs to the watch set here
+          // (several go in one segment: run's batch); each reply belongs to the watch set here.
+          // The nearest blocker by getData, the others by getChildren (acquire_fsm.hpp, step 4).
           auto& w = blocker_watches_[a.path];
-          s_->get_data(a.path, &w, data_handler([self, path = a.path](error_code ec, data_result d) {
-                         auto it = self->blocker_watches_.find(path);
-                         auto w = it == self->blocker_watches_.end() ? nullptr : it->second;
-                         if (ec && it != self->blocker_watches_.end()) self->blocker_watches_.erase(it);
-                         self->run(self->fsm_.on_watch_set(path, ec, d.stat.ephemeral_owner));
-                         if (!ec && w) self->wait(std::move(w));
-                       }));
+          auto on_set = [self, path = a.path](error_code ec, const node_stat& st) {
+            auto it = self->blocker_watches_.find(path);
+            auto w = it == self->blocker_watches_.end() ? nullptr : it->second;
+            if (ec && it != self->blocker_watches_.end()) self->blocker_watches_.erase(it);
+            self->run(self->fsm_.on_watch_set(path, ec, st.ephemeral_owner));
+            if (!ec && w) self->wait(std::move(w));
+          };
+          if (a.nearest)
+            s_->get_data(a.path, &w, data_handler([on_set](error_code ec, data_result d) { on_set(ec, d.stat); }));
+          else
+            s_->get_children(a.path, &w,
+                             children_handler([on_set](error_code ec, children_result r) { on_set(ec, r.stat); }));
           break;
         }
         case acquire_action::watch_own:

@@ -392,7 +392,10 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
   std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
   for (std::size_t i = first; i < all.size(); ++i) {
     auto path = join_path(dir_, q[all[i]].name);
-    if (blockers_.emplace(path, blocker_watch::setting).second) out.push_back({acquire_action::watch_blocker, path});
+    if (!blockers_.emplace(path, blocker_watch::setting).second) continue;
+    acquire_action a{acquire_action::watch_blocker, path};
+    a.nearest = i + 1 == all.size();
+    out.push_back(std::move(a));
   }
   all_watched_ = true;
   for (auto i : all)
@@ -588,9 +591,10 @@ acquire_fsm::actions acquire_fsm::on_watch_event(const std::string& path, watch_
   blockers_.erase(it);
   if (phase_ != phase::acquiring) return after_watch_removed();
   // Never a grant: the event does not say who wrote (a release of a zklock 2 holder, a
-  // Revoker's "__REVOKE__", an operator's set, a writer's downgrade). List again: one round
-  // trip that decides everything (evaluate watches the blocker again while it is there).
-  if (what == watch_change::data_changed) {
+  // Revoker's "__REVOKE__", an operator's set, a writer's downgrade), nor what a child under a
+  // blocker (a child watch's; no lock node has one) means. List again: one round trip that
+  // decides everything (evaluate watches the blocker again while it is there).
+  if (what != watch_change::deleted) {
     all_watched_ = false;  // still there, its watch spent
     return list_again();
   }

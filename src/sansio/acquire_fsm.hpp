@@ -13,7 +13,10 @@
 //     before any later deletion that would grant us: no request is added to the handoff;
 //  3. the grant rule (grant_rule below) says which contenders ahead of us block us: all of them
 //     for a mutex or a writer, the writers for a reader. None: we hold the lock;
-//  4. else watch (getData) the blockers of the listing, the nearest `max_watched` of them (K).
+//  4. else watch the blockers of the listing, the nearest `max_watched` of them (K): the nearest
+//     by getData, the others by getChildren. A node's deletion fires its data watches before its
+//     child watches, so the waiter the deletion grants (the one right behind it) is told before
+//     the waiters further back, whose watches only keep their place (ZooKeeper's DataTree).
 //     When every blocker of the listing is watched, the deletion of the last one is our grant,
 //     with no request (no node can get ahead of ours). When the queue ahead is deeper than K,
 //     the deletion of a watched blocker lists again: the window moves up while K-1 blockers still
@@ -92,7 +95,7 @@ struct acquire_action {
     list,               ///< list `dir`
     sync_and_list,      ///< sync `dir`, then list it (pipelined): the listing sees every write of ours
     ensure_parents,     ///< create `dir` and its missing ancestors as containers
-    watch_blocker,      ///< getData with watch on `path` (a blocker; several may go in one batch)
+    watch_blocker,      ///< watch `path` (a blocker; several may go in one batch): see `nearest`
     watch_own,          ///< getData with watch on `path`, our own node: its reply to on_own_watch_set
     watch_dir,          ///< getChildren with watch on `dir` (a lease: any holder's release matters)
     remove_watch,       ///< remove our watch on `path` (a blocker's, or the lease dir's)
@@ -118,6 +121,9 @@ struct acquire_action {
   error_code ec{};
   std::chrono::milliseconds delay{0};
   std::int64_t owner = 0;  ///< check_session: the session whose beacon is read
+  /// watch_blocker: the nearest blocker, watched by getData; the others by getChildren (a child
+  /// watch, which a node's deletion fires after its data watches: see the recipe's step 4).
+  bool nearest = false;
 };
 
 /// The beacon of `session` for a lock dir (see lock-delay above): an ephemeral node of that

@@ -118,6 +118,49 @@ TEST_CASE_METHOD(server_fixture,
   }());
 }
 
+TEST_CASE_METHOD(server_fixture,
+                 "election: only the next candidate watches the leader's node by its data, the one behind it by a "
+                 "child watch (a write does not fire it, the resign does, with no listing)",
+                 "[integration][election][handoff]") {
+  // A node's deletion fires its data watches before its child watches: the candidate that
+  // the leader's resign makes leader is told before the candidates further back.
+  auto sessions = connect_sessions(3);
+  const std::string path = "/election/nearest";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    election l(*sessions[0], path, "l"), a(*sessions[1], path, "a"), b(*sessions[2], path, "b");
+    auto ll = co_await l.async_campaign(asio::use_awaitable);
+    completion<leadership> a_won, b_won;
+    a.async_campaign(a_won.handler());
+    co_await await_children(*sessions[0], path, 2);
+    b.async_campaign(b_won.handler());
+    co_await await_children(*sessions[0], path, 3);
+    co_await sleep_for(50ms);  // a and b watch what blocks them (b: l and a)
+    const auto b_sent = sessions[2]->stats().requests_sent;
+    const auto b_events = sessions[2]->stats().watch_events;
+    const auto a_events = sessions[1]->stats().watch_events;
+    // a write to the leader's node (its own identity again): the next candidate's data watch
+    // fires (it lists again), the child watch of the one behind it does not
+    co_await sessions[0]->async_set_data(ll.node_path(), "l", -1, asio::use_awaitable);
+    co_await until([&] { return sessions[1]->stats().watch_events > a_events; });
+    co_await sleep_for(50ms);
+    CHECK(sessions[2]->stats().watch_events == b_events);
+    CHECK(sessions[2]->stats().requests_sent == b_sent);
+    // the resign: a leads; b hears of it (its child watch), and leads at a's resign, sending nothing
+    co_await ll.async_resign(asio::use_awaitable);
+    co_await until([&] { return a_won.done; });
+    REQUIRE_FALSE(a_won.ec);
+    co_await until([&] { return sessions[2]->stats().watch_events > b_events; });
+    CHECK_FALSE(b_won.done);
+    co_await a_won.result.async_resign(asio::use_awaitable);
+    co_await until([&] { return b_won.done; });
+    REQUIRE_FALSE(b_won.ec);
+    CHECK(b_won.result.is_leader());
+    CHECK(sessions[2]->stats().requests_sent == b_sent);  // neither a listing nor a watch set again
+    co_await b_won.result.async_resign(asio::use_awaitable);
+    CHECK(co_await children_of(*sessions[0], path) == 0);
+  }());
+}
+
 TEST_CASE_METHOD(own_server_fixture<server_fixture>,
                  "election: a leader keeps one data watch on its node, and a revocation request and the identity "
                  "written back over it are one event each",

@@ -107,3 +107,42 @@ TEST_CASE("every node is watched by at most K waiters: K events per release", "[
   for (std::size_t i = 0; i < waiters.size(); ++i)
     CHECK(waiters[i]->blocker_watches().size() == std::min<std::size_t>(i + 1, k));
 }
+
+TEST_CASE("only the nearest blocker is watched with a data watch: the others with a child watch, told after it",
+          "[unit][lock][handoff]") {
+  // A node's deletion fires its data watches before its child watches (one server, one
+  // transaction): the waiter the deletion grants, whose nearest blocker it was, is told first.
+  sim s(lock_mode::wait, 3);
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign();
+  s.run();
+  std::map<std::string, bool> nearest;  // the watches asked, by path
+  for (const auto& a : s.watch_requests) nearest[a.path] = a.nearest;
+  CHECK(nearest == std::map<std::string, bool>{
+                       {join_path(s.dir, n0), false}, {join_path(s.dir, n1), false}, {join_path(s.dir, n2), true}});
+  s.delete_foreign(n2);  // the nearest gave up: n1 is the nearest now, and stays child-watched
+  s.drain();
+  CHECK_FALSE(s.completed);
+  s.delete_foreign(n0);
+  s.drain();
+  check_granted_when_gone(s, n1);
+}
+
+TEST_CASE("a child event on a watched blocker never grants: it lists again", "[unit][lock][handoff]") {
+  // (a child watch fires "children changed" only for a node with children, which no lock node
+  // has; a foreign persistent node in the dir could)
+  sim s;
+  auto n0 = s.add_foreign(), n1 = s.add_foreign();
+  s.run();
+  s.delete_foreign(n1);
+  s.drain();
+  int lists = s.lists;
+  s.watches.erase(join_path(s.dir, n0));  // (the watch is spent)
+  s.apply(s.fsm.on_watch_event(join_path(s.dir, n0), watch_change::children_changed));
+  s.drain();
+  CHECK_FALSE(s.completed);
+  CHECK(s.lists == lists + 1);
+  CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n0)});  // watched again
+  s.delete_foreign(n0);
+  s.drain();
+  REQUIRE(s.completed);
+}

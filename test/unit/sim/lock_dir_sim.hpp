@@ -69,6 +69,8 @@ struct sim : driver_rules {
   std::map<std::string, std::int64_t> children;  // name -> czxid
   std::int64_t next_seq = 0, zxid = 100;
   std::set<std::string> watches;                 // paths watched by the fsm
+  std::set<std::string> child_watches;           // of them, the blockers watched by a child watch (not nearest)
+  std::vector<acquire_action> watch_requests;    // every watch_blocker asked, in order
   std::map<std::string, std::string> data;       // node name -> its data (absent: empty)
   std::set<std::string> downgraded;              // writers whose holder downgraded (hold the read side)
   std::map<std::string, std::int64_t> owners;    // node name -> its ephemeral owner (absent: 1000 + czxid)
@@ -164,6 +166,7 @@ struct sim : driver_rules {
   // someone writes to a node (a foreign client: Curator's Revoker, an operator's set)
   void change_data(const std::string& name, std::string_view new_data = "__REVOKE__") {
     data[name] = std::string(new_data);
+    if (child_watches.count(join_path(dir, name))) return;  // a child watch does not fire on a write
     if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), watch_change::data_changed);
   }
   // The head, a zklock writer holding the write side, downgrades: it holds the read side now.
@@ -194,6 +197,8 @@ struct sim : driver_rules {
     children.erase(name);
     data.erase(name);
     downgraded.erase(name);
+    // a zklock 2 release's write fires no child watch: its delete does
+    if (child_watches.erase(join_path(dir, name))) node_event = watch_change::deleted;
     if (watches.erase(join_path(dir, name))) fire(join_path(dir, name), node_event);
     if (watches.erase(dir)) fire(dir, watch_change::children_changed);
   }
@@ -301,6 +306,9 @@ struct sim : driver_rules {
           if (watches.count(a.path)) forbid("a second watch on " + a.path);
           bool exists = children.count(name) > 0;
           if (exists) watches.insert(a.path);
+          watch_requests.push_back(a);
+          if (exists && !a.nearest) child_watches.insert(a.path);
+          else child_watches.erase(a.path);
           // lost: the C client registers a watcher only with a reply
           replies.push_back(reply(
               [this, exists, path = a.path] {
