@@ -414,7 +414,9 @@ TEST_CASE_METHOD(server_fixture,
   }(), 120s);
 }
 
-TEST_CASE_METHOD(server_fixture, "local queue: the queue's node watches up to watched_blockers blockers (K)",
+// A server of its own: the blockers behind the nearest are child watches, which
+// server_watches counts there only.
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "local queue: the queue's node watches up to watched_blockers blockers (K)",
                  "[integration][local]") {
   // K above the default, so that a queue node made without the mutex's options shows
   const int k = mutex_options{}.watched_blockers + 1;

@@ -109,7 +109,9 @@ TEST_CASE_METHOD(server_fixture,
   }(), 120s);
 }
 
-TEST_CASE_METHOD(server_fixture, "a release grants exactly one waiter, and tells at most K of them", "[integration][mutex]") {
+// A server of its own: the blockers behind the nearest are child watches, which
+// server_watches counts there only.
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a release grants exactly one waiter, and tells at most K of them", "[integration][mutex]") {
   auto sessions = connect_sessions(9);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex head(*sessions[0], "/locks/herd");
