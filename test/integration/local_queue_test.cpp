@@ -122,7 +122,7 @@ TEST_CASE_METHOD(server_fixture, "local queue: another session waiting gets the 
   bool stop = false;
   int finished = 0;
   std::vector<int> waited_grants;  // busy grants between the other's request and its grant
-  std::vector<int> after_seen;     // of those, made after the busy session's child watch fired
+  std::vector<int> after_seen;     // of those, made after a child event about the other's new node
   std::vector<std::uint64_t> grant_events;  // per busy grant: the busy session's child events so far
   run_test(ioc, [&]() -> asio::awaitable<void> {
     mutex m(busy, "/locks/fair", local(max_handoffs));
@@ -145,11 +145,18 @@ TEST_CASE_METHOD(server_fixture, "local queue: another session waiting gets the 
     // the other process (a local-queue mutex of its own, one coroutine) asks ten times
     mutex om(other, "/locks/fair", local(max_handoffs));
     for (int k = 0; k < 10; ++k) {
-      int before = busy_grants;
+      // The busy session's child events so far must count every change made before the other
+      // asks: the deletion of the other's previous node, the busy session's own re-queue (its
+      // node deleted and created again). The busy session's client may not have read them yet
+      // (a loaded machine). A read on its connection is answered after every event of the
+      // changes before it: past this count, a child event is about a change after the read,
+      // i.e. the other's new node (its re-queue happens only once it has seen that).
+      co_await children_of(busy, "/locks/fair");
       auto events_before = busy.stats().events(watch_event_type::child);
+      int read_grants = busy_grants;
       auto g = co_await om.async_acquire(asio::use_awaitable);
-      waited_grants.push_back(busy_grants - before);
-      after_seen.push_back(static_cast<int>(std::count_if(grant_events.begin() + before, grant_events.end(),
+      waited_grants.push_back(busy_grants - read_grants);
+      after_seen.push_back(static_cast<int>(std::count_if(grant_events.begin() + read_grants, grant_events.end(),
                                                           [&](std::uint64_t e) { return e > events_before; })));
       log.enter("other");
       tokens.push_back(g.fencing_token());
@@ -174,8 +181,9 @@ TEST_CASE_METHOD(server_fixture, "local queue: another session waiting gets the 
   // the documented bound: once our session has seen the other's node, at most
   // max_local_handoffs grants on our node (those made before counted too)
   REQUIRE(after_seen.size() == 10);
+  // (the grants before the busy session has seen the other's node are not bounded: they are
+  // as many as fit in the watch event's delay, which a loaded machine stretches)
   for (int w : after_seen) CHECK(w <= max_handoffs);
-  CHECK(*std::max_element(waited_grants.begin(), waited_grants.end()) < 20);  // not one per busy coroutine
   CHECK(std::adjacent_find(tokens.begin(), tokens.end(), std::greater_equal<>()) == tokens.end());
 }
 
