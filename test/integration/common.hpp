@@ -125,7 +125,7 @@ class proxied_fixture : public server_fixture {
   zklock::test::tcp_proxy proxy{ioc.get_executor(), srv.port()};
 
   zklock::session& connect_proxied(std::chrono::milliseconds session_timeout = 4000ms) {
-    return connect(options_for(proxy.connect_string() + srv.chroot(), session_timeout));
+    return connect(options_for(srv.connect_via(proxy.connect_string()), session_timeout));
   }
 };
 

@@ -173,15 +173,15 @@ TEST_CASE("a port that refuses: the endpoint and its cause are told twice, a log
 // One endpoint that is not ZooKeeper among others that are: it is one unreachable server.
 // The C client tries the endpoints in a random order, so each case connects many times: 12, and
 // more (64 at most) until it was tried (a 1 in 4,096 chance that 12 never try it).
-TEST_CASE_METHOD(own_server_fixture<server_fixture>, "a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
+TEST_CASE_METHOD(server_fixture, "a non-ZooKeeper endpoint beside a ZooKeeper server: every connect succeeds",
           "[integration][session][connect]") {
   fake_http_server http(ioc);
   fake_http_server closing(ioc, true);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     for (auto* bad : {&http, &closing}) {
       for (int i = 0; i < 12 || (bad->connections == 0 && i < 64); ++i) {
-        auto connect = i % 2 ? bad->connect_string() + "," + srv.connect_string()
-                             : srv.connect_string() + "," + bad->connect_string();
+        auto connect = srv.connect_via(i % 2 ? bad->connect_string() + "," + srv.address()
+                                             : srv.address() + "," + bad->connect_string());
         session s(co_await asio::this_coro::executor, options_for(connect));
         auto [ec] = co_await s.async_connect(tuple_awaitable);
         INFO(connect << " (" << (bad == &http ? "answers HTTP" : "closes at once") << "), connect " << i << ": "
@@ -221,9 +221,9 @@ TEST_CASE("only non-ZooKeeper endpoints: the connect fails with not_zookeeper, n
 // endpoint and never the proxy: unless that endpoint leaves its list, the session expires.
 // The HTTP endpoint closes each connection at once until the session is connected (an
 // ordinary failure, which the connect passes over), so that a reconnect is what meets its answer.
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
+TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   fake_http_server http(ioc, /*close_at_once=*/true);
-  auto& s = connect(options_for(proxy.connect_string() + "," + http.connect_string()));
+  auto& s = connect(options_for(srv.connect_via(proxy.connect_string() + "," + http.connect_string())));
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {
     record_states(s, states);
@@ -240,13 +240,13 @@ TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint 
   for (auto st : states) CHECK(st != session_state::expired);
 }
 
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
+TEST_CASE_METHOD(proxied_fixture, "a non-ZooKeeper endpoint found at the connect is not tried on the reconnects", "[integration][session][connect]") {
   fake_http_server http(ioc);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     // The C client tries the endpoints in a random order: connect until it met the HTTP one.
     std::optional<session> s;
     for (int i = 0; i < 40 && http.connections == 0; ++i) {
-      s.emplace(ioc.get_executor(), options_for(proxy.connect_string() + "," + http.connect_string()));
+      s.emplace(ioc.get_executor(), options_for(srv.connect_via(proxy.connect_string() + "," + http.connect_string())));
       co_await s->async_connect(asio::use_awaitable);
     }
     REQUIRE(http.connections == 1);
@@ -262,9 +262,9 @@ TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a non-ZooKeeper endpoint 
 // zookeeper_interest), so with two servers, after a drop, it kept choosing the refusing port
 // and never the proxy: the session expired at its timeout while a server of its connect string
 // was up. The engine puts it back after each failure: every endpoint is tried in turn.
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
+TEST_CASE_METHOD(proxied_fixture, "a refusing endpoint met on a reconnect never ends the session", "[integration][session][connect]") {
   auto refusing = "127.0.0.1:" + std::to_string(zklock::test::free_port());
-  auto& s = connect(options_for(proxy.connect_string() + "," + refusing));
+  auto& s = connect(options_for(srv.connect_via(proxy.connect_string() + "," + refusing)));
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {
     record_states(s, states);
@@ -276,13 +276,13 @@ TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "a refusing endpoint met o
 // after a drop (the other half from the one it was connected to), never its own server again.
 // Two refuse, one accepts and never answers (its connection times out at 2/3 of the session
 // timeout): every reconnect goes round them and back to the live one.
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
+TEST_CASE_METHOD(proxied_fixture, "of four endpoints one is ZooKeeper: every reconnect reaches it", "[integration][session][connect]") {
   zklock::test::tcp_proxy silent(ioc.get_executor(), srv.port());
   silent.blackhole(true);
   auto refusing_one = "127.0.0.1:" + std::to_string(zklock::test::free_port());
   auto refusing_two = "127.0.0.1:" + std::to_string(zklock::test::free_port());
-  session s(ioc.get_executor(), options_for(proxy.connect_string() + "," + refusing_one + "," + silent.connect_string() +
-                                                "," + refusing_two,
+  session s(ioc.get_executor(), options_for(srv.connect_via(proxy.connect_string() + "," + refusing_one + "," +
+                                                            silent.connect_string() + "," + refusing_two),
                                             6000ms));
   std::vector<session_state> states;
   run_test(ioc, [&]() -> asio::awaitable<void> {

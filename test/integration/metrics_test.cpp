@@ -18,10 +18,10 @@ const lock_path_metrics& find(const lock_metrics_snapshot& s, const std::string&
 }
 }  // namespace
 
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
+TEST_CASE_METHOD(proxied_fixture, "lock metrics count per path: a waited grant / timeout / cancellation / busy try / local handoff / loss",
           "[integration][metrics]") {
   std::vector<std::pair<lock_event_type, std::string>> events;
-  auto opts = options_for(proxy.connect_string(), 2000ms);
+  auto opts = options_for(srv.connect_via(proxy.connect_string()), 2000ms);
   opts.lock_metrics.on_event = [&](const lock_event& e) { events.emplace_back(e.type, std::string(e.path)); };
   session s(ioc.get_executor(), opts);
   auto& other = connect();
@@ -169,10 +169,10 @@ TEST_CASE_METHOD(server_fixture, "lock metrics: max_paths bounds the entries and
   }());
 }
 
-TEST_CASE_METHOD(own_server_fixture<proxied_fixture>, "lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
+TEST_CASE_METHOD(proxied_fixture, "lock metrics: a timed acquire that ran out while not connected is outcome error, not timeout",
           "[integration][metrics]") {
   std::vector<lock_event> events;
-  auto opts = options_for(proxy.connect_string(), 10000ms);
+  auto opts = options_for(srv.connect_via(proxy.connect_string()), 10000ms);
   opts.lock_metrics.on_event = [&](const lock_event& e) {
     if (e.type == lock_event_type::failed || e.type == lock_event_type::timed_out) events.push_back(e);
   };

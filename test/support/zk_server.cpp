@@ -664,7 +664,9 @@ server_process& zk_server::own(const char* what) const {
   }
   return *p_;
 }
-std::string zk_server::connect_string() const { return "127.0.0.1:" + std::to_string(port()) + chroot_; }
+std::string zk_server::connect_string() const { return connect_via(address()); }
+std::string zk_server::address() const { return "127.0.0.1:" + std::to_string(port()); }
+std::string zk_server::connect_via(const std::string& hosts) const { return hosts + chroot_; }
 std::uint16_t zk_server::port() const { return p_ ? p_->port() : shared_port_; }
 bool zk_server::shared() const { return !p_; }
 std::string zk_server::chroot() const { return chroot_; }

@@ -16,7 +16,8 @@
 // gives the integration tests the file its fixture test writes: test/support/shared_server.sh), a
 // zk_server with default options starts no JVM: it is a chroot of its own (/zklock-test/<pid>-<n>)
 // on that server, created by the constructor, and its connect_string() ends with it. The root of a
-// shared server is read-only, so a session that left the chroot out fails ("not authenticated").
+// shared server is read-only, so a session that left the chroot out fails ("not authenticated"):
+// a connect string a test builds of endpoints of its own (a proxy, several) takes connect_via().
 // What needs a process of its own (stop, kill, pause, resume, start, restart, pid, log_path,
 // data_dir) throws on a shared server: give that test's server `own_process` (or options of
 // its own). Server-wide counts of its four-letter words must be restricted to chroot().
@@ -80,7 +81,11 @@ class zk_server {
   zk_server& operator=(const zk_server&) = delete;
 
   std::string connect_string() const;  // "127.0.0.1:PORT", shared: "127.0.0.1:PORT/zklock-test/..."
-  std::uint16_t port() const;          // the server's, shared too (a proxy's connect string needs chroot())
+  std::string address() const;         // "127.0.0.1:PORT", the chroot left out
+  // A connect string of the test's own endpoints ("host:port,..."; proxies to this server, others)
+  // for this server's data: `hosts` + chroot(), so it works on the shared server too.
+  std::string connect_via(const std::string& hosts) const;
+  std::uint16_t port() const;          // the server's, shared too (a proxy's connect string: connect_via)
   bool shared() const;                 // the tests' shared server, under chroot()
   std::string chroot() const;          // "/zklock-test/<pid>-<n>" on a shared server, "" on its own
   pid_t pid() const;     // -1 when not running
