@@ -2,7 +2,8 @@
 # The ZooKeeper server the integration tests of one ctest run share (ctest's fixture: the setup
 # and cleanup tests of test/CMakeLists.txt; zk_server.hpp says how a test uses it).
 #   shared_server.sh start FILE   starts a standalone server with the fixture's zoo.cfg settings
-#                                 (zk_server.cpp) in a dir under $TMPDIR, writes "127.0.0.1:PORT"
+#                                 (zoo-fixture.cfg, zk_server.cpp's defaults too) in a dir under
+#                                 $TMPDIR, writes "127.0.0.1:PORT"
 #                                 to FILE (and the dir to FILE.dir)
 #   shared_server.sh stop FILE    prints the CPU time the server used, stops it, removes its dir
 #                                 and FILE
@@ -10,7 +11,8 @@
 # If ctest ends without the cleanup (interrupted), a watchdog stops the server.
 set -euo pipefail
 cmd=$1 file=$2
-scripts=$(cd "$(dirname "$0")/../../scripts" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+scripts=$(cd "$here/../../scripts" && pwd)
 
 stop() {
   [ -f "$file.dir" ] || return 0
@@ -36,8 +38,9 @@ case "$cmd" in
     mkdir -p "$(dirname "$file")"
     dir=$(mktemp -d "${TMPDIR:-/tmp}/zklock-shared-XXXXXX")
     echo "$dir" >"$file.dir"
-    connect=$(bash "$scripts/zk-server.sh" start "$dir/server" tickTime=200 initLimit=50 syncLimit=15 \
-      maxSessionTimeout=20000 forceSync=yes preAllocSize=1024)
+    settings=$(grep -E '^[A-Za-z.]+=' "$here/zoo-fixture.cfg")  # key=value lines, no spaces
+    # shellcheck disable=SC2086
+    connect=$(bash "$scripts/zk-server.sh" start "$dir/server" $settings)
     ctest_pid=$PPID
     (
       tail --pid="$ctest_pid" -f /dev/null &

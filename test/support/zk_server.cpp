@@ -352,6 +352,23 @@ std::vector<std::uint16_t> free_ports(int n) {
 
 std::uint16_t free_port() { return free_ports(1).front(); }
 
+std::string fixture_setting(const std::string& key) {
+  static const std::map<std::string, std::string> settings = [] {
+    std::map<std::string, std::string> kv;
+    std::ifstream in(ZKLOCK_TEST_FIXTURE_CFG);
+    if (!in) throw std::runtime_error(std::string("cannot read ") + ZKLOCK_TEST_FIXTURE_CFG);
+    for (std::string line; std::getline(in, line);) {
+      auto eq = line.find('=');
+      if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+      kv.emplace(line.substr(0, eq), line.substr(eq + 1));
+    }
+    return kv;
+  }();
+  auto it = settings.find(key);
+  if (it == settings.end()) throw std::runtime_error(std::string(ZKLOCK_TEST_FIXTURE_CFG) + " sets no " + key);
+  return it->second;
+}
+
 // One server process (standalone, or a quorum member when myid > 0) with its dir and config.
 class server_process {
  public:
@@ -372,7 +389,7 @@ class server_process {
           << "maxClientCnxns=0\n"
           << "maxSessionTimeout=" << opts.max_session_timeout_ms << "\n"
           << "forceSync=" << (opts.force_sync ? "yes" : "no") << "\n"
-          << "preAllocSize=1024\n"  // KB; the default 64 MB per log file is slow and big
+          << "preAllocSize=" << fixture_setting("preAllocSize") << "\n"
           << quorum_cfg;
       cfg.close();
       if (!cfg) throw std::runtime_error("cannot write " + dir_ + "/zoo.cfg");

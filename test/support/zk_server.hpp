@@ -36,15 +36,20 @@
 
 namespace zklock::test {
 
+/// A setting of test/support/zoo-fixture.cfg ("tickTime", ...): the zoo.cfg settings of the tests'
+/// servers, server_options' defaults here and the shared server's (shared_server.sh reads the same
+/// file). Throws if the file does not set `key`.
+std::string fixture_setting(const std::string& key);
+
 struct server_options {
-  int tick_time_ms = 200;  // small so tests get short session timeouts (min session = 2 ticks)
-  int max_session_timeout_ms = 20000;
-  bool force_sync = true;  // false -> forceSync=no
+  int tick_time_ms = std::stoi(fixture_setting("tickTime"));
+  int max_session_timeout_ms = std::stoi(fixture_setting("maxSessionTimeout"));
+  bool force_sync = fixture_setting("forceSync") == "yes";  // false -> forceSync=no
   std::chrono::milliseconds start_timeout{30000};
   // --- additions ---
   std::uint16_t client_port = 0;    // 0: a free port; otherwise this one (standalone only)
-  int init_limit = 50;              // ticks (ensemble)
-  int sync_limit = 15;              // ticks (ensemble): how fast a dead leader/follower is noticed
+  int init_limit = std::stoi(fixture_setting("initLimit"));  // ticks (ensemble)
+  int sync_limit = std::stoi(fixture_setting("syncLimit"));  // ticks (ensemble)
   std::string log_level = "info";   // server.log level: trace, debug, info, warn, error, off
   int container_check_interval_ms = 0;  // >0: how often the server reaps empty containers
                                         // (-Dznode.container.checkIntervalMs; the default is 60 s)

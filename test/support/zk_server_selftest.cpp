@@ -16,9 +16,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +75,27 @@ void expect_nothing_left() {
   CHECK(our_dirs() == 0);
 }
 
+// key -> value of a zoo.cfg's "key=value" lines (a later line of a key wins, as in the server)
+std::map<std::string, std::string> zoo_cfg(const fs::path& file) {
+  std::map<std::string, std::string> kv;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (!line.empty() && line[0] != '#' && eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return kv;
+}
+
+// Each setting of zoo-fixture.cfg is in the server's zoo.cfg `file`, with the same value.
+void expect_fixture_settings(const fs::path& file) {
+  auto fixture = zoo_cfg(ZKLOCK_TEST_FIXTURE_CFG), server = zoo_cfg(file);
+  REQUIRE(fixture.size() >= 6);
+  for (const auto& [key, value] : fixture) {
+    INFO(file.string() << ": " << key);
+    CHECK(server[key] == value);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("standalone server: maps the class archive; ruok, pause, resume, restart, kill -9, start", "[fixture]") {
@@ -90,6 +113,7 @@ TEST_CASE("standalone server: maps the class archive; ruok, pause, resume, resta
     CHECK(s.mode() == "standalone");
     CHECK(s.connect_string() == "127.0.0.1:" + std::to_string(s.port()));
     CHECK(s.four_letter("mntr").find("zk_server_state\tstandalone") != std::string::npos);
+    expect_fixture_settings(fs::path(data).parent_path() / "zoo.cfg");  // server_options' defaults
     // the build's class archive of the server's classes (zk_cds_archive.sh): a JVM that cannot
     // map it starts without it, silently, on more CPU
     INFO("class archive " << ZKLOCK_TEST_ZK_CDS_ARCHIVE);
@@ -286,32 +310,43 @@ TEST_CASE("dirs left by dead test processes are swept", "[fixture]") {
   expect_nothing_left();
 }
 
-TEST_CASE("a shared server: a chroot per zk_server with default options, a read-only root, no process calls",
+TEST_CASE("a shared server (shared_server.sh's, zoo-fixture.cfg's settings): a chroot per zk_server with default "
+          "options, a read-only root, no process calls",
           "[fixture]") {
   server_options own;
   own.own_process = true;
-  zk_server server(own);  // the one the tests of a ctest run would share
+  // the one the tests of a ctest run share, started as their fixture starts it (its watchdog
+  // stops it if this process dies: the script's parent, as ctest is the fixture's)
   auto file = fs::temp_directory_path() / (our_prefix() + "shared-connect");
-  std::ofstream(file) << server.connect_string() << "\n";
+  auto shared_server_sh = [&](const std::string& cmd) {
+    return std::system(("exec env 'ZK_SERVER_JAVA_OPTS=" ZKLOCK_TEST_SERVER_JAVA_OPTS "' bash " ZKLOCK_TEST_SHARED_SERVER_SCRIPT
+                        " " + cmd + " " + file.string()).c_str());
+  };
+  REQUIRE(shared_server_sh("start") == 0);
+  struct stop_at_end {
+    decltype(shared_server_sh)& stop;
+    ~stop_at_end() { stop("stop"); }
+  } stopper{shared_server_sh};
+  std::string connect;
+  std::ifstream(file) >> connect;
+  std::string dir;
+  std::ifstream(file.string() + ".dir") >> dir;
+  expect_fixture_settings(fs::path(dir) / "server" / "zoo.cfg");  // a default zk_server's
   struct environment {
-    explicit environment(const fs::path& f) : file(f) { ::setenv("ZKLOCK_TEST_SHARED_SERVER", f.c_str(), 1); }
-    ~environment() {
-      ::unsetenv("ZKLOCK_TEST_SHARED_SERVER");
-      std::error_code ec;
-      fs::remove(file, ec);
-    }
-    fs::path file;
+    explicit environment(const fs::path& f) { ::setenv("ZKLOCK_TEST_SHARED_SERVER", f.c_str(), 1); }
+    ~environment() { ::unsetenv("ZKLOCK_TEST_SHARED_SERVER"); }
   } env(file);
   {
     zk_server a, b;
     REQUIRE(a.shared());
     REQUIRE(b.shared());
-    CHECK(a.port() == server.port());
+    CHECK(a.address() == connect);
     CHECK(a.chroot().rfind("/zklock-test/" + std::to_string(::getpid()) + "-", 0) == 0);
     CHECK(a.chroot() != b.chroot());
-    CHECK(a.connect_string() == server.connect_string() + a.chroot());
+    CHECK(a.connect_string() == connect + a.chroot());
+    CHECK(a.connect_via("127.0.0.1:1,127.0.0.1:2") == "127.0.0.1:1,127.0.0.1:2" + a.chroot());
     CHECK(create_node(a.connect_string(), "/inside") == "");  // the chroot exists
-    CHECK(create_node(server.connect_string(), "/outside") == "not authenticated");
+    CHECK(create_node(connect, "/outside") == "not authenticated");
     CHECK(a.running());
     CHECK(a.ruok());
     CHECK(a.mode() == "standalone");
@@ -333,20 +368,22 @@ TEST_CASE("a shared server: a chroot per zk_server with default options, a read-
     zk_server mine(own);
     CHECK_FALSE(mine.shared());
     CHECK(mine.chroot().empty());
-    CHECK(mine.port() != server.port());
+    CHECK(mine.port() != a.port());
     CHECK(mine.pid() > 0);
+    CHECK(mine.connect_via("127.0.0.1:1") == "127.0.0.1:1");
     server_options slower;
     slower.tick_time_ms = 300;
     zk_server other(slower);
     CHECK_FALSE(other.shared());
-    CHECK(other.port() != server.port());
+    CHECK(other.port() != a.port());
   }
   // the variable naming a file that is not there: a server of its own
-  fs::remove(file);
+  fs::rename(file, file.string() + ".away");
   {
     zk_server s;
     CHECK_FALSE(s.shared());
     CHECK(s.connect_string() == "127.0.0.1:" + std::to_string(s.port()));
   }
-  CHECK(server.running());
+  fs::rename(file.string() + ".away", file);
+  CHECK(zk_server().ruok());  // the shared server still serves
 }
