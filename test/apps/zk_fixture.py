@@ -2,8 +2,8 @@
 lock_delay_cli_test.py).
 
 The cases' server: a chroot of their own on the server a ctest run's tests share (ctest's fixture
-zk_shared_server, test/support/shared_server.py), or, for cases marked @own_server (they stop
-or pause the server, or look at all of it) and when no fixture published a shared server (a
+zk_shared_server, test/support/shared_server.py), or, for cases marked @own_server (they pause
+the server, or look at all of it) and when no fixture published a shared server (a
 test run by hand), a throwaway ZooKeeper of their own (scripts/zk-server.sh, free loopback port,
 tickTime=500 so that short session timeouts are not clamped up), always stopped: also on
 failure, on the test deadline and on SIGTERM. Every process a case starts through its Case is
@@ -76,7 +76,7 @@ def kazoo_client(connect, **kwargs):
 
 
 def own_server(fn):
-    """Marks a case that needs a server of its own (it stops or pauses it, or reads all of it)."""
+    """Marks a case that needs a server of its own (it pauses it, or reads all of it)."""
     fn.own_server = True
     return fn
 

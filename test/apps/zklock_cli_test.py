@@ -4,7 +4,7 @@
     zklock_cli_test.py --zklock BIN --scripts DIR [--examples DIR] [--java-peers FILE] CASE [CASE...]
 
 The server: a chroot of the run's own on the server ctest's tests share, or a throwaway server
-of its own, always stopped, for the cases marked @own_server (they stop the server) and when
+of its own, always stopped, for the cases marked @own_server (they SIGSTOP the server) and when
 run by hand; every process a case starts is killed and reaped before it returns (zk_fixture.py,
 shared with examples_test.py and locks_test.py).
 """
@@ -386,7 +386,7 @@ def case_signal_forwarding(c):
     check(not os.path.exists(c.path("never")), "the waiter's command ran")
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_server_unreachable(c):
     # ZooKeeper stops answering while the command runs: once the lock's validity deadline
     # passes (the server could then expire the session and grant the lock to someone else),
@@ -403,7 +403,7 @@ def case_server_unreachable(c):
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_partition(c):
     # No server answers while the command runs (apps/zklock/README.md, "Stopped before the lock
     # can be lost"): the command gets SIGTERM at the validity deadline minus the grace, SIGKILL
@@ -423,7 +423,7 @@ def case_partition(c):
     log(f"partition: command (ignoring SIGTERM) killed, zklock exited {dt:.2f}s after the server stopped")
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_deadline_supervision(c):
     # apps/zklock/README.md, "Stopped before the lock can be lost", timed. While ZooKeeper does
     # not answer, the command gets SIGTERM --kill-grace before the validity deadline (the message
@@ -713,7 +713,7 @@ def case_log_noise(c):
         sock.close()
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_timeout_bound(c):
     # --timeout S bounds the time from zklock's start to the command's start: connecting too.
     sock, dead = refusing_port()
@@ -869,7 +869,7 @@ def case_leader_watch(c):
     check(lines == ["-", "a", "b", "-"], f"lines: {lines}")
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_elect_lost(c):
     """A leader whose session expires under its command: the command is stopped (76) before the
     next candidate's command starts."""
@@ -1238,14 +1238,14 @@ def check_tree_stops_with_lost_lock(c, lock, marker, mode_line, *opts, env=None)
         kill_tree(marker)
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_tree_lock_lost(c):
     """(a) The lock is lost (server stopped past the deadline): the command, and the setsid
     grandchild that ignores SIGTERM, are all gone when zklock exits 76."""
     check_tree_stops_with_lost_lock(c, "/apps/tree-lost", "lost", "process tree: a PID namespace of its own")
 
 
-@own_server  # stops the server
+@own_server  # SIGSTOPs the server
 def case_tree_fallback(c):
     """(c) The fallback (a process group, zklock the subreaper), forced by --process-tree group
     and by $ZKLOCK_PROCESS_TREE, passes (a) too; and after a normal exit nothing is left."""
