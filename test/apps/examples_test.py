@@ -3,8 +3,9 @@
 
     examples_test.py --scripts DIR --examples DIR CASE
 
-The same fixture as zklock_cli_test.py (zk_fixture.py): a throwaway ZooKeeper on a free loopback
-port, always stopped; every process started is killed.
+The same fixture as zklock_cli_test.py (zk_fixture.py): a chroot on the server ctest's tests
+share, or a throwaway ZooKeeper on a free loopback port, always stopped; every process started
+is killed.
 
 Cases:
   stock_stats       stock_server's `stats` reply is Prometheus text with zklock's lock metrics

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of `zklock locks ROOT` against a throwaway ZooKeeper server.
+"""Tests of `zklock locks ROOT` against a ZooKeeper server (zk_fixture.py's: a chroot on the
+server ctest's tests share, or a throwaway server of the run's own).
 
     locks_test.py --zklock BIN --helper ZKLOCK_CONTENDER --scripts DIR CASE [CASE...]
 
@@ -341,6 +342,7 @@ def case_deadlock(c):
         t.join(timeout=10)
 
 
+@zk_fixture.own_server  # walks the whole tree from the server's root
 def case_usage(c):
     for args, what in ((["--depth", "-1"], "--depth: expected a whole number >= 0"),
                        (["--limit", "0"], "--limit: expected a whole number >= 1"),

@@ -1,17 +1,26 @@
-"""The fixture of the apps tests (zklock_cli_test.py, examples_test.py).
+"""The fixture of the apps tests (zklock_cli_test.py, examples_test.py, locks_test.py,
+lock_delay_cli_test.py).
 
-A throwaway ZooKeeper (scripts/zk-server.sh, free loopback port, tickTime=500 so that short
-session timeouts are not clamped up), always stopped: also on failure, on the test deadline and
-on SIGTERM. Every process a case starts through its Case is killed and reaped before the next.
+The cases' server: a chroot of their own on the server a ctest run's tests share (ctest's fixture
+zk_shared_server, test/support/shared_server.py), or, for cases marked @own_server (they pause
+the server, or look at all of it) and when no fixture published a shared server (a
+test run by hand), a throwaway ZooKeeper of their own (scripts/zk-server.sh, free loopback port,
+tickTime=500 so that short session timeouts are not clamped up), always stopped: also on
+failure, on the test deadline and on SIGTERM. Every process a case starts through its Case is
+killed and reaped before the next.
 """
 import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import shared_server  # noqa: E402
 
 
 class Failure(Exception):
@@ -66,22 +75,62 @@ def kazoo_client(connect, **kwargs):
         zk.close()
 
 
+def own_server(fn):
+    """Marks a case that needs a server of its own (it pauses it, or reads all of it)."""
+    fn.own_server = True
+    return fn
+
+
+def session_timeout_bounds(zoo_cfg):
+    """The session timeouts (seconds) a server with this zoo.cfg grants: (min, max), ZooKeeper's
+    defaults (2 and 20 ticks) unless the file sets them."""
+    cfg = {}
+    with open(zoo_cfg) as f:
+        for line in f:
+            key, _, value = line.strip().partition("=")
+            cfg[key] = value
+    tick = int(cfg.get("tickTime", 2000))
+    return (int(cfg.get("minSessionTimeout", 2 * tick)) / 1000, int(cfg.get("maxSessionTimeout", 20 * tick)) / 1000)
+
+
 class Server:
-    def __init__(self, scripts):
+    """The cases' server (`connect`): with share, a chroot of their own on the shared server
+    when there is one; otherwise a throwaway server of their own in `dir`."""
+
+    def __init__(self, scripts, share=False):
         self.scripts = scripts
-        self.dir = tempfile.mkdtemp(prefix="zk-apps-test-")
+        self.share = share
+        self.shared = False
+        self.dir = None
         self.connect = None
+        self.session_timeouts = None  # (min, max) seconds
 
     def start(self):
+        connect = shared_server.chroot_connect() if self.share else None
+        if connect:
+            self.connect = connect
+            self.shared = True
+            self.session_timeouts = session_timeout_bounds(shared_server.zoo_cfg())
+            log(f"server: {self.connect}, a chroot on the shared server")
+            return
+        self.dir = tempfile.mkdtemp(prefix="zk-apps-test-")
         out = run(["bash", os.path.join(self.scripts, "zk-server.sh"), "start", self.dir, "tickTime=500"], 60)
         if out.returncode != 0:
             raise Failure(f"zk-server.sh start failed: {out.stderr}")
         self.connect = out.stdout.strip().splitlines()[-1]
+        self.session_timeouts = session_timeout_bounds(os.path.join(self.dir, "zoo.cfg"))
         log(f"server {self.connect} in {self.dir}")
 
+    def pid(self):
+        """The server's process (to stop or pause it): a server of the case's own only."""
+        check(not self.shared, "the server's pid on the server the tests share: mark the case @own_server")
+        with open(os.path.join(self.dir, "pid")) as f:
+            return int(f.read())
+
     def stop(self):
-        subprocess.run(["bash", os.path.join(self.scripts, "zk-server.sh"), "stop", self.dir], timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir:  # the shared server's chroot stays: the server goes at the end of the run
+            subprocess.run(["bash", os.path.join(self.scripts, "zk-server.sh"), "stop", self.dir], timeout=30)
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Case:
@@ -118,9 +167,10 @@ class Case:
 
 
 def run_cases(cases, names, scripts, deadline_s, case_type=Case, work_dirs=True):
-    """Runs the cases `names` (of `cases`: name -> function of a Case) against one server, each
-    with its own Case (and scratch dir), within deadline_s seconds per case; the server is
-    always stopped. Returns the exit status: 1 when any case (or the set-up) failed."""
+    """Runs the cases `names` (of `cases`: name -> function of a Case) against one server (a
+    chroot on the shared one unless a case is marked @own_server), each with its own Case (and
+    scratch dir), within deadline_s seconds per case; the server is always stopped. Returns the
+    exit status: 1 when any case (or the set-up) failed."""
     def on_deadline(signum, frame):
         raise Failure(f"test deadline ({deadline_s}s) or signal {signum}")
 
@@ -128,7 +178,7 @@ def run_cases(cases, names, scripts, deadline_s, case_type=Case, work_dirs=True)
     signal.signal(signal.SIGTERM, on_deadline)
     signal.alarm(deadline_s * len(names))
     failed = []
-    server = Server(scripts)
+    server = Server(scripts, share=not any(getattr(cases[name], "own_server", False) for name in names))
     try:
         server.start()
         for name in names:

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Tests of the zklock command against a throwaway ZooKeeper server.
+"""Tests of the zklock command against a ZooKeeper server.
 
     zklock_cli_test.py --zklock BIN --scripts DIR [--examples DIR] [--java-peers FILE] CASE [CASE...]
 
-Each run starts its own server and always stops it; every process a case starts is killed and
-reaped before it returns (zk_fixture.py, shared with examples_test.py).
+The server: a chroot of the run's own on the server ctest's tests share, or a throwaway server
+of its own, always stopped, for the cases marked @own_server (they SIGSTOP the server) and when
+run by hand; every process a case starts is killed and reaped before it returns (zk_fixture.py,
+shared with examples_test.py and locks_test.py).
 """
 import argparse
 import os
@@ -17,7 +19,7 @@ import threading
 import time
 
 import zk_fixture
-from zk_fixture import Failure, check, kazoo_client, log, program, run, wait_for
+from zk_fixture import Failure, check, kazoo_client, log, own_server, program, run, wait_for
 
 ZKLOCK = None
 SCRIPTS = None
@@ -104,9 +106,9 @@ def ignored_signals_of(pid):
 
 
 def wait_with_server_stopped(c, p):
-    """SIGSTOPs the server (ZooKeeper stops answering), waits for zklock `p`, resumes the server."""
-    with open(os.path.join(c.server.dir, "pid")) as f:
-        server_pid = int(f.read())
+    """SIGSTOPs the server (ZooKeeper stops answering), waits for zklock `p`, resumes the server.
+    The case's server is its own (@own_server)."""
+    server_pid = c.server.pid()
     os.kill(server_pid, signal.SIGSTOP)
     try:
         return c.wait(p, timeout=20)
@@ -384,6 +386,7 @@ def case_signal_forwarding(c):
     check(not os.path.exists(c.path("never")), "the waiter's command ran")
 
 
+@own_server  # SIGSTOPs the server
 def case_server_unreachable(c):
     # ZooKeeper stops answering while the command runs: once the lock's validity deadline
     # passes (the server could then expire the session and grant the lock to someone else),
@@ -400,6 +403,7 @@ def case_server_unreachable(c):
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
 
 
+@own_server  # SIGSTOPs the server
 def case_partition(c):
     # No server answers while the command runs (apps/zklock/README.md, "Stopped before the lock
     # can be lost"): the command gets SIGTERM at the validity deadline minus the grace, SIGKILL
@@ -419,6 +423,7 @@ def case_partition(c):
     log(f"partition: command (ignoring SIGTERM) killed, zklock exited {dt:.2f}s after the server stopped")
 
 
+@own_server  # SIGSTOPs the server
 def case_deadline_supervision(c):
     # apps/zklock/README.md, "Stopped before the lock can be lost", timed. While ZooKeeper does
     # not answer, the command gets SIGTERM --kill-grace before the validity deadline (the message
@@ -429,8 +434,7 @@ def case_deadline_supervision(c):
     # keeps its connection until 2/3 of the timeout (3.3 s) without a reply, so the resumed
     # server answers on the same connection.
     timeout, grace = 5, 2.0
-    with open(os.path.join(c.server.dir, "pid")) as f:
-        server_pid = int(f.read())
+    server_pid = c.server.pid()
 
     def start(name):
         terms, pidfile, stop = c.path(name + ".terms"), c.path(name + ".pid"), c.path(name + ".stop")
@@ -672,9 +676,12 @@ def case_messages(c):
                           ("zk1:2181/app/", "chroot '/app/'"), ("zk1:99999", "port '99999'")):
         rc, out, err, _ = c.run("exec", "--connect", connect, "/apps/messages", "--", "true")
         check(rc == EXIT_USAGE and part in err, f"--connect {connect} -> {rc}: {err!r} (wanted {part!r})")
-    # the server clamps the session timeout (tickTime 500: at most 10 s): one note, once
+    # the server clamps the session timeout to its maximum (tickTime 500: 10 s; the shared
+    # server's maxSessionTimeout: 20 s): one note, once
+    low, high = c.server.session_timeouts
+    check(low <= 10 <= high < 30, f"the server's session timeouts: {low}-{high} s")
     rc, out, err, _ = c.run("exec", "--session-timeout", "30", "/apps/messages", "--", "true")
-    check(rc == 0 and err == "zklock: note: the server set the session timeout to 10 s (asked for 30 s)\n",
+    check(rc == 0 and err == f"zklock: note: the server set the session timeout to {high:g} s (asked for 30 s)\n",
           f"negotiated session timeout -> {rc}: {err!r}")
     rc, out, err, _ = c.run("exec", "--session-timeout", "10", "/apps/messages", "--", "true")
     check(rc == 0 and err == "", f"session timeout as asked: {err!r}")
@@ -706,6 +713,7 @@ def case_log_noise(c):
         sock.close()
 
 
+@own_server  # SIGSTOPs the server
 def case_timeout_bound(c):
     # --timeout S bounds the time from zklock's start to the command's start: connecting too.
     sock, dead = refusing_port()
@@ -861,6 +869,7 @@ def case_leader_watch(c):
     check(lines == ["-", "a", "b", "-"], f"lines: {lines}")
 
 
+@own_server  # SIGSTOPs the server
 def case_elect_lost(c):
     """A leader whose session expires under its command: the command is stopped (76) before the
     next candidate's command starts."""
@@ -1021,7 +1030,7 @@ def case_global_options(c):
     check(rc == 0 and out == "", f"--connect before holders -> {rc}: {err!r}")
     rc, out, err = run(f"--connect={good}", "holders", "/apps/global")
     check(rc == 0, f"--connect=HOSTS before holders -> {rc}: {err!r}")
-    # the server clamps 30 s to 10 s: the note shows the option was taken; -q before drops it
+    # the server clamps 30 s to its maximum: the note shows the option was taken; -q before drops it
     rc, out, err = run("-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
     check(rc == 0 and "asked for 30 s" in err, f"--session-timeout before exec -> {rc}: {err!r}")
     rc, out, err = run("-q", "-c", good, "--session-timeout", "30", "exec", "/apps/global", "--", "true")
@@ -1229,12 +1238,14 @@ def check_tree_stops_with_lost_lock(c, lock, marker, mode_line, *opts, env=None)
         kill_tree(marker)
 
 
+@own_server  # SIGSTOPs the server
 def case_tree_lock_lost(c):
     """(a) The lock is lost (server stopped past the deadline): the command, and the setsid
     grandchild that ignores SIGTERM, are all gone when zklock exits 76."""
     check_tree_stops_with_lost_lock(c, "/apps/tree-lost", "lost", "process tree: a PID namespace of its own")
 
 
+@own_server  # SIGSTOPs the server
 def case_tree_fallback(c):
     """(c) The fallback (a process group, zklock the subreaper), forced by --process-tree group
     and by $ZKLOCK_PROCESS_TREE, passes (a) too; and after a normal exit nothing is left."""

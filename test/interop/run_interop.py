@@ -13,7 +13,9 @@ Curator InterProcessSemaphoreV2, both with MAX_LEASES, on one path: never more t
 inside, MAX_LEASES inside together at least once with both implementations among them, the
 leases and locks dirs empty at the end. election: zklock::election and Curator LeaderLatch
 candidates in one election: never two leaders at once, every candidate finishes its terms, the
-election path empty at the end."""
+election path empty at the end.
+The server: a chroot of our own on the server ctest's tests share (test/support/shared_server.py),
+or, run by hand, a throwaway server of our own."""
 import os
 import subprocess
 import sys
@@ -21,6 +23,9 @@ import tempfile
 import time
 
 from kazoo.client import KazooClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import shared_server  # noqa: E402
 
 mode, contender, scripts, work, java_peers = sys.argv[1:6]
 sem = mode == "semaphore"
@@ -127,9 +132,13 @@ def lock_dir_children(connect, path, wait=False):
 
 def main():
     os.makedirs(work, exist_ok=True)
-    server_dir = tempfile.mkdtemp(prefix="zklock-test-interop-")
-    connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
-                                      text=True).strip()
+    # a chroot of our own on the server ctest's tests share, or (run by hand) a server of our own
+    connect, server_dir = shared_server.chroot_connect(), None
+    if not connect:
+        server_dir = tempfile.mkdtemp(prefix="zklock-test-interop-")
+        connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
+                                          text=True).strip()
+    print("server: %s" % connect, flush=True)
     procs = []
     try:
         log = os.path.join(work, "exclusion-%s.log" % mode)
@@ -193,7 +202,8 @@ def main():
         for p in procs:
             if p.poll() is None:
                 p.kill()
-        subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
+        if server_dir:
+            subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Revocation interop: Curator 5.4's protocol both ways, on one local server.
+"""Revocation interop: Curator 5.4's protocol both ways, on one local server (a chroot of our own
+on the server ctest's tests share, or, run by hand, a server of our own).
     run_revocation.py ZKLOCK_CONTENDER ZKLOCK_CLI SCRIPTS_DIR WORK_DIR JAVA_PEERS
 JAVA_PEERS: the java argument file of the Java peers the build compiled (test/support/java_peers.py).
 1. Curator's Revoker.attemptRevoke against a zklock holder (zklock_contender --revocable): its
@@ -17,6 +18,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import shared_server  # noqa: E402
 
 contender, cli, scripts, work, java_peers = sys.argv[1:6]
 TRIES = 20
@@ -54,9 +58,12 @@ def children(connect, path):
 def main():
     os.makedirs(work, exist_ok=True)
     java = ["java", "@" + java_peers, "CuratorRevocation"]
-    server_dir = tempfile.mkdtemp(prefix="zklock-test-revocation-")
-    connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
-                                      text=True).strip().splitlines()[-1]
+    connect, server_dir = shared_server.chroot_connect(), None
+    if not connect:
+        server_dir = tempfile.mkdtemp(prefix="zklock-test-revocation-")
+        connect = subprocess.check_output(["bash", os.path.join(scripts, "zk-server.sh"), "start", server_dir],
+                                          text=True).strip().splitlines()[-1]
+    print("server: %s" % connect, flush=True)
     procs = []
     try:
         # 1. Curator's Revoker -> zklock holder
@@ -114,7 +121,8 @@ def main():
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
+        if server_dir:
+            subprocess.call(["bash", os.path.join(scripts, "zk-server.sh"), "stop", server_dir])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The ZooKeeper server the integration tests of one ctest run share (ctest's fixture: the setup
-# and cleanup tests of test/CMakeLists.txt; zk_server.hpp says how a test uses it).
+# The ZooKeeper server the tests of one ctest run share (labels integration, apps, interop;
+# ctest's fixture: the setup and cleanup tests of test/CMakeLists.txt; zk_server.hpp says how a
+# C++ test uses it, shared_server.py how a Python test does).
 #   shared_server.sh start FILE   starts a standalone server with the fixture's zoo.cfg settings
 #                                 (zoo-fixture.cfg, zk_server.cpp's defaults too) in a dir under
 #                                 $TMPDIR, writes "127.0.0.1:PORT"
