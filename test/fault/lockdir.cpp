@@ -66,21 +66,20 @@ int count_nodes(const std::string& connect, const std::string& dir, std::vector<
   return n;
 }
 
-// `wchp` (path -> sessions) of every serving member: watches on the lock dir or its children.
-int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, std::vector<std::string>* lines) {
+std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& ens) {
+  std::vector<member_watch_answers> v(ens.size());
+  for (int i = 0; i < ens.size(); ++i)
+    v[i] = {ens.four_letter(i, "wchp"), ens.four_letter(i, "wchs"), ens.four_letter(i, "mntr"),
+            ens.four_letter(i, "cons")};
+  return v;
+}
+
+int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
+                  const std::vector<member_watch_answers>& before, std::vector<std::string>* lines) {
+  const auto now = ask_watches(ens);
   int n = 0;
-  for (int i = 0; i < ens.size(); ++i) {
-    std::istringstream in(ens.four_letter(i, "wchp"));
-    bool ours = false;
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line[0] == '/') {
-        ours = line == dir || line.rfind(dir + "/", 0) == 0;
-      } else if (ours && line.find("0x") != std::string::npos) {
-        ++n;
-        if (lines) lines->push_back("server " + std::to_string(i) + ": " + line);
-      }
-    }
-  }
+  for (int i = 0; i < ens.size(); ++i)
+    n += watches_left(i < int(before.size()) ? before[i] : member_watch_answers{}, now[i], i, dir, lines);
   return n;
 }
 

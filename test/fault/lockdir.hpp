@@ -2,6 +2,7 @@
 // ensemble): what a run left behind (nodes, watches), and the foreign-write nemesis's writes.
 #pragma once
 
+#include "watches.hpp"
 #include "zk_server.hpp"
 
 #include <cstdint>
@@ -21,8 +22,14 @@ struct leftovers {
 // Children of `dir` (-1 when it could not be read); `names`: "name owner=0x<session>".
 int count_nodes(const std::string& connect, const std::string& dir, std::vector<std::string>* names);
 
-// `wchp` (path -> sessions) of every serving member: watches on the lock dir or its children.
-int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, std::vector<std::string>* lines);
+// Every member's answers to the four-letter words that speak of watches (watches.hpp), in
+// member order ("" from a member that does not answer).
+std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& ens);
+
+// The watches on the lock dir or below it that the members hold now (watches_left, summed):
+// `before`, ask_watches() before the run's clients started.
+int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
+                  const std::vector<member_watch_answers>& before, std::vector<std::string>* lines);
 
 // Another client writing to lock nodes: one session lists each dir in `dirs`
 // and sets the data of every child (the holder's and the waiters' nodes), `rounds` times,

@@ -47,6 +47,8 @@ run_result harness::run(const std::string& scenario, int run_index) {
   std::map<std::string, int> index_of;
   std::map<std::string, std::string> kind_of;
   const std::vector<std::string> extra = worker_options(scenario);
+  // the members' watches before this run's clients (its leftover check compares with them)
+  const std::vector<member_watch_answers> watches_before = ask_watches(*ens);
   int sessions = 1;  // contenders per zklock worker ("sessions:N"; local-queue: its coroutines)
   for (auto& x : extra)
     if (x.rfind("sessions:", 0) == 0) sessions = std::stoi(x.substr(9));
@@ -151,7 +153,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
       left.nodes = n < 0 || left.nodes < 0 ? -1 : left.nodes + n;
       for (auto& x : names) left.node_names.push_back(d.substr(dir.size()) + (d == dir ? "" : "/") + x);
     }
-    left.watches = count_watches(*ens, dir, &left.watch_lines);
+    left.watches = count_watches(*ens, dir, watches_before, &left.watch_lines);
     if ((left.nodes == 0 && left.watches == 0) || std::chrono::steady_clock::now() >= until) break;
     std::this_thread::sleep_for(200ms);
   }
