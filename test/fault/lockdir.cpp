@@ -75,11 +75,11 @@ std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& e
 }
 
 int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
-                  const std::vector<member_watch_answers>& before, std::vector<std::string>* lines) {
+                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes) {
   const auto now = ask_watches(ens);
   int n = 0;
   for (int i = 0; i < ens.size(); ++i)
-    n += watches_left(i < int(before.size()) ? before[i] : member_watch_answers{}, now[i], i, dir, lines);
+    n += watches_left(i < int(before.size()) ? before[i] : member_watch_answers{}, now[i], i, dir, notes);
   return n;
 }
 

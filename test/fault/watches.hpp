@@ -15,10 +15,20 @@ struct member_watch_answers {
   std::string cons;  // one line a connection, "sid=0x..." for those with a session
 };
 
-// The watches on `dir` or below it that member `member` holds now: `before`, its answers before
-// the run's clients started; `now`, once they are idle. Each one left appends a line to `lines`
-// ("server <member>: ...") naming the sessions that may hold it.
+// What a member said of some watches left: how many, and a line ("server <member>: ...") that
+// names their kind, path if known, and the session or the sessions that may hold them.
+struct watches_note {
+  int count = 0;
+  std::string what;
+};
+
+// The watches a run left that member `member` holds now: `before`, its answers before the run's
+// clients started; `now`, once they are idle. Data watches on `dir` or below it (wchp: path and
+// session); child watches anywhere on the member, more than before (no four-letter word lists
+// them: mntr's zk_watch_count counts data and child watches, wchs's total the data watches);
+// a member that does not say its counts, one. Appends a note a data watch, a note for the
+// child watches.
 int watches_left(const member_watch_answers& before, const member_watch_answers& now, int member,
-                 const std::string& dir, std::vector<std::string>* lines);
+                 const std::string& dir, std::vector<watches_note>* notes);
 
 }  // namespace zklock::fault
