@@ -22,8 +22,8 @@ struct leftovers {
 // Children of `dir` (-1 when it could not be read); `names`: "name owner=0x<session>".
 int count_nodes(const std::string& connect, const std::string& dir, std::vector<std::string>* names);
 
-// Every member's answers to the four-letter words that speak of watches (watches.hpp), in
-// member order ("" from a member that does not answer).
+// Every member's counts of its watches (watches.hpp: wchs and mntr; "" from a member that does
+// not answer), in member order.
 std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& ens);
 
 // The watches the run on the lock dir `dir` left on the members (watches_left, summed):

@@ -21,14 +21,6 @@ int number_after(const std::string& text, const std::string& key) {
   return -1;
 }
 
-// The child watches a member holds: mntr's zk_watch_count counts data and child watches, wchs's
-// total the data watches only (both of every path). -1 when either is not said.
-int child_watches(const member_watch_answers& a) {
-  const int all = number_after(a.mntr, "zk_watch_count\t");
-  const int data = number_after(a.wchs, "Total watches:");
-  return all < 0 || data < 0 ? -1 : all - data;
-}
-
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::string count_of(int n, const std::string& what) {
@@ -36,6 +28,14 @@ std::string count_of(int n, const std::string& what) {
 }
 
 }  // namespace
+
+int data_watches(const member_watch_answers& a) { return number_after(a.wchs, "Total watches:"); }
+
+int child_watches(const member_watch_answers& a) {
+  const int all = number_after(a.mntr, "zk_watch_count\t");
+  const int data = data_watches(a);
+  return all < 0 || data < 0 ? -1 : all - data;
+}
 
 int watches_left(const member_watch_answers& before, const member_watch_answers& now, int member,
                  const std::string& dir, std::vector<watches_note>* notes) {

@@ -15,6 +15,11 @@ struct member_watch_answers {
   std::string cons;  // one line a connection, "sid=0x..." for those with a session
 };
 
+// The data watches a member holds (wchs's total) and its child watches (mntr's zk_watch_count,
+// data and child watches, minus that total): -1 when it did not say.
+int data_watches(const member_watch_answers& a);
+int child_watches(const member_watch_answers& a);
+
 // What a member said of some watches left: how many, and a line ("server <member>: ...") that
 // names their kind, path if known, and the session or the sessions that may hold them.
 struct watches_note {

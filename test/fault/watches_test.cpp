@@ -80,6 +80,9 @@ TEST_CASE("watches left: data watches elsewhere and child watches from before th
 TEST_CASE("watches left: a member that does not say its counts is one left", "[unit][fault]") {
   member_watch_answers now = idle();
   now.mntr = "This ZooKeeper instance is not currently serving requests\n";
+  CHECK(data_watches(now) == 0);
+  CHECK(child_watches(now) == -1);
+  CHECK(child_watches(both_kinds()) == 1);
   std::vector<watches_note> notes;
   CHECK(watches_left(idle(), now, 2, dir, &notes) == 1);
   REQUIRE(notes.size() == 1);
