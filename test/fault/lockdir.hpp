@@ -2,6 +2,7 @@
 // ensemble): what a run left behind (nodes, watches), and the foreign-write nemesis's writes.
 #pragma once
 
+#include "watches.hpp"
 #include "zk_server.hpp"
 
 #include <cstdint>
@@ -15,14 +16,20 @@ struct leftovers {
   int nodes = -1;
   std::vector<std::string> node_names;
   int watches = 0;
-  std::vector<std::string> watch_lines;
+  std::vector<watches_note> watch_notes;
 };
 
 // Children of `dir` (-1 when it could not be read); `names`: "name owner=0x<session>".
 int count_nodes(const std::string& connect, const std::string& dir, std::vector<std::string>* names);
 
-// `wchp` (path -> sessions) of every serving member: watches on the lock dir or its children.
-int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir, std::vector<std::string>* lines);
+// Every member's counts of its watches (watches.hpp: wchs and mntr; "" from a member that does
+// not answer), in member order.
+std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& ens);
+
+// The watches the run on the lock dir `dir` left on the members (watches_left, summed):
+// `before`, ask_watches() before the run's clients started.
+int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
+                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes);
 
 // Another client writing to lock nodes: one session lists each dir in `dirs`
 // and sets the data of every child (the holder's and the waiters' nodes), `rounds` times,

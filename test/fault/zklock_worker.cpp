@@ -37,6 +37,10 @@
 //       "user_socket_stall" when a reply takes longer than 2 s: another socket on the same
 //       io_context must not lose its registration while the sessions reconnect. "idle" is sent
 //       as WHO once every contender is idle.
+// ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH=1 in the environment (a test of the harness's leftover
+// check, never set by the harness): a contender that goes idle first sets a child watch on the
+// parent of PATH (getChildren; nobody changes its children while the clients are idle) and keeps
+// it, a watch left behind that the check must find.
 #include "resource_client.hpp"
 
 #include <zklock/election.hpp>
@@ -53,6 +57,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -150,6 +155,11 @@ struct worker {
   asio::steady_timer parked;                 // idle until SIGTERM
   int active = 0;                            // contenders not idle yet
   std::optional<asio::ip::tcp::socket> user_socket;
+  const bool leak_child_watch = [] {
+    const char* v = std::getenv("ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH");
+    return v && std::string(v) == "1";
+  }();
+  std::vector<zklock::watch> leaked;
 
   worker(config c, asio::any_io_executor e)
       : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {
@@ -506,6 +516,13 @@ struct worker {
         co_await sleep(std::chrono::milliseconds(rng() % 20));
       }
       if (stopping || !cfg.loop) {
+        if (leak_child_watch && !ss->over()) {
+          zklock::watch w;
+          auto [gec, kids] = co_await ss->s->async_get_children(cfg.path.substr(0, cfg.path.rfind('/')), w,
+                                                                asio::as_tuple(asio::use_awaitable));
+          res.send("note", 0, "left a child watch behind: " + (gec ? gec.message() : std::string("set")));
+          leaked.push_back(std::move(w));
+        }
         co_await go_idle(res);
         if (!ss->ended && ss->s) co_await ss->s->async_close(asio::as_tuple(asio::use_awaitable));
         co_return;
