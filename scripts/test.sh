@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs every test with ctest.
-# Tests start (and always stop) their own ZooKeeper servers on free loopback ports.
+# Tests start (and always stop) ZooKeeper servers on free loopback ports: one shared by most tests of a ctest run, and their own where they stop or pause it.
 #   scripts/test.sh            everything, in three overlapping phases (below)
 #   scripts/test.sh ARGS...    build everything, then one ctest with ARGS (e.g. -R pattern, -j1)
 set -euo pipefail
@@ -36,7 +36,7 @@ else
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault, one at a time in each of their two
-  #    lanes, about 230 s; a quarter of a core each) in a ctest of their own (their directory's
+  #    lanes, about 230 s; a third to a half of a core each) in a ctest of their own (their directory's
   #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
   #    integration tests but those that must have the machine to themselves (labels
   #    integration-timing, lock-delay-timing, integration-ensemble: phase 3), then, once the programs they run are
