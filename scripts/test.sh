@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs every test with ctest.
-# Tests start (and always stop) ZooKeeper servers on free loopback ports: one shared by most tests of a ctest run, and their own where they stop or pause it.
+# Tests start (and always stop) ZooKeeper servers on free loopback ports: one a ctest run shares
+# for most tests, and servers of their own for those that stop or pause theirs.
 #   scripts/test.sh            everything, in three overlapping phases (below)
 #   scripts/test.sh ARGS...    build everything, then one ctest with ARGS (e.g. -R pattern, -j1)
 set -euo pipefail
