@@ -29,12 +29,13 @@ namespace zklock::detail {
 //    node_deleted at once;
 //  - it watches K blockers as a mutex does (mutex_options::watched_blockers, 2), not only the
 //    nearest. Its handoff is on the path to the next lease: a waiter that gets the internal
-//    mutex usually finds a lease free at once (8 contenders on 2 leases held 5 ms: under one
-//    wait on the leases dir in a hundred acquisitions), so the acquisitions follow each other at
-//    the pace of the internal mutex's handoffs, not of the leases. With one watched blocker a
-//    waiter that queued behind several lists again when its predecessor goes: a round trip on
-//    every such handoff. With two, the deletion of the last one is the grant; the listing that
-//    moves the window up comes one handoff earlier, off the path, and costs one more watch.
+//    mutex often finds a lease free at once (8 contenders on 2 leases held 5 ms, counted through
+//    a proxy: under one wait on the leases dir in a hundred acquisitions), and then the
+//    acquisitions follow each other at the pace of the internal mutex's handoffs, not of the
+//    leases (on a busy server especially). With one watched blocker a waiter that queued behind
+//    several lists again when its predecessor goes: a round trip on every such handoff. With
+//    two, the deletion of the last one is the grant; the listing that moves the window up comes
+//    one handoff earlier, off the path, and costs one more watch.
 
 struct semaphore_state {
   std::shared_ptr<lock_dir> locks, leases;  // leases->max_leases is the semaphore's maximum
