@@ -11,6 +11,8 @@
 //     the next acquire's code), for the "about one mutex handoff" comparison. Prints one
 //     key=value line (failover_p50_us ... mutex_handoff_p50_us ...); --json, --cdf. The
 //     resigner campaigns again only once the next leader's code ran (see candidate_loop).
+//     --warmup W: W resigns first, unrecorded (the peers' JIT and caches warm up in their
+//     process; so do ours), then R recorded.
 //
 //   --mode candidate --id NAME
 //     One candidate for the kill measurement driven by scripts/bench: prints
@@ -46,6 +48,7 @@ namespace {
 struct options {
   std::string connect = "127.0.0.1:2181", path = "/zklock-bench/election", json_file, cdf_file, id;
   int candidates = 3, resigns = 200, hold_ms = 20, session_timeout_ms = 10000;
+  int warmup = 0;  // resign: resigns first, unrecorded (as the peers' --warmup)
   bool mutex_reference = true;
 };
 
@@ -86,16 +89,18 @@ asio::awaitable<void> give(zklock::lock_guard& g) { co_await g.async_release(asi
 
 template <class Recipe>
 asio::awaitable<void> candidate_loop(Recipe& r, int me, handoffs& h, const options& o) {
-  while (h.resigns < o.resigns) {
+  const int total = o.warmup + o.resigns;  // the first o.warmup resigns are not recorded
+  while (h.resigns < total) {
     auto term = co_await take(r);
-    if (h.resign_started != clock_type::time_point{} && h.resigner != me) h.samples.push_back(us_since(h.resign_started));
+    if (h.resign_started != clock_type::time_point{} && h.resigner != me && h.resigns > o.warmup)
+      h.samples.push_back(us_since(h.resign_started));
     h.resign_started = {};
     if (h.rejoin_gate) h.rejoin_gate->cancel();
     ++h.terms;
     if (++h.leaders != 1) ++h.violations;
-    if (h.resigns < o.resigns) co_await sleep_for(std::chrono::milliseconds(o.hold_ms));
+    if (h.resigns < total) co_await sleep_for(std::chrono::milliseconds(o.hold_ms));
     --h.leaders;
-    if (h.resigns >= o.resigns) {  // the measured resigns are done: leave, rejoin no more
+    if (h.resigns >= total) {  // the measured resigns are done: leave, rejoin no more
       co_await give(term);
       break;
     }
@@ -171,7 +176,8 @@ int run_resign(const options& o) {
   r.add("impl", std::string("zklock"));
   r.add("kind", std::string("election-resign"));
   r.add("candidates", static_cast<long long>(o.candidates));
-  r.add("resigns", static_cast<long long>(el.resigns));
+  r.add("resigns", static_cast<long long>(el.resigns - o.warmup));
+  r.add("warmup", static_cast<long long>(o.warmup));
   r.add("hold_ms", static_cast<long long>(o.hold_ms));
   r.add("session_timeout_ms", static_cast<long long>(o.session_timeout_ms));
   r.add("failover_p50_us", percentile(s, 50));
@@ -258,6 +264,7 @@ int main(int argc, char** argv) {
   app.add_option("--candidates", o.candidates, "resign: candidates (sessions) in this process")->check(CLI::Range(2, 1000));
   app.add_option("--resigns", o.resigns, "resign: resigns measured")->check(CLI::PositiveNumber);
   app.add_option("--hold-ms", o.hold_ms, "resign: how long each leader leads before it resigns");
+  app.add_option("--warmup", o.warmup, "resign: resigns run first in this process, unrecorded (as the peers')");
   app.add_option("--session-timeout-ms", o.session_timeout_ms, "requested session timeout");
   app.add_flag("!--no-mutex", o.mutex_reference, "resign: skip the zklock::mutex reference loop");
   app.add_option("--json", o.json_file, "resign: also write the result as JSON");

@@ -13,7 +13,9 @@ from bench_report import per_round, ratio, targets_line
 from bench_run import BUILD, ROOT, by_mode, counts, impl_cmd, log, phase, run, start_server
 
 ELECTION_IMPLS = ["zklock", "curator", "kazoo"]
-ELECTION = {"candidates": 3, "hold_ms": 20, "session_timeout_ms": 4000, "tick_ms": 1000}
+# warmup: resigns each resign run makes first, unrecorded, in its own process (the JVM's JIT compiles
+# Curator's paths there; the separate warm-up run before the rounds warms the server only)
+ELECTION = {"candidates": 3, "hold_ms": 20, "session_timeout_ms": 4000, "tick_ms": 1000, "warmup": 20}
 
 
 def election_cmd(impl):
@@ -60,6 +62,7 @@ def run_phase(args, cdf_dir):
                 cmd = election_cmd(impl) + ["--mode", "resign", "--connect", srv.connect, "--path", path,
                                             "--candidates", str(ELECTION["candidates"]), "--resigns", str(n),
                                             "--hold-ms", str(ELECTION["hold_ms"]),
+                                            "--warmup", str(ELECTION["warmup"] if record else 0),
                                             "--session-timeout-ms", str(ELECTION["session_timeout_ms"])]
                 if record:
                     cmd += ["--cdf", cdf]

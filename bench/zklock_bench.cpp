@@ -180,6 +180,7 @@ int run_pending(const std::string& connect, const std::string& path, int contend
 struct recipe_options {
   std::string connect, path, json_file;
   int cycles = 0, hold_us = 0;
+  int warmup_cycles = 0;  // --kind semaphore: cycles per contender before the measured ones
 };
 int run_shared(const recipe_options& o, int readers, int writers);
 int run_semaphore(const recipe_options& o, int contenders, int leases);
@@ -207,6 +208,10 @@ int main(int argc, char** argv) {
   app.add_option("--readers", readers, "--kind shared: sessions taking the read side");
   app.add_option("--writers", writers, "--kind shared: sessions taking the write side");
   app.add_option("--leases", leases, "--kind semaphore: max_leases (--contenders sessions acquire leases)");
+  int warmup_cycles = 0;
+  app.add_option("--warmup-cycles", warmup_cycles,
+                 "--kind semaphore: cycles per contender run first in this process, unrecorded; every contender "
+                 "finishes them before the measured cycles start together (as the peers' --warmup-cycles)");
   int lock_delay_ms = 0;
   app.add_option("--lock-delay-ms", lock_delay_ms,
                  "--kind mutex: mutex_options::lock_delay (0: off); a clean release's handoff with it on "
@@ -229,7 +234,7 @@ int main(int argc, char** argv) {
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
   if (pending > 0) return run_pending(connect, path, contenders, pending, watched_blockers, json_file);
-  const recipe_options ro{connect, path, json_file, cycles, hold_us};
+  const recipe_options ro{connect, path, json_file, cycles, hold_us, warmup_cycles};
   if (kind == "shared") return run_shared(ro, readers, writers);
   if (kind == "semaphore") return run_semaphore(ro, contenders, leases);
   if (solo_cycles < 0) solo_cycles = std::max(50, cycles);
@@ -511,26 +516,41 @@ int run_shared(const recipe_options& o, int readers, int writers) {
 // `contenders` sessions on one zklock::semaphore of `leases`. A handoff: a holder starts
 // releasing while every lease is taken, and the next grant goes to a contender that was
 // already waiting (each such release frees one lease, which the next grant takes).
+// With o.warmup_cycles, every contender runs that many cycles first, unrecorded, and waits for
+// the others to finish theirs: the measured cycles (throughput, handoffs) start together, from
+// the moment the last contender finished its warm-up, as in the Curator and kazoo peers (whose
+// JIT and caches warm up in the same process).
 int run_semaphore(const recipe_options& o, int contenders, int leases) {
   std::vector<double> handoffs;
   std::deque<clock_type::time_point> freed;  // releases from full whose lease is not yet taken again
-  int inside = 0, max_inside = 0, violations = 0, acquisitions = 0;
+  int inside = 0, max_inside = 0, violations = 0, acquisitions = 0, measured = 0, warmed = 0;
+  clock_type::time_point measure_start{}, last_finish{};
   auto contender = [&](int, zklock::session& s) -> asio::awaitable<void> {
     zklock::semaphore sem(s, o.path, leases);
-    for (int k = 0; k < o.cycles; ++k) {
+    for (int k = 0; k < o.warmup_cycles + o.cycles; ++k) {
+      if (k == o.warmup_cycles && o.warmup_cycles > 0) {
+        if (++warmed == contenders) {
+          measure_start = clock_type::now();
+          freed.clear();  // the warm-up's releases are no measured handoff
+        }
+        while (warmed < contenders) co_await sleep_for(std::chrono::microseconds(200));
+      }
+      const bool recorded = k >= o.warmup_cycles;
       const auto waiting_since = clock_type::now();
       auto g = co_await sem.async_acquire(asio::use_awaitable);
       if (!freed.empty()) {
-        if (freed.front() > waiting_since) handoffs.push_back(us_since(freed.front()));
+        if (recorded && freed.front() > waiting_since) handoffs.push_back(us_since(freed.front()));
         freed.pop_front();
       }
       max_inside = std::max(max_inside, ++inside);
       violations += inside > leases;
       ++acquisitions;
+      measured += recorded;
       if (o.hold_us > 0) co_await sleep_for(std::chrono::microseconds(o.hold_us));
       if (inside-- == leases) freed.push_back(clock_type::now());
       co_await g.async_release(asio::use_awaitable);
     }
+    last_finish = std::max(last_finish, clock_type::now());
   };
   auto run = run_contended(o.connect, contenders, contender);
   if (run.failed()) return 2;
@@ -540,8 +560,11 @@ int run_semaphore(const recipe_options& o, int contenders, int leases) {
   r.add("contenders", static_cast<long long>(contenders));
   r.add("leases", static_cast<long long>(leases));
   r.add("cycles", static_cast<long long>(o.cycles));
-  r.add("acquisitions", static_cast<long long>(acquisitions));
-  r.add("throughput", acquisitions / run.seconds(0, contenders));
+  r.add("warmup_cycles", static_cast<long long>(o.warmup_cycles));
+  r.add("acquisitions", static_cast<long long>(measured));
+  r.add("throughput", o.warmup_cycles > 0
+                          ? measured / std::chrono::duration<double>(last_finish - measure_start).count()
+                          : measured / run.seconds(0, contenders));
   r.add("handoff_p50_us", percentile(handoffs, 50));
   r.add("handoff_p99_us", percentile(handoffs, 99));
   r.add("handoffs", static_cast<long long>(handoffs.size()));

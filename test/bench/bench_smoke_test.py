@@ -84,6 +84,11 @@ def main():
             assert k in sem, "missing key " + k
         assert sem["kind"] == "semaphore" and int(sem["violations"]) == 0, sem
         assert int(sem["acquisitions"]) == 40 and int(sem["max_inside"]) == 2, sem
+        # --warmup-cycles (scripts/bench's, as the peers'): those cycles first, not counted
+        sem = run([a.bench, "--connect", connect, "--path", "/smoke/sem-warm", "--kind", "semaphore", "--contenders",
+                   "4", "--leases", "2", "--cycles", "5", "--hold-us", "20000", "--warmup-cycles", "3"])
+        assert int(sem["warmup_cycles"]) == 3 and int(sem["acquisitions"]) == 20, sem
+        assert float(sem["throughput"]) > 0 and int(sem["violations"]) == 0, sem
 
         f = run([a.cfloor, "--connect", connect, "--path", "/smoke/floor", "--contenders", "2", "--cycles", "10"])
         for k in ("floor_a_p50_us", "floor_b_p50_us", "floor_m_p50_us", "floor_c_p50_us"):

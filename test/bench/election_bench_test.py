@@ -47,6 +47,12 @@ def main():
         # (the parents' creation on a new server adds some: a bound, not the count)
         assert 3.5 <= float(r["requests_per_term"]) <= 7.5, r
         assert float(r["failover_p50_us"]) > 0, r
+        # --warmup (scripts/bench's, as the peers'): those resigns first, not recorded
+        w = bench_common.run([a.bench, "--mode", "resign", "--connect", connect, "--path", "/smoke/election-warm",
+                              "--candidates", "3", "--resigns", "10", "--warmup", "5", "--hold-ms", "5", "--no-mutex"],
+                             timeout=120)
+        assert int(w["warmup"]) == 5 and int(w["resigns"]) == 10 and int(w["failovers"]) == 10, w
+        assert int(w["violations"]) == 0, w
         j = json.load(open(js))
         assert j["violations"] == 0 and j["failovers"] == 20, j
         samples = [float(x) for x in open(cdf) if x.strip()]

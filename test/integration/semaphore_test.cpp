@@ -147,8 +147,7 @@ TEST_CASE_METHOD(own_server_fixture<server_fixture>, "semaphore: the requests of
     CHECK(a.stats().requests_sent - sent == 7);
 
     // Handed over: a holds the lease; b waits on the leases dir, holding the internal mutex; c
-    // waits on the internal mutex behind b. (server_watches counts the data watches but the
-    // own-node ones.)
+    // waits on the internal mutex behind b.
     auto ga = co_await sa.async_acquire(asio::use_awaitable);
     auto internal_left = [&]() -> asio::awaitable<std::size_t> {
       co_return (co_await a.async_get_children("/sem/count/locks", asio::use_awaitable)).children.size();
@@ -171,8 +170,10 @@ TEST_CASE_METHOD(own_server_fixture<server_fixture>, "semaphore: the requests of
       gc = std::move(g);
       c_done = true;
     });
-    for (int i = 0; i < 500 && server_watches(srv) != w0 + 1; ++i) co_await sleep_for(10ms);  // c's, on b's node
-    REQUIRE(server_watches(srv) == w0 + 1);
+    // b's on the leases dir and c's on b's node (on a server of the test's own, server_watches
+    // counts child watches too)
+    for (int i = 0; i < 500 && server_watches(srv) != w0 + 2; ++i) co_await sleep_for(10ms);
+    REQUIRE(server_watches(srv) == w0 + 2);
     co_await ga.async_release(asio::use_awaitable);
     for (int i = 0; i < 500 && !b_done; ++i) co_await sleep_for(10ms);
     REQUIRE(b_done);
@@ -196,6 +197,56 @@ TEST_CASE_METHOD(own_server_fixture<server_fixture>, "semaphore: the requests of
     // c: the same, and the watch on b's internal node (its one blocker), whose deletion is c's
     // grant of the internal mutex, with no listing.
     CHECK(c.stats().requests_sent - sent_c == 11);
+  }(), 60s);
+}
+
+TEST_CASE_METHOD(own_server_fixture<server_fixture>, "semaphore: a waiter third on the internal mutex watches both internal nodes ahead of "
+          "it, and is granted the internal mutex by the nearer one's deletion", "[integration][semaphore]") {
+  // The internal mutex's handoff is on the path to the next lease (a waiter that gets it usually
+  // finds a lease free): it watches K = 2 blockers as a mutex does, so a waiter behind two is
+  // granted by the last one's deletion, its listing done one handoff earlier.
+  auto sessions = connect_sessions(4, 20000ms);
+  auto& first = *sessions[0];
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    std::vector<semaphore> sems;
+    for (auto& s : sessions) sems.emplace_back(*s, "/sem/k2", 1);
+    std::vector<lock_guard> held(sessions.size());
+    int granted = 0;
+    auto queue = [&](std::size_t i) {
+      sems[i].async_acquire([&, i](error_code ec, lock_guard g) {
+        CHECK_FALSE(ec);
+        held[i] = std::move(g);
+        ++granted;
+      });
+    };
+    held[0] = co_await sems[0].async_acquire(asio::use_awaitable);
+    ++granted;
+    co_await until_children(first, "/sem/k2/locks", 0);  // the first's internal node, released
+    // the second holds the internal mutex and waits on the leases dir; the third waits behind it
+    const int w0 = server_watches(srv);
+    queue(1);
+    for (int i = 0; i < 500 && children_watches(srv) != 1; ++i) co_await sleep_for(10ms);
+    REQUIRE(children_watches(srv) == 1);  // on the leases dir
+    queue(2);
+    for (int i = 0; i < 500 && server_watches(srv) != w0 + 2; ++i) co_await sleep_for(10ms);
+    REQUIRE(server_watches(srv) == w0 + 2);  // and on the second's internal node
+    // the fourth: the nearer blocker (the third's node) by its data, the other by a child watch
+    queue(3);
+    for (int i = 0; i < 500 && (server_watches(srv) != w0 + 4 || children_watches(srv) != 2); ++i)
+      co_await sleep_for(10ms);
+    CHECK(server_watches(srv) == w0 + 4);
+    CHECK(children_watches(srv) == 2);
+    // the lease handed on in turn, to each waiter in its order
+    for (int k = 0; k < 4; ++k) {
+      REQUIRE(granted == k + 1);
+      CHECK(held[k].owns_lock());
+      co_await held[k].async_release(asio::use_awaitable);
+      for (int i = 0; i < 500 && k < 3 && granted < k + 2; ++i) co_await sleep_for(10ms);
+    }
+    co_await until_children(first, "/sem/k2/leases", 0);
+    co_await until_children(first, "/sem/k2/locks", 0);
+    for (int i = 0; i < 500 && children_watches(srv) != 0; ++i) co_await sleep_for(10ms);
+    CHECK(children_watches(srv) == 0);
   }(), 60s);
 }
 

@@ -44,11 +44,11 @@ TEST_CASE("a lease waits on the leases dir, takes the first freed lease, and rem
   }
 }
 
-TEST_CASE("the semaphore's internal mutex watches no node of its own and one blocker: its requests",
+TEST_CASE("the semaphore's internal mutex watches no node of its own, and two blockers as a mutex: its requests",
           "[unit][lock][semaphore]") {
   // (sim::requests counts the create and its pipelined listing as one)
   // Alone: the create and its listing, nothing more; no watch left to hand over.
-  sim s(lock_mode::wait, 1);
+  sim s(lock_mode::wait);
   s.fsm.set_watch_own_node(false);
   s.run();
   REQUIRE(s.completed);
@@ -57,21 +57,25 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own and one blo
   CHECK(s.watches.empty());
   CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::none);
 
-  // Behind three (the queue served in order): its predecessor's watch; the predecessor goes
-  // once the two ahead of it have: one listing then, which grants.
-  sim t(lock_mode::wait, 1);
+  // Behind three (the queue served in order): the two nearest watched. The holder goes
+  // unheard; the first waiter's deletion moves the window up (one listing, while its
+  // predecessor still stands ahead); its predecessor's deletion is the grant, with no listing.
+  sim t(lock_mode::wait);
   t.fsm.set_watch_own_node(false);
   auto h = t.add_foreign(), w1 = t.add_foreign(), w2 = t.add_foreign();
   t.run();
   check_waiting_on(t, w2, false);
-  CHECK(t.requests == 2);  // create-and-list, the predecessor's watch
-  CHECK(t.watches == std::set<std::string>{join_path(t.dir, w2)});
+  CHECK(t.requests == 3);  // create-and-list, the two blockers' watches
+  CHECK(t.watches == std::set<std::string>{join_path(t.dir, w1), join_path(t.dir, w2)});
   t.delete_foreign(h);
+  t.drain();
+  CHECK(t.requests == 3);  // nothing heard: not watched
   t.delete_foreign(w1);
   t.drain();
-  CHECK(t.requests == 2);  // nothing heard: neither was watched
+  check_waiting_on(t, w2, true);
+  CHECK(t.requests == 4);  // one listing, before the handoff
   check_granted_when_gone(t, w2);
-  CHECK(t.requests == 3);  // one listing
+  CHECK(t.requests == 4);  // none on the handoff
   CHECK(t.lists == 2);
   CHECK(t.watches.empty());
   CHECK(t.fsm.own_node_watch() == acquire_fsm::own_watch::none);
@@ -79,7 +83,7 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own and one blo
   // Its node deleted by someone else while it waits is not heard (nothing watches it): its
   // predecessor's deletion still grants it, beside the waiter behind. The semaphore stays safe:
   // a lease is granted by its position among the leases, whoever holds the internal mutex.
-  sim u(lock_mode::wait, 1);
+  sim u(lock_mode::wait);
   u.fsm.set_watch_own_node(false);
   auto p = u.add_foreign();
   u.run();
@@ -90,7 +94,7 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own and one blo
   CHECK(u.ours() == 0);
 
   // After a reconnect it does not set one either (the blockers' watches the client set again).
-  sim v(lock_mode::wait, 1);
+  sim v(lock_mode::wait);
   v.fsm.set_watch_own_node(false);
   auto q = v.add_foreign();
   v.run();

@@ -40,7 +40,7 @@ public final class CuratorBench {
 
   private static final String USAGE = "--connect HOSTS --path PATH --contenders N --cycles M [--hold-us U] [--json FILE]"
       + " [--cdf FILE] [--kind mutex|shared|semaphore|distinct-keys|busy-process] [--readers R] [--writers W]"
-      + " [--leases L] [--log FILE --ready FILE --go FILE]";
+      + " [--leases L] [--warmup-cycles W] [--log FILE --ready FILE --go FILE]";
 
   public static void main(String[] args) {
     PeerSupport.main("CuratorBench", USAGE, args, CuratorBench::run);
@@ -53,10 +53,11 @@ public final class CuratorBench {
     int contenders = a.integer("--contenders", 8), cycles = a.integer("--cycles", 100);
     int readers = a.integer("--readers", 4), writers = a.integer("--writers", 1), leases = a.integer("--leases", 2);
     long holdUs = a.whole("--hold-us", 0);
+    int warmupCycles = a.integer("--warmup-cycles", 0);
     a.done();
     if (contenders < 1 || cycles < 1) PeerSupport.usage("--contenders and --cycles must be >= 1");
     if (kind.equals("shared")) { runShared(connect, path, readers, writers, cycles, holdUs * 1000, jsonFile); return; }
-    if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, holdUs * 1000, jsonFile); return; }
+    if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, warmupCycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("distinct-keys")) { runDistinctKeys(connect, path, contenders, cycles, jsonFile); return; }
     if (kind.equals("busy-process")) { runBusyProcess(connect, path, contenders, cycles, holdUs * 1000, logFile, readyFile, goFile); return; }
     if (!kind.equals("mutex")) PeerSupport.usage("--kind is mutex, shared, semaphore, distinct-keys or busy-process");
@@ -419,23 +420,34 @@ public final class CuratorBench {
 
   // contenders on one InterProcessSemaphoreV2 of `leases`; a handoff as in zklock-bench: a
   // release while every lease is taken, to the next grant if it went to a contender already
-  // waiting (each such release frees one lease, which the next grant takes).
-  private static void runSemaphore(String connect, String path, int contenders, int leases, int cycles, long holdNs,
-                                   String jsonFile) throws Exception {
+  // waiting (each such release frees one lease, which the next grant takes). warmupCycles: every
+  // contender runs that many cycles first, unrecorded (the JIT compiles Curator's paths), and
+  // waits for the others to finish theirs; the measured cycles start together (as zklock-bench's).
+  private static void runSemaphore(String connect, String path, int contenders, int leases, int cycles,
+                                   int warmupCycles, long holdNs, String jsonFile) throws Exception {
     List<CuratorFramework> clients = connectAll(connect, contenders);
     final SemState st = new SemState();  // its monitor guards it
+    final java.util.concurrent.CyclicBarrier warmed = new java.util.concurrent.CyclicBarrier(contenders, () -> {
+      synchronized (st) {
+        st.freed.clear();
+        st.measureStart = System.nanoTime();
+      }
+    });
     Contended run = runContended(clients, threadCount(), me -> {
       InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(clients.get(me), path, leases);
-      for (int k = 0; k < cycles; ++k) {
+      for (int k = 0; k < warmupCycles + cycles; ++k) {
+        if (k == warmupCycles && warmupCycles > 0) warmed.await();
+        boolean recorded = k >= warmupCycles;
         long waitingSince = System.nanoTime();
         Lease lease = sem.acquire();
         long now = System.nanoTime();
         synchronized (st) {
           Long f = st.freed.pollFirst();
-          if (f != null && after(f, waitingSince)) st.handoffs.add((now - f) / 1e3);
+          if (recorded && f != null && after(f, waitingSince)) st.handoffs.add((now - f) / 1e3);
           st.maxInside = Math.max(st.maxInside, ++st.inside);
           if (st.inside > leases) ++st.violations;
           ++st.acquisitions;
+          if (recorded) ++st.measured;
         }
         if (holdNs > 0) sleepNanos(holdNs);
         synchronized (st) {
@@ -443,6 +455,7 @@ public final class CuratorBench {
         }
         sem.returnLease(lease);
       }
+      synchronized (st) { st.lastFinish = Math.max(st.lastFinish, System.nanoTime()); }
     });
     double[] hs = PeerSupport.toArray(st.handoffs);
     Map<String, String> r = new LinkedHashMap<>();
@@ -451,8 +464,10 @@ public final class CuratorBench {
     r.put("contenders", Integer.toString(contenders));
     r.put("leases", Integer.toString(leases));
     r.put("cycles", Integer.toString(cycles));
-    r.put("acquisitions", Integer.toString(st.acquisitions));
-    r.put("throughput", PeerSupport.fmt(st.acquisitions / run.seconds(0, contenders)));
+    r.put("warmup_cycles", Integer.toString(warmupCycles));
+    r.put("acquisitions", Integer.toString(st.measured));
+    double seconds = warmupCycles > 0 ? (st.lastFinish - st.measureStart) / 1e9 : run.seconds(0, contenders);
+    r.put("throughput", PeerSupport.fmt(st.measured / seconds));
     r.put("handoff_p50_us", PeerSupport.fmt(PeerSupport.percentile(hs, 50)));
     r.put("handoff_p99_us", PeerSupport.fmt(PeerSupport.percentile(hs, 99)));
     r.put("handoffs", Integer.toString(hs.length));
@@ -466,7 +481,8 @@ public final class CuratorBench {
   // The semaphore kind's bookkeeping: freed holds the release times (nanoTime) of releases from
   // full whose lease no grant has taken yet.
   private static final class SemState {
-    int inside, maxInside, violations, acquisitions;
+    int inside, maxInside, violations, acquisitions, measured;
+    long measureStart, lastFinish;
     final ArrayDeque<Long> freed = new ArrayDeque<>();
     final List<Double> handoffs = new ArrayList<>();
   }

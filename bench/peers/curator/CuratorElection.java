@@ -1,13 +1,14 @@
 // Curator 5.4 LeaderLatch peer of zklock-election-bench (bench/election_bench.cpp): the same
 // two modes, the same keys and lines; see bench/peers/README.md.
 //
-//   --mode resign --candidates N --resigns R [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F]
+//   --mode resign --candidates N --resigns R [--warmup W] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F]
 //     N candidates, each its own CuratorFramework (session) and thread, in this JVM. The leader
 //     holds H ms, takes System.nanoTime() and resigns (LeaderLatch.close()); the next leader's
 //     code is its LeaderLatchListener.isLeader(), the earliest point Curator runs user code on a
 //     new leadership (it is called from the thread that completes the latch's getChildren), which
 //     takes the time since. A LeaderLatch cannot restart: the resigner starts a new latch on the
-//     same client (it queues last), once the next leader's code ran.
+//     same client (it queues last), once the next leader's code ran. The first W resigns are not
+//     recorded: the JIT compiles Curator's paths in this JVM (as zklock-election-bench's --warmup).
 //   --mode candidate --id NAME [--session-timeout-ms T]
 //     One candidate of the kill measurement: "connected negotiated_ms=T", "queued" once its node
 //     is in the election, "leader id=NAME t_ns=<System.nanoTime()>" (CLOCK_MONOTONIC on Linux,
@@ -26,7 +27,7 @@ import java.util.concurrent.Semaphore;
 
 public final class CuratorElection {
   private static String connect = "127.0.0.1:2181", path = "/zklock-bench/election", jsonFile, cdfFile, id;
-  private static int candidates = 3, resigns = 200, holdMs = 20, sessionTimeoutMs = 10000;
+  private static int candidates = 3, resigns = 200, holdMs = 20, sessionTimeoutMs = 10000, warmup = 0;
 
   // resign mode's bookkeeping, under `lock`
   private static final Object lock = new Object();
@@ -35,7 +36,7 @@ public final class CuratorElection {
   private static int resigner = -1, resignsDone = 0, leaders = 0, violations = 0, terms = 0;
 
   private static final String USAGE = "--connect HOSTS --path PATH [--mode resign|candidate] [--candidates N]"
-      + " [--resigns R] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F] [--id NAME]";
+      + " [--resigns R] [--warmup W] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F] [--id NAME]";
 
   public static void main(String[] args) {
     PeerSupport.main("CuratorElection", USAGE, args, a -> {
@@ -45,6 +46,7 @@ public final class CuratorElection {
       candidates = a.integer("--candidates", candidates);
       resigns = a.integer("--resigns", resigns);
       holdMs = a.integer("--hold-ms", holdMs);
+      warmup = a.integer("--warmup", warmup);
       sessionTimeoutMs = a.integer("--session-timeout-ms", sessionTimeoutMs);
       jsonFile = a.str("--json", null);
       cdfFile = a.str("--cdf", null);
@@ -93,7 +95,8 @@ public final class CuratorElection {
     r.put("impl", "curator");
     r.put("kind", "election-resign");
     r.put("candidates", Integer.toString(candidates));
-    r.put("resigns", Integer.toString(resignsDone));
+    r.put("resigns", Integer.toString(resignsDone - warmup));
+    r.put("warmup", Integer.toString(warmup));
     r.put("hold_ms", Integer.toString(holdMs));
     r.put("session_timeout_ms", Integer.toString(sessionTimeoutMs));
     r.put("failover_p50_us", PeerSupport.fmt(PeerSupport.percentile(s, 50)));
@@ -111,14 +114,14 @@ public final class CuratorElection {
   // listener's signal, hold, time the resign, close.
   private static void candidateLoop(CuratorFramework client, int me) throws Exception {
     for (;;) {
-      synchronized (lock) { if (resignsDone >= resigns) return; }
+      synchronized (lock) { if (resignsDone >= warmup + resigns) return; }
       Semaphore leading = new Semaphore(0);
       LeaderLatch latch = new LeaderLatch(client, path, "candidate-" + me);
       latch.addListener(new LeaderLatchListener() {
         @Override public void isLeader() {
           long now = System.nanoTime();  // the new leader's code runs here
           synchronized (lock) {
-            if (resignStarted != 0 && resigner != me) samples.add((now - resignStarted) / 1e3);
+            if (resignStarted != 0 && resigner != me && resignsDone > warmup) samples.add((now - resignStarted) / 1e3);
             resignStarted = 0;
             if (++leaders != 1) ++violations;
             ++terms;
@@ -132,11 +135,11 @@ public final class CuratorElection {
       leading.acquire();
       boolean last;
       int termNo;
-      synchronized (lock) { last = resignsDone >= resigns; termNo = terms; }
+      synchronized (lock) { last = resignsDone >= warmup + resigns; termNo = terms; }
       if (!last) Thread.sleep(holdMs);
       synchronized (lock) {
         --leaders;
-        last = resignsDone >= resigns;
+        last = resignsDone >= warmup + resigns;
         if (!last) {
           ++resignsDone;
           resigner = me;

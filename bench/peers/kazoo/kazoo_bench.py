@@ -198,29 +198,37 @@ def run_shared(args):
 def run_semaphore(args):
     """Contenders on one kazoo Semaphore of --leases; a handoff as in zklock-bench: a release while
     every lease is taken, to the next grant if it went to a contender already waiting (each such
-    release frees one lease, which the next grant takes)."""
+    release frees one lease, which the next grant takes). --warmup-cycles W: every contender runs W
+    cycles first, unrecorded, and waits for the others to finish theirs; the measured cycles start
+    together (as zklock-bench's)."""
     clients = connect_all(args.connect, args.contenders)
     mu = threading.Lock()
-    st = {"inside": 0, "max_inside": 0, "violations": 0, "acquisitions": 0}
+    st = {"inside": 0, "max_inside": 0, "violations": 0, "acquisitions": 0, "measured": 0, "measure_start": None,
+          "last_finish": 0.0}
     freed = collections.deque()
     h = []
     hold_s = args.hold_us / 1e6
+    warmed = threading.Barrier(args.contenders, action=lambda: (freed.clear(), st.update(measure_start=time.monotonic())))
 
     def body(me):
         sem = clients[me].Semaphore(args.path, "contender-%d" % me, max_leases=args.leases)
-        for _ in range(args.cycles):
+        for k in range(args.warmup_cycles + args.cycles):
+            if k == args.warmup_cycles and args.warmup_cycles > 0:
+                warmed.wait()
+            recorded = k >= args.warmup_cycles
             waiting_since = time.monotonic_ns()
             sem.acquire()
             now = time.monotonic_ns()
             with mu:
                 if freed:
                     f = freed.popleft()
-                    if f > waiting_since:
+                    if recorded and f > waiting_since:
                         h.append((now - f) / 1e3)
                 st["inside"] += 1
                 st["max_inside"] = max(st["max_inside"], st["inside"])
                 st["violations"] += st["inside"] > args.leases
                 st["acquisitions"] += 1
+                st["measured"] += recorded
             if hold_s > 0:
                 time.sleep(hold_s)
             with mu:
@@ -228,14 +236,18 @@ def run_semaphore(args):
                     freed.append(time.monotonic_ns())
                 st["inside"] -= 1
             sem.release()
+        with mu:
+            st["last_finish"] = max(st["last_finish"], time.monotonic())
 
     run, failures = run_contended(clients, body)
     if failures:
         return 2
     acq = st["acquisitions"]
+    seconds = (st["last_finish"] - st["measure_start"]) if args.warmup_cycles > 0 else run.seconds(0, args.contenders)
     r = [
         ("impl", "kazoo"), ("kind", "semaphore"), ("contenders", args.contenders), ("leases", args.leases),
-        ("cycles", args.cycles), ("acquisitions", acq), ("throughput", acq / run.seconds(0, args.contenders)),
+        ("cycles", args.cycles), ("warmup_cycles", args.warmup_cycles), ("acquisitions", st["measured"]),
+        ("throughput", st["measured"] / seconds),
         ("handoff_p50_us", float(percentile(h, 50))), ("handoff_p99_us", float(percentile(h, 99))),
         ("handoffs", len(h)), ("max_inside", st["max_inside"]), ("violations", st["violations"]),
     ] + process_figures(run, acq)
@@ -310,6 +322,8 @@ def main():
     ap.add_argument("--readers", type=int, default=4, help="--kind shared: contenders taking a ReadLock")
     ap.add_argument("--writers", type=int, default=1, help="--kind shared: contenders taking a WriteLock")
     ap.add_argument("--leases", type=int, default=2, help="--kind semaphore: max_leases")
+    ap.add_argument("--warmup-cycles", type=int, default=0,
+                    help="--kind semaphore: cycles per contender first, unrecorded (as zklock-bench's)")
     args = ap.parse_args()
     if args.contenders < 1 or args.cycles < 1:
         ap.error("--contenders and --cycles must be >= 1")

@@ -2,12 +2,13 @@
 """kazoo 2.8 Election peer of zklock-election-bench (bench/election_bench.cpp): the same two
 modes, the same keys and lines; see bench/peers/README.md.
 
-  --mode resign --candidates N --resigns R [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F]
+  --mode resign --candidates N --resigns R [--warmup W] [--hold-ms H] [--session-timeout-ms T] [--json F] [--cdf F]
     N candidates, each its own KazooClient (session, threading handler) and thread, in this
     process, each calling Election.run(leader_function) in a loop. The leader function holds H ms,
     takes time.monotonic_ns() and returns, which resigns (Election.run releases its Lock); the
     next leader's code is its leader function, which takes the time since. The resigner calls
-    run() again (it queues last) once the next leader's code ran.
+    run() again (it queues last) once the next leader's code ran. The first W resigns are not
+    recorded (as zklock-election-bench's --warmup).
   --mode candidate --id NAME [--session-timeout-ms T]
     One candidate of the kill measurement: "connected negotiated_ms=nan" (kazoo keeps no
     negotiated timeout), "queued" once its node is in the election, "leader id=NAME
@@ -29,6 +30,7 @@ def resign(a):
     lock = threading.Condition()
     st = {"samples": [], "started": 0, "terms": 0, "resigner": -1, "resigns": 0, "leaders": 0, "violations": 0}
     failures = []
+    total = a.warmup + a.resigns  # the first a.warmup resigns are not recorded
 
     def candidate(me):
         election = clients[me].Election(a.path, "candidate-%d" % me)
@@ -38,7 +40,7 @@ def resign(a):
         def lead():
             now = time.monotonic_ns()  # the new leader's code runs here
             with lock:
-                if st["started"] and st["resigner"] != me:
+                if st["started"] and st["resigner"] != me and st["resigns"] > a.warmup:
                     st["samples"].append((now - st["started"]) / 1e3)
                 st["started"] = 0
                 st["terms"] += 1
@@ -47,12 +49,12 @@ def resign(a):
                 st["leaders"] += 1
                 if st["leaders"] != 1:
                     st["violations"] += 1
-                last[0] = st["resigns"] >= a.resigns
+                last[0] = st["resigns"] >= total
             if not last[0]:
                 time.sleep(a.hold_ms / 1000.0)
             with lock:
                 st["leaders"] -= 1
-                last[0] = st["resigns"] >= a.resigns
+                last[0] = st["resigns"] >= total
                 if not last[0]:
                     st["resigns"] += 1
                     st["resigner"] = me
@@ -62,7 +64,7 @@ def resign(a):
         try:
             while True:
                 with lock:
-                    if st["resigns"] >= a.resigns:
+                    if st["resigns"] >= total:
                         return
                 election.run(lead)
                 if last[0]:
@@ -90,7 +92,8 @@ def resign(a):
         kazoo_peer.say("%r" % failures[0])
         return 2
     s = st["samples"]
-    r = [("impl", "kazoo"), ("kind", "election-resign"), ("candidates", a.candidates), ("resigns", st["resigns"]),
+    r = [("impl", "kazoo"), ("kind", "election-resign"), ("candidates", a.candidates),
+         ("resigns", st["resigns"] - a.warmup), ("warmup", a.warmup),
          ("hold_ms", a.hold_ms), ("session_timeout_ms", a.session_timeout_ms),
          ("failover_p50_us", percentile(s, 50)), ("failover_p90_us", percentile(s, 90)),
          ("failover_p99_us", percentile(s, 99)), ("failover_max_us", percentile(s, 100)),
@@ -132,6 +135,7 @@ def main():
     ap.add_argument("--candidates", type=int, default=3)
     ap.add_argument("--resigns", type=int, default=200)
     ap.add_argument("--hold-ms", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=0, help="resign: resigns first, unrecorded")
     ap.add_argument("--session-timeout-ms", type=int, default=10000)
     ap.add_argument("--id")
     a = ap.parse_args()

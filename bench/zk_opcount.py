@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""What each implementation sends for a recipe: a loopback proxy in front of a throwaway server
+that reads the ZooKeeper framing of every connection and counts requests by type (and watch
+events), while one implementation's benchmark program runs through it. Any client counts alike
+(zklock, Curator, kazoo): nothing is asked of the program but --connect.
+
+    bench/zk_opcount.py [--impls zklock,curator,kazoo] -- ARGS...
+
+runs `<impl's program> --connect PROXY --path /opcount/<impl> ARGS...` for each implementation
+(ARGS, e.g. `--kind semaphore --contenders 8 --leases 2 --cycles 25 --hold-us 5000`), then prints
+per implementation the requests by type per acquisition (the program's `acquisitions`, else
+contenders x cycles) and the watch events per acquisition. Connects, pings and closes are counted
+apart. The proxy adds a hop, so its run's timings are not the benchmark's."""
+import argparse
+import collections
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402
+from bench_run import ROOT, impl_cmd  # noqa: E402
+
+OPS = {1: "create", 2: "delete", 3: "exists", 4: "getData", 5: "setData", 8: "getChildren", 9: "sync",
+       11: "ping", 12: "getChildren2", 13: "check", 14: "multi", 15: "create2", 17: "checkWatches",
+       18: "removeWatches", 19: "createContainer", 21: "createTTL", 22: "multiRead", 100: "auth",
+       101: "setWatches", 103: "getEphemerals", 105: "setWatches2", 106: "addWatch", -11: "closeSession"}
+NOT_RECIPE = {"ping", "closeSession", "connect", "setWatches", "setWatches2", "auth"}
+
+
+class Counter:
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.requests = collections.Counter()
+        self.events = collections.Counter()
+
+    def reset(self):
+        with self.mu:
+            self.requests.clear()
+            self.events.clear()
+
+
+def frames(sock, on_frame):
+    """Reads length-prefixed frames from sock, calls on_frame(index, payload); forwards nothing."""
+    buf = b""
+    n = 0
+    while True:
+        while len(buf) >= 4:
+            ln = struct.unpack(">i", buf[:4])[0]
+            if len(buf) < 4 + ln:
+                break
+            on_frame(n, buf[4:4 + ln])
+            n += 1
+            buf = buf[4 + ln:]
+        try:
+            chunk = sock.recv(65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk
+        buf += chunk
+
+
+def pipe(src, dst, on_frame):
+    try:
+        for chunk in frames(src, on_frame):
+            dst.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def serve(listener, target, counter):
+    host, port = target.rsplit(":", 1)
+    while True:
+        try:
+            client, _ = listener.accept()
+        except OSError:
+            return
+        server = socket.create_connection((host, int(port)))
+        for s in (client, server):
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def request(i, p):
+            if i == 0:
+                name = "connect"
+            else:
+                op = struct.unpack(">i", p[4:8])[0] if len(p) >= 8 else None
+                name = OPS.get(op, "op%s" % op)
+            with counter.mu:
+                counter.requests[name] += 1
+
+        def reply(i, p):
+            if i > 0 and len(p) >= 4 and struct.unpack(">i", p[:4])[0] == -1:  # a watch event
+                etype = struct.unpack(">i", p[16:20])[0] if len(p) >= 20 else None
+                with counter.mu:
+                    counter.events[{1: "created", 2: "deleted", 3: "dataChanged", 4: "childrenChanged"}.get(
+                        etype, "type%s" % etype)] += 1
+
+        threading.Thread(target=pipe, args=(client, server, request), daemon=True).start()
+        threading.Thread(target=pipe, args=(server, client, reply), daemon=True).start()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--impls", default="zklock,curator,kazoo")
+    ap.add_argument("--json", help="also write the counts here")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    args = [x for x in a.args if x != "--"]
+    counter = Counter()
+    out = {}
+    with bench_common.throwaway_server(os.path.join(ROOT, "scripts"), "zklock-opcount-") as (connect, _):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        proxy = "127.0.0.1:%d" % listener.getsockname()[1]
+        threading.Thread(target=serve, args=(listener, connect, counter), daemon=True).start()
+        for impl in a.impls.split(","):
+            counter.reset()
+            r = bench_common.run(impl_cmd(impl) + ["--connect", proxy, "--path", "/opcount/" + impl] + args, 600,
+                                 echo=False, numbers=True)
+            acq = r.get("acquisitions") or 0
+            if not acq:
+                n = int(args[args.index("--contenders") + 1]) if "--contenders" in args else 8
+                acq = n * int(args[args.index("--cycles") + 1])
+            with counter.mu:
+                req, ev = dict(counter.requests), dict(counter.events)
+            recipe = {k: v for k, v in req.items() if k not in NOT_RECIPE}
+            out[impl] = {"acquisitions": acq, "requests": req, "events": ev,
+                         "requests_per_acq": round(sum(recipe.values()) / acq, 2),
+                         "by_type_per_acq": {k: round(v / acq, 2) for k, v in sorted(recipe.items())},
+                         "events_per_acq": {k: round(v / acq, 2) for k, v in sorted(ev.items())},
+                         "program": {k: r.get(k) for k in ("throughput", "handoff_p50_us", "requests_per_acq",
+                                                           "violations") if k in r}}
+            print("%-8s %5.2f requests/acq  %s  events/acq %s  (%d acquisitions; outside the recipe: %s)" % (
+                impl, out[impl]["requests_per_acq"],
+                " ".join("%s=%.2f" % kv for kv in out[impl]["by_type_per_acq"].items()),
+                " ".join("%s=%.2f" % kv for kv in out[impl]["events_per_acq"].items()), acq,
+                " ".join("%s=%d" % (k, v) for k, v in sorted(req.items()) if k in NOT_RECIPE)), flush=True)
+        listener.close()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
