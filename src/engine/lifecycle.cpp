@@ -9,6 +9,7 @@
 
 #include <zklock/path.hpp>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include <arpa/inet.h>
@@ -551,7 +552,16 @@ namespace session_ops {
 std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts) {
   return std::make_shared<session_impl>(std::move(ex), std::move(opts));
 }
-void shutdown(session_impl& s) noexcept { s.shutdown(); }
+// The session object's destructor (and move assignment), on any thread. The engine's state
+// belongs to its executor, where the session's own work may be running at this moment on
+// another thread: the completion whose future the caller just saw ready, the unsubscribe of a
+// guard the caller just dropped. So the shutdown runs there too: at once when the caller is on
+// the executor (asio::dispatch), next there otherwise. The posted handler holds the engine: an
+// executor that never runs it again destroys it with its io_context, and the engine's
+// destructor shuts it down then.
+void shutdown(session_impl& s) noexcept {
+  asio::dispatch(s.executor(), [self = s.shared_from_this()] { self->shutdown(); });
+}
 const session_options& options(const session_impl& s) noexcept { return s.options(); }
 session_state state(const session_impl& s) noexcept { return s.state(); }
 std::int64_t session_id(const session_impl& s) noexcept { return s.session_id(); }
