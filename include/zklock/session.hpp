@@ -143,7 +143,10 @@ class watch {
 ///
 /// Lifetimes: the session must outlive the operations' initiation calls only; pending
 /// operations keep the engine alive and complete with errc::session_closed when the session is
-/// destroyed or closed. Destroying the session closes the ZooKeeper session at once.
+/// destroyed or closed. Destroying the session closes the ZooKeeper session on the session's
+/// executor: at once when destroyed there; destroyed on another thread (main, while a pool runs
+/// the io_context), the close is posted there, after the work the session has there already
+/// (the destructor never touches the engine off its executor).
 ///
 /// Every operation takes any completion token (callbacks, use_awaitable, deferred, use_future,
 /// as_tuple(...)) and supports per-operation cancellation as documented on it. Bad paths

@@ -9,6 +9,7 @@
 
 #include <zklock/path.hpp>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include <arpa/inet.h>
@@ -551,7 +552,29 @@ namespace session_ops {
 std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts) {
   return std::make_shared<session_impl>(std::move(ex), std::move(opts));
 }
-void shutdown(session_impl& s) noexcept { s.shutdown(); }
+namespace {
+// The shutdown handed to the session's executor. Destroyed without having run (its io_context
+// goes without running again: a program's teardown, no thread runs it any more), it shuts the
+// engine down then, as the destructor did: the objects the engine keeps for what they owe the
+// server (keep_owed) keep the engine too, and only shutdown() lets them go.
+struct shutdown_handler {
+  std::shared_ptr<session_impl> self;
+  void operator()() { std::exchange(self, nullptr)->shutdown(); }
+  explicit shutdown_handler(std::shared_ptr<session_impl> s) : self(std::move(s)) {}
+  shutdown_handler(shutdown_handler&&) noexcept = default;  // the source left empty
+  shutdown_handler& operator=(shutdown_handler&&) = delete;
+  ~shutdown_handler() {
+    if (self) self->shutdown();
+  }
+};
+}  // namespace
+
+// The session object's destructor (and move assignment), on any thread. The engine's state
+// belongs to its executor, where the session's own work may be running at this moment on
+// another thread: the completion whose future the caller just saw ready, the unsubscribe of a
+// guard the caller just dropped. So the shutdown runs there too: at once when the caller is on
+// the executor (asio::dispatch), next there otherwise.
+void shutdown(session_impl& s) noexcept { asio::dispatch(s.executor(), shutdown_handler(s.shared_from_this())); }
 const session_options& options(const session_impl& s) noexcept { return s.options(); }
 session_state state(const session_impl& s) noexcept { return s.state(); }
 std::int64_t session_id(const session_impl& s) noexcept { return s.session_id(); }

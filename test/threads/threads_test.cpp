@@ -126,3 +126,26 @@ TEST_CASE_METHOD(strand_session,
     s.async_close(asio::use_future).get();
   }
 }
+
+TEST_CASE("the session destroyed on main right after its last operation, its strand still running the work its objects posted",
+          "[threads][destroy]") {
+  // threaded_workers' ending: main's last future is ready while the strand still runs what
+  // completed it, and the objects main drops post their own goodbyes there (a guard's and an
+  // acquire's listeners unsubscribe through the strand); the session's destructor on main
+  // must leave the engine's state to the strand as well.
+  zk_server srv;
+  pool p{4};
+  // One strand for them all: a session's close may still run there when the next connects (two
+  // sessions on two threads at once would call the single-threaded C client concurrently).
+  auto strand = asio::make_strand(p.ioc);
+  for (int i = 0; i < 20; ++i) {
+    session s{strand, options_for(srv.connect_string())};
+    s.async_connect(asio::use_future).get();
+    {
+      mutex m(s, "/locks/threads-destroy");
+      lock_guard g = m.async_acquire(asio::use_future).get();
+      g.async_release(asio::use_future).get();
+    }  // guard and mutex gone: their unsubscribes are on their way through the strand
+    if (i % 2 == 1) s.async_close(asio::use_future).get();  // closed first, or not
+  }  // the session destroyed here, on main, the strand still busy with the above
+}

@@ -45,8 +45,8 @@ namespace session_ops {
 
 // Lifecycle and state (src/session_lifecycle.cpp).
 ZKLOCK_API std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
-/// Closes the handle now (the session object's destructor); pending operations complete with
-/// session_closed.
+/// Closes the handle on the session's executor (the session object's destructor): at once when
+/// called there, posted there otherwise; pending operations complete with session_closed.
 ZKLOCK_API void shutdown(session_impl& s) noexcept;
 ZKLOCK_API const session_options& options(const session_impl& s) noexcept;
 ZKLOCK_API session_state state(const session_impl& s) noexcept;
