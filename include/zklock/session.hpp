@@ -64,7 +64,9 @@ struct session_options {
   /// ACL for nodes this session creates. creator_all needs digest_auth.
   acl_policy default_acl = acl_policy::open;
   /// Where the C client's log goes (and zklock's own lines). Default: lines at or above
-  /// log_threshold to stderr.
+  /// log_threshold to stderr. Called on the session's executor; the C client's lines inside its
+  /// call, under the lock every session's calls into it take turns with: the sink must not wait
+  /// for another thread that may be calling zklock.
   log_sink log;
   /// Lines less severe than this are dropped, for the default sink and for `log` alike.
   log_level log_threshold = log_level::warn;
@@ -134,7 +136,11 @@ class watch {
 /// One ZooKeeper session.
 ///
 /// Thread safety: distinct objects safe; a shared object is not: call it from its executor only
-/// (like every Asio I/O object). All handlers complete through asio::post on their associated
+/// (like every Asio I/O object). Distinct sessions may run on different threads at once (each
+/// on a strand of its own): their calls into the single-threaded C client, which keeps state of
+/// the process, take turns under one lock of the process, held for each call only (a close
+/// holds it while the C client waits for the server's answer to the close request: a round
+/// trip, 1.5 s at most once sent). All handlers complete through asio::post on their associated
 /// executor (default: the session's executor), never inside the initiating call.
 ///
 /// Allocation: the handler is stored with its associated allocator, paid back before it runs

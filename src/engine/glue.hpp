@@ -14,16 +14,70 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace zklock::detail {
 
+// One lock of the process around every call into the C client. The single-threaded C client
+// keeps state of the process, not of a handle, that its calls on any handle write: the buffers
+// it formats a log line in (zk_log.c: the time and the line, the line handed to log_callback),
+// the buffer it writes a server's address in (format_endpoint_info: the connect and close log
+// lines, and zoo_get_current_server's answer), its request counter (get_xid), the read-only
+// server it found (addr_rw_server) and the random state it picks servers with (srand48,
+// drand48). Each session makes its calls on its own executor, one at a time; sessions on two
+// threads (strands of one io_context) would make them at once. Held by the thread making the
+// call, for the call only (and for copying what it returned), never across a wait of ours;
+// taken again by the same thread at no cost (a C callback, inside zookeeper_process, may start
+// a request). Uncontended, one lock and unlock per C call. The calls that block hold it while
+// they block: zookeeper_close, which waits for the answer to the close request (a round trip
+// and the server's commit of it; 1.5 s at most, and up to 3 s more to send it). zerror (a table
+// of constant strings) needs none.
+inline constinit std::mutex c_client_mutex;
+inline constinit thread_local int c_client_depth = 0;
+
+struct c_client_lock {
+  c_client_lock() {
+    if (c_client_depth++ == 0) c_client_mutex.lock();
+  }
+  ~c_client_lock() {
+    if (--c_client_depth == 0) c_client_mutex.unlock();
+  }
+  c_client_lock(const c_client_lock&) = delete;
+  c_client_lock& operator=(const c_client_lock&) = delete;
+};
+
+// The C client's accessors, each under the lock.
+inline int c_state(zhandle_t* zh) {
+  c_client_lock lock;
+  return zoo_state(zh);
+}
+inline int c_recv_timeout(zhandle_t* zh) {
+  c_client_lock lock;
+  return zoo_recv_timeout(zh);
+}
+inline clientid_t c_client_id(zhandle_t* zh) {
+  c_client_lock lock;
+  const clientid_t* id = zoo_client_id(zh);
+  return id ? *id : clientid_t{};
+}
+// The server the handle connects or is connected to ("127.0.0.1:2181"), empty if none: copied
+// out of the C client's buffer of the process while the lock is held.
+inline std::string c_current_server(zhandle_t* zh) {
+  c_client_lock lock;
+  const char* server = zoo_get_current_server(zh);
+  return server ? server : "";
+}
+
 // The session whose C call is on the stack; routes the C client's log lines (its log callback
-// has no context argument). Everything runs on the session's executor, one call at a time.
+// has no context argument). Everything runs on the session's executor, one call at a time, and
+// under the C client's lock.
 inline constinit thread_local session_impl* current_session = nullptr;
 
 struct in_session {
+  c_client_lock lock;
   session_impl* prev;
   explicit in_session(session_impl* s) : prev(current_session) { current_session = s; }
   ~in_session() { current_session = prev; }

@@ -46,8 +46,7 @@ session_impl::~session_impl() { shutdown(); }
 
 std::int64_t session_impl::session_id() const noexcept {
   if (!zh_) return 0;
-  const clientid_t* id = zoo_client_id(zh_);
-  return id ? id->client_id : 0;
+  return c_client_id(zh_).client_id;
 }
 
 session_stats session_impl::stats() const noexcept {
@@ -61,10 +60,9 @@ session_stats session_impl::stats() const noexcept {
 session_credentials session_impl::credentials() const {
   session_credentials c;
   if (!zh_) return c;
-  if (const clientid_t* id = zoo_client_id(zh_)) {
-    c.id = id->client_id;
-    c.password.assign(id->passwd, sizeof id->passwd);
-  }
+  clientid_t id = c_client_id(zh_);
+  c.id = id.client_id;
+  c.password.assign(id.passwd, sizeof id.passwd);
   return c;
 }
 
@@ -272,9 +270,9 @@ error_code session_impl::connect_timeout_error() const {
   if (cause.empty() && zh_) {
     // Nothing failed: the server we are at has not answered yet (a dropped SYN, a listener
     // that does not accept, a server too busy to answer the handshake).
-    const char* server = zoo_get_current_server(zh_);
-    cause = std::string(server ? server : "?") +
-            (zoo_state(zh_) == ZOO_ASSOCIATING_STATE ? ": no answer to the connect request" : ": no answer");
+    std::string server = c_current_server(zh_);
+    cause = (server.empty() ? "?" : server) +
+            (c_state(zh_) == ZOO_ASSOCIATING_STATE ? ": no answer to the connect request" : ": no answer");
   }
   if (cause.empty()) return errc::connect_timeout;
   return with_message(errc::connect_timeout,
@@ -403,7 +401,7 @@ void session_impl::on_session_event(int zstate) {
     std::weak_ptr<session_impl> weak = weak_from_this();
     asio::post(ex_, [weak, ec] {
       if (auto self = weak.lock(); self && self->zh_ &&
-          (zoo_state(self->zh_) == ZOO_EXPIRED_SESSION_STATE || zoo_state(self->zh_) == ZOO_AUTH_FAILED_STATE))
+          (c_state(self->zh_) == ZOO_EXPIRED_SESSION_STATE || c_state(self->zh_) == ZOO_AUTH_FAILED_STATE))
         self->close_handle(ec);
     });
     // An authentication the server rejected ends the handle as surely as an expiry (the C
@@ -450,11 +448,10 @@ void session_impl::expire_locally() {
 // If not, the connect fails with errc::not_zookeeper and the handle is closed; the session was
 // never connected.
 bool session_impl::reject_handshake() {
-  const clientid_t* id = zoo_client_id(zh_);
-  auto why = implausible_handshake(opts_->session_timeout, zoo_recv_timeout(zh_), id ? id->client_id : 0);
+  auto why = implausible_handshake(opts_->session_timeout, c_recv_timeout(zh_), c_client_id(zh_).client_id);
   if (!why) return false;
-  const char* server = zoo_get_current_server(zh_);
-  auto ec = with_message(errc::not_zookeeper, std::string(server ? server : "?") +
+  std::string server = c_current_server(zh_);
+  auto ec = with_message(errc::not_zookeeper, (server.empty() ? "?" : server) +
                                                   " answered the connect request with something that is not a "
                                                   "ZooKeeper handshake (" + *why +
                                                   "): is it a ZooKeeper server's client port?");
@@ -502,7 +499,7 @@ void session_impl::on_not_zookeeper(const std::string& server, const std::string
 // between connections (the C client's state 0, its socket closed and cleaned up): with a
 // socket open, zoo_set_servers would close it without that cleanup.
 void session_impl::drop_not_zookeeper() {
-  if (!drop_pending_ || !zh_ || zoo_state(zh_) != 0) return;
+  if (!drop_pending_ || !zh_ || c_state(zh_) != 0) return;
   drop_pending_ = false;
   std::set<std::string> dropped;
   for (const auto& [endpoint, why] : not_zookeeper_) dropped.insert(endpoint);
@@ -530,7 +527,7 @@ void session_impl::on_reply(int rc, std::chrono::steady_clock::time_point queued
 
 std::chrono::milliseconds session_impl::negotiated_timeout() const noexcept {
   if (zh_ && ever_connected_) {
-    int t = zoo_recv_timeout(zh_);
+    int t = c_recv_timeout(zh_);
     if (t > 0) return std::chrono::milliseconds(t);
   }
   return opts_->session_timeout;

@@ -41,7 +41,7 @@ namespace zklock::detail {
 // flushes a forgotten cork at 200 ms.)
 session_impl::send_batch::send_batch(session_impl* s) : s_(s), opened_(false) {
   if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->sd_.is_open() || !s->zh_ ||
-      zoo_state(s->zh_) != ZOO_CONNECTED_STATE)
+      c_state(s->zh_) != ZOO_CONNECTED_STATE)
     return;
   int on = 1;
   int fd = s->sd_.native_handle();  // our number for the C client's socket
@@ -56,7 +56,7 @@ session_impl::send_batch::~send_batch() {
   // The C client may have dropped the socket while sending (then there is nothing to flush,
   // and we released our number).
   if (fd < 0 || !s_->sd_.is_open() || fd != s_->sd_.native_handle() || !s_->zh_ ||
-      zoo_state(s_->zh_) != ZOO_CONNECTED_STATE)
+      c_state(s_->zh_) != ZOO_CONNECTED_STATE)
     return;
   int off = 0;
   ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
@@ -88,7 +88,7 @@ session_impl::send_batch::~send_batch() {
 // this the session stayed connected, and its guards held, for the whole outage.
 void session_impl::note_request_sent(int state_before) {
   if ((state_before == ZOO_CONNECTED_STATE || state_before == ZOO_READONLY_STATE) &&
-      zoo_state(zh_) == ZOO_NOTCONNECTED_STATE && !dropped_in_send_) {
+      c_state(zh_) == ZOO_NOTCONNECTED_STATE && !dropped_in_send_) {
     dropped_in_send_ = true;
     log(log_level::warn,
         "zklock: the ZooKeeper connection failed while a request was sent; dropping the next connection at its "
@@ -106,7 +106,7 @@ void session_impl::note_request_sent(int state_before) {
 // next connection would be shut down at its handshake, a reconnect cycle for nothing.
 void session_impl::recover_dropped_in_send(int fd) {
   if (!dropped_in_send_ || !zh_) return;
-  int st = zoo_state(zh_);
+  int st = c_state(zh_);
   if (st == 0 || st == ZOO_EXPIRED_SESSION_STATE || st == ZOO_AUTH_FAILED_STATE) {
     // The C client cleaned up after all (another failure, or the end): the lost connection's
     // requests failed there. The loss itself was reported when the flag was set.
@@ -131,7 +131,7 @@ void session_impl::recover_dropped_in_send(int fd) {
 // for a connection loss (it moves on to the next server), and the endpoint counts as one
 // unreachable server (on_not_zookeeper).
 void session_impl::check_handshake_answer() {
-  if (!zh_ || zoo_state(zh_) != ZOO_ASSOCIATING_STATE || !sd_.is_open() || handshake_checked_ == fd_generation_)
+  if (!zh_ || c_state(zh_) != ZOO_ASSOCIATING_STATE || !sd_.is_open() || handshake_checked_ == fd_generation_)
     return;
   int fd = sd_.native_handle();  // our dup of the C client's socket
   char answer[handshake_reply_size];
@@ -145,12 +145,12 @@ void session_impl::check_handshake_answer() {
     handshake_checked_ = fd_generation_;
     return;
   }
-  const char* server = zoo_get_current_server(zh_);
+  std::string server = c_current_server(zh_);
   char rest[4096];
   for (int i = 0; i < 16 && ::recv(fd, rest, sizeof rest, MSG_DONTWAIT) > 0; ++i) {
   }
   ::shutdown(fd, SHUT_RDWR);
-  on_not_zookeeper(server ? server : "?", *why);
+  on_not_zookeeper(server.empty() ? "?" : server, *why);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,21 +169,19 @@ void session_impl::check_handshake_answer() {
 
 // Once per socket (the C client's server is the one it connects to while its socket is open).
 void session_impl::note_attempt() {
-  if (!zh_ || registered_fd_ < 0 || attempt_generation_ == fd_generation_ || zoo_state(zh_) == 0) return;
+  if (!zh_ || registered_fd_ < 0 || attempt_generation_ == fd_generation_ || c_state(zh_) == 0) return;
   attempt_generation_ = fd_generation_;
-  const char* server = zoo_get_current_server(zh_);
-  attempt_server_ = server ? server : "";
+  attempt_server_ = c_current_server(zh_);
 }
 
 void session_impl::next_endpoint_in_turn() {
-  if (attempt_server_.empty() || !zh_ || zoo_state(zh_) != 0) return;
+  if (attempt_server_.empty() || !zh_ || c_state(zh_) != 0) return;
   std::string failed = std::exchange(attempt_server_, std::string{});
   std::size_t count = 0;
   for (const auto& server : servers_) count += server.addresses.size();
   in_session guard(this);
   for (std::size_t i = 0; i < count; ++i) {
-    const char* current = zoo_get_current_server(zh_);
-    if (current && failed == current) return;
+    if (failed == c_current_server(zh_)) return;
     zoo_cycle_next_server(zh_);
   }
 }
@@ -249,7 +247,7 @@ void session_impl::update_descriptor(int fd) {
   // While the client stays connected on the same fd number it is the same socket: reopening
   // one passes through the connecting state, seen by at least one turn of the loop. Otherwise
   // compare the socket's inode, since a new socket often gets the old number.
-  bool connected = zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE;
+  bool connected = zh_ && c_state(zh_) == ZOO_CONNECTED_STATE;
   bool same_socket_certain = connected && connected_at_last_check_ && fd == registered_fd_;
   connected_at_last_check_ = connected;
   if (same_socket_certain) return;

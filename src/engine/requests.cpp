@@ -37,7 +37,7 @@ void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
   r->owner = weak_from_this();
   r->queued = std::chrono::steady_clock::now();
   request_scope scope(this);
-  const int state_before = zoo_state(zh_);
+  const int state_before = c_state(zh_);
   int rc = call(hand_over(r));
   note_request_sent(state_before);
   if (rc != ZOK) {
@@ -175,6 +175,7 @@ void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
   m.zresults.resize(n);
   m.path_buffers.resize(n);
   m.stats.resize(n);
+  c_client_lock lock;  // every call into the C client holds it, these too
   for (std::size_t i = 0; i < n; ++i) {
     auto& o = m.ops[i];
     switch (o.type) {

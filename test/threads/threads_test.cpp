@@ -135,8 +135,7 @@ TEST_CASE("the session destroyed on main right after its last operation, its str
   // must leave the engine's state to the strand as well.
   zk_server srv;
   pool p{4};
-  // One strand for them all: a session's close may still run there when the next connects (two
-  // sessions on two threads at once would call the single-threaded C client concurrently).
+  // One strand for them all (sessions on strands of their own: the test below).
   auto strand = asio::make_strand(p.ioc);
   for (int i = 0; i < 20; ++i) {
     session s{strand, options_for(srv.connect_string())};
@@ -148,4 +147,48 @@ TEST_CASE("the session destroyed on main right after its last operation, its str
     }  // guard and mutex gone: their unsubscribes are on their way through the strand
     if (i % 2 == 1) s.async_close(asio::use_future).get();  // closed first, or not
   }  // the session destroyed here, on main, the strand still busy with the above
+}
+
+TEST_CASE("sessions on strands of their own, one 4-thread io_context: connects, operations, closes and destructions at once, the C client logging",
+          "[threads][sessions]") {
+  // The single-threaded C client keeps process-wide state that its calls on any handle use: the
+  // buffers it formats its log lines in (a connect, a close), the one it names a server in
+  // (zoo_get_current_server's answer), its request counter. Each session calls it on its own
+  // strand, so on any of the threads, at the same time as the others.
+  zk_server srv;
+  pool p{4};
+  constexpr int sessions = 4, rounds = 6;
+  std::atomic<long> log_lines{0};
+  std::atomic<int> finished{0}, failures{0};
+  for (int i = 0; i < sessions; ++i) {
+    auto strand = asio::make_strand(p.ioc);
+    asio::co_spawn(strand, [&, i, strand]() -> asio::awaitable<void> {
+      auto o = options_for(srv.connect_string());
+      o.log_threshold = log_level::info;  // the C client's connect and close lines reach the sink
+      o.log = [&](log_level, std::string_view line) { log_lines += !line.empty(); };
+      const std::string path = "/threads-sessions-" + std::to_string(i);
+      for (int r = 0; r < rounds; ++r) {
+        session s{strand, o};
+        auto [ec] = co_await s.async_connect(asio::as_tuple(asio::use_awaitable));
+        if (ec) {
+          ++failures;
+          continue;
+        }
+        auto [cec, created] = co_await s.async_create(path, "x", create_mode::ephemeral, asio::as_tuple(asio::use_awaitable));
+        for (int k = 0; k < 5; ++k) {
+          co_await s.async_exists(path, asio::as_tuple(asio::use_awaitable));
+          co_await s.async_get_children("/", asio::as_tuple(asio::use_awaitable));
+          co_await s.async_set_data(path, std::to_string(k), -1, asio::as_tuple(asio::use_awaitable));
+        }
+        if (cec) ++failures;
+        if (r % 2 == 1) co_await s.async_close(asio::as_tuple(asio::use_awaitable));  // closed first, or not
+      }  // each session destroyed here, on its strand: its close runs at once
+      ++finished;
+    }, asio::detached);
+  }
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (finished < sessions && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  CHECK(finished == sessions);
+  CHECK(failures == 0);
+  CHECK(log_lines > 0);  // the C client did log
 }
