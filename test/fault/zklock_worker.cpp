@@ -22,8 +22,9 @@
 // report "idle" and keep the session open. SIGTERM: close the session and exit.
 // A reply "OK ... CLOSE N" or "OK ... DESTROY N" (the harness's local-close scenario) closes
 // (async_close) or destroys (the recipe object, then the session object) the session of the
-// contender that sent the message (local-queue: the process's one session) N handlers later
-// (N posts to the executor: the close lands at a chosen step of what runs meanwhile); the
+// contender that sent the message (local-queue: the process's one session) N handlers after the
+// one that got the reply (which first starts what it was about to: the acquire, the hold...; N
+// posts to the executor: the close lands at a chosen step of what runs meanwhile); the
 // worker says "close" with what it did, as the session's owner (WHO, or WHO.i with sessions:N),
 // right before, in the same handler, and starts a new session once every contender left it.
 // A section that ends because its guard went lost reports "lost" at once, then "lost_cause"
@@ -203,12 +204,19 @@ struct worker {
       auto at = reply.find(how);
       if (at == std::string::npos) continue;
       const int handlers = std::atoi(reply.c_str() + at + std::strlen(how));
-      asio::co_spawn(ex, close_later(ss, owner, how[0] == 'C', handlers), asio::detached);
+      // Posted, not spawned here: co_spawn dispatches (Boost 1.81 runs the coroutine at once
+      // when called on the executor's thread), so with 0 handlers the closer would destroy the
+      // recipe object and the session before the caller starts the operation it should race.
+      // From the post, the closer runs after this handler, then `handlers` more.
+      asio::post(ex, [this, ss, &owner, close = how[0] == 'C', handlers] {
+        asio::co_spawn(ex, close_later(ss, owner, close, handlers), asio::detached);
+      });
     }
   }
 
   // Closes (async_close) or destroys (recipe object, then session) `ss`'s session after
-  // `handlers` posts, saying "close" first in the same handler.
+  // `handlers` posts, saying "close" first in the same handler. Started from a handler of its
+  // own (directive), never inside the handler that asked for it.
   asio::awaitable<void> close_later(std::shared_ptr<session_slot> ss, resource_client& owner, bool close, int handlers) {
     for (int i = 0; i < handlers; ++i) co_await asio::post(ex, asio::use_awaitable);
     if (ss->ended || !ss->s) co_return;
