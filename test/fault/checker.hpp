@@ -67,11 +67,17 @@ struct run_result {
   // resource after its successor's grant but before the successor's first message, so accepted
   // (reported, not stale-acc: nothing could stop them but the fencing check)
   int stale_after_taken = 0;
+  // the history's models (models.hpp): violations (must be 0), the first one's rule, the
+  // znode writes acknowledged (its lost-update check's material)
+  int model_violations = 0;
+  std::string first_violation;
+  int znode_writes = 0;
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {
     return overlaps == 0 && stale_accepted == 0 && stuck == 0 && nodes_left == 0 && watches_left == 0 &&
-           worker_failures == 0 && user_socket_stalls == 0 && fairness_violations == 0 && fault_failures == 0;
+           worker_failures == 0 && user_socket_stalls == 0 && fairness_violations == 0 && fault_failures == 0 &&
+           model_violations == 0;
   }
 };
 

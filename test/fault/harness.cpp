@@ -19,6 +19,9 @@
 //
 // Run with --help for the options (options.cpp); every run prints its seed and the command that
 // replays it.
+#include "history.hpp"
+#include "models.hpp"
+#include "mutants.hpp"
 #include "options.hpp"
 #include "run.hpp"
 #include "window.hpp"
@@ -61,7 +64,7 @@ void add_run(run_result& t, const run_result& r) {
       &run_result::fairness_violations, &run_result::injected, &run_result::fault_waits,
       &run_result::fault_failures, &run_result::grants_after_close, &run_result::overlaps_ended,
       &run_result::stale_after_taken, &run_result::worker_failures, &run_result::foreign_writes,
-      &run_result::user_socket_stalls);
+      &run_result::user_socket_stalls, &run_result::model_violations, &run_result::znode_writes);
   largest(&run_result::max_grant_delay_ms, &run_result::max_wait_ms, &run_result::max_concurrent,
           &run_result::fair_max, &run_result::worst_fail_ms, &run_result::wait_grants_max,
           &run_result::rss_before_kb, &run_result::rss_after_kb);
@@ -74,6 +77,43 @@ void add_run(run_result& t, const run_result& r) {
 int main(int argc, char** argv) {
   options o;
   if (int status = parse_options(argc, argv, o); status >= 0) return status;
+  if (o.list_mutants) {
+    for (auto& m : mutants()) std::cout << m.name << " " << m.recipe << " " << m.breaks << "\n";
+    return 0;
+  }
+  if (!o.check.empty()) {
+    // offline: every history in the dir against its recipe's models
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(o.check, ec))
+      if (e.path().extension() == ".jsonl") files.push_back(e.path());
+    if (ec) {
+      std::cerr << "zklock-faultharness: --check: " << ec.message() << ": " << o.check << "\n";
+      return 2;
+    }
+    std::sort(files.begin(), files.end());
+    bool ok = !files.empty();
+    if (files.empty()) std::cout << "no histories (*.jsonl) in " << o.check << "\n";
+    for (auto& f : files) {
+      try {
+        const history h = read_history(f.string());
+        auto v = check_models(h);
+        std::cout << f.filename().string() << ": " << h.run.recipe << ", " << h.acquires.size() << " acquires, "
+                  << h.writes.size() << " writes: ";
+        if (v.empty()) {
+          std::cout << "every model holds\n";
+        } else {
+          ok = false;
+          std::cout << v.size() << " violations; first: " << v[0].rule << ": " << v[0].what << "\n";
+        }
+      } catch (const std::exception& e) {
+        ok = false;
+        std::cout << f.filename().string() << ": " << e.what() << "\n";
+      }
+    }
+    std::cout << (ok ? "PASS" : "FAIL") << "\n";
+    return ok ? 0 : 1;
+  }
   if (!o.seed_given) o.seed = std::random_device{}() % 1000000000;
   std::signal(SIGPIPE, SIG_IGN);
   // the workers' SIGCHLD is reaped by us; a stray SIGUSR1 must not kill the harness
@@ -157,8 +197,11 @@ int main(int argc, char** argv) {
       h.ens = &ens;
       h.base_seed = o.seed;
       std::vector<run_result> results;
+      int runs_done = 0;
+      long long runs_ms = 0;
+      bool mutant_caught = false;
       for (auto& s : o.scenarios)
-        for (int i = 0; i < o.runs; ++i) {
+        for (int i = 0; i < o.runs && !mutant_caught; ++i) {
           auto t0 = std::chrono::steady_clock::now();
           auto r = h.run(s, i);
           std::cerr << "  [" << s << " #" << i << "] " << r.acquisitions << " acquisitions, " << r.overlaps
@@ -172,7 +215,8 @@ int main(int argc, char** argv) {
           if (o.recipe == "semaphore")
             std::cerr << "max " << r.max_concurrent << " at once (" << r.at_capacity << " grants made it "
                       << o.leases << "), " << r.over_capacity_writes << " over-capacity writes, ";
-          std::cerr << r.stale_accepted
+          std::cerr << "models: " << r.model_violations << " violations (" << r.znode_writes << " znode writes), "
+                    << r.stale_accepted
                     << " stale writes accepted, " << r.stale_rejected << " rejected, nodes left " << r.nodes_left
                     << ", watches left " << r.watches_left << ", "
                     << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count()
@@ -183,8 +227,20 @@ int main(int argc, char** argv) {
                       << r.grants_after_close << " grants after a close, " << r.overlaps_ended
                       << " overlaps after a holder's node was deleted or its session closed\n";
           for (auto& n : r.notes) std::cerr << "    " << n << "\n";
+          const bool caught = r.model_violations > 0;
           results.push_back(std::move(r));
+          ++runs_done;
+          runs_ms += std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+          // a mutant: the first run that catches it ends the pass (the figures: runs, time)
+          if (!o.mutant.empty() && caught) {
+            std::cout << "mutant " << o.mutant << " caught by the models (first: " << results.back().first_violation
+                      << ") in run " << runs_done << " (" << s << "), " << runs_ms << " ms of runs\n";
+            mutant_caught = true;
+            break;
+          }
         }
+      if (!o.mutant.empty() && !mutant_caught)
+        std::cout << "mutant " << o.mutant << " NOT caught by the models in " << runs_done << " runs\n";
       // one row per scenario; the recipe's own columns after acq (shared: write sections, reader
       // overlaps; semaphore: most sections at once, grants that reached N, over-capacity writes)
       std::cout << "\nrecipe " << o.recipe
@@ -224,7 +280,7 @@ int main(int argc, char** argv) {
           int left = r.nodes_left + r.watches_left - r.peer_leftovers;
           bool run_ok = ours == 0 && r.stale_accepted == 0 && r.stuck == 0 && r.nodes_left >= 0 && left == 0 &&
                         r.worker_failures == 0 && r.user_socket_stalls == 0 && r.fairness_violations == 0 &&
-                        r.fault_failures == 0;
+                        r.fault_failures == 0 && r.model_violations == 0;
           // a holder that stopped right before a write resumed after its successor wrote: that
           // write must have reached the resource and been rejected (the fencing demonstration;
           // shared: the paused holder is a writer. Not for the semaphore: whether its late write
@@ -235,6 +291,7 @@ int main(int argc, char** argv) {
           }
           ok = ok && run_ok;
         }
+        if (runs == 0) continue;  // after a mutant's catch
         all_ok = all_ok && ok;
         std::cout << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(6) << t.acquisitions;
         if (o.recipe == "shared") std::cout << std::setw(7) << t.write_sections;
@@ -252,7 +309,7 @@ int main(int argc, char** argv) {
                   << std::setw(13) << fmt(t.max_wait_ms) << std::setw(7) << t.stuck << std::setw(7) << t.nodes_left
                   << std::setw(9) << t.watches_left << std::setw(6) << t.lost << std::setw(6) << t.dead_grants
                   << t.rss_before_kb << "->"
-                  << t.rss_after_kb << (ok ? "" : "  FAILED") << "\n";
+                  << t.rss_after_kb << "  models " << t.model_violations << (ok ? "" : "  FAILED") << "\n";
         json << (first ? "" : ",") << "{\"scenario\":\"" << s << "\",\"runs\":" << runs
              << ",\"acquisitions\":" << t.acquisitions << ",\"overlaps\":" << t.overlaps
              << ",\"overlaps_paused\":" << t.overlaps_paused << ",\"stale_accepted\":" << t.stale_accepted
@@ -269,6 +326,7 @@ int main(int argc, char** argv) {
              << ",\"injected\":" << t.injected << ",\"fault_checked\":" << t.fault_waits
              << ",\"fault_failures\":" << t.fault_failures << ",\"worst_fail_ms\":" << t.worst_fail_ms
              << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
+             << ",\"model_violations\":" << t.model_violations << ",\"znode_writes\":" << t.znode_writes
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
         if (t.injected > 0) {

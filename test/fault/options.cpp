@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "mutants.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -87,6 +89,17 @@ int parse_options(int argc, char** argv, options& o) {
   app.add_option("--work", o.work, "DIR: logs and journals here (default: a temp dir, removed unless --keep)");
   app.add_flag("--keep", o.keep, "keep the work dir");
   app.add_option("--json", o.json, "FILE: write the results as JSON");
+  app.add_option("--history", o.history,
+                 "DIR: write each run's history there, one JSON-lines file per run (SCENARIO-RUN.jsonl; format: "
+                 "docs/RELIABILITY.md, \"Histories\"); every run's history is checked against its recipe's models "
+                 "whether or not it is written");
+  app.add_option("--check", o.check,
+                 "DIR: check the histories (*.jsonl) recorded there against their models, with no servers; exit 0 "
+                 "when every model holds, 1 naming the first violation of each history that broke one");
+  app.add_option("--mutant", o.mutant,
+                 "NAME: run the zklock workers with this mutant (a deliberately broken use of the library, "
+                 "--list-mutants); the run fails (exit 1) when the checker catches it");
+  app.add_flag("--list-mutants", o.list_mutants, "print the mutants, one a line: NAME RECIPE what it breaks");
   app.footer(
       "Exit status: 0 when every invariant held (for zklock clients: no overlap except behind a paused holder, "
       "no stale write accepted, no stuck waiter, no node or watch left, every window negative), 1 otherwise, "
@@ -113,6 +126,16 @@ int parse_options(int argc, char** argv, options& o) {
     return usage_error("--recipe: expected mutex, shared, semaphore, election or local-queue, got '" + o.recipe + "'");
   if (o.coroutines < 1 || o.max_local_handoffs < 1)
     return usage_error("--coroutines and --max-local-handoffs must be >= 1");
+  if (!o.mutant.empty()) {
+    bool known = false;
+    for (auto& m : mutants())
+      if (m.name == o.mutant) {
+        known = true;
+        if (m.recipe != o.recipe)
+          return usage_error("--mutant " + o.mutant + " is a mutant of --recipe " + m.recipe + ", not " + o.recipe);
+      }
+    if (!known) return usage_error("--mutant: unknown mutant '" + o.mutant + "' (--list-mutants)");
+  }
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
   if (o.scenarios == std::vector<std::string>{"every"}) {
     o.scenarios = all_scenarios;

@@ -31,6 +31,10 @@ struct options {
   int write_percent = 30;        // shared: the share of acquisitions taking the write side
   int coroutines = 8;            // local-queue: coroutines per worker process on one mutex object
   int max_local_handoffs = 1;    // local-queue: mutex_options::max_local_handoffs
+  std::string history;           // DIR: each run's history (history.hpp), one JSON-lines file per run
+  std::string check;             // DIR: check the histories recorded there (no servers), then exit
+  std::string mutant;            // the workers' mutant (mutants.hpp), "" for none
+  bool list_mutants = false;
 };
 
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):

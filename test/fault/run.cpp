@@ -1,6 +1,8 @@
 #include "run.hpp"
 
+#include "history.hpp"
 #include "lockdir.hpp"
+#include "models.hpp"
 #include "nemesis.hpp"
 #include "processes.hpp"
 #include "resource.hpp"
@@ -83,6 +85,10 @@ run_result harness::run(const std::string& scenario, int run_index) {
     std::vector<std::string> worker_args;
     if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
     worker_args.insert(worker_args.end(), extra.begin(), extra.end());
+    if (!o.mutant.empty()) {
+      if (worker_args.empty()) worker_args.push_back("mutex");
+      worker_args.push_back("mutant:" + o.mutant);
+    }
     auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms,
                               kinds[c] == "zklock" ? worker_args : std::vector<std::string>{});
     clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
@@ -114,6 +120,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
 
   // heal everything, let it settle, stop the clients
   nem.heal();
+  const std::int64_t t_heal = mono_ns();
   std::this_thread::sleep_for(1s);
   // t_stop before the signals: a client idle between sections answers at once, possibly
   // before this thread runs again (seen on a loaded machine: an idle report 44 ms before the
@@ -218,6 +225,32 @@ run_result harness::run(const std::string& scenario, int run_index) {
   fault_bounds bounds;
   bounds.session_timeout_ns = T_ns;
   check_fault_rules(r, j, env.outages, env.deletions, bounds, t_end);
+  // the history, checked against the recipe's models (models.hpp)
+  history_run hr;
+  hr.scenario = scenario;
+  hr.run = run_index;
+  hr.seed = r.seed;
+  hr.recipe = o.recipe;
+  hr.capacity = rule.capacity;
+  hr.max_local_handoffs = rule.max_local_handoffs;
+  hr.session_timeout_ns = T_ns;
+  hr.heal_ns = t_heal;
+  hr.end_ns = t_end;
+  hr.mutant = o.mutant;
+  const history h = history_of(j, hr);
+  write_history(run_dir + "/history.jsonl", h);
+  if (!o.history.empty()) {
+    fs::create_directories(o.history);
+    write_history(o.history + "/" + scenario + "-" + std::to_string(run_index) + ".jsonl", h);
+  }
+  for (auto& v : check_models(h)) {
+    ++r.model_violations;
+    if (r.model_violations <= 5) r.notes.push_back("MODEL " + v.rule + ": " + v.what);
+    if (r.first_violation.empty()) r.first_violation = v.rule;
+  }
+  if (r.model_violations > 5) r.notes.push_back("MODEL: " + std::to_string(r.model_violations - 5) + " more violations");
+  for (auto& w : h.writes)
+    if (w.resource == "znode" && w.outcome == "ok") ++r.znode_writes;
   return r;
 }
 }  // namespace zklock::fault

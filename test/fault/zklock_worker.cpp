@@ -38,6 +38,16 @@
 //       "user_socket_stall" when a reply takes longer than 2 s: another socket on the same
 //       io_context must not lose its registration while the sessions reconnect. "idle" is sent
 //       as WHO once every contender is idle.
+// The guarded znode (PATH.znode, created at each connect; not for the semaphore): after each
+// accepted write of a section that excludes the others, the holder reads the counter and sets
+// it to read + 1 behind its guard's check op, and reports "zkwrite TOKEN read=R value=R+1
+// version=V outcome=ok|refused|indeterminate|error:read fenced=1 invoke=T_NS" (history.cpp).
+// A refusal is a loss: "lost refused by the znode's check op".
+// mutant:NAME (after RECIPE; the harness's --mutant, mutants.hpp): a deliberately broken use of
+// the library, for the checker to catch: ignore-lost, leader-keeps-leading, local-ignore-lost
+// (it reports the loss, as the library told it, and writes on), leak-release (reports its
+// release, keeps the guard), read-as-write (takes the read side, reports and writes as a
+// writer), timeout-as-grant (a 5 ms acquire deadline; on its expiry a section with token 0).
 // ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH=1 in the environment (a test of the harness's leftover
 // check, never set by the harness): a contender that goes idle first sets a child watch on the
 // parent of PATH (getChildren; nobody changes its children while the clients are idle) and keeps
@@ -86,6 +96,7 @@ struct config {
   int sessions = 1;              // contenders (sessions) on this io_context; > 1: and a user socket
   int coroutines = 1;            // local-queue: contenders on one session and one mutex object
   int max_local_handoffs = 1;    // local-queue
+  std::string mutant;            // a deliberately broken use of the library (mutants below), "" for none
   int contenders() const { return recipe == "local-queue" ? coroutines : sessions; }
 };
 
@@ -161,6 +172,7 @@ struct worker {
     return v && std::string(v) == "1";
   }();
   std::vector<zklock::watch> leaked;
+  std::vector<zklock::lock_guard> leaked_guards;  // mutant leak-release
 
   worker(config c, asio::any_io_executor e)
       : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {
@@ -168,6 +180,14 @@ struct worker {
   }
 
   static bool ok(const std::string& reply) { return reply.rfind("OK", 0) == 0; }
+  bool mutant(const char* name) const { return cfg.mutant == name; }
+  // The worker ignores that its lock is gone: it keeps writing after its guard's validity
+  // passed and after a resource refused it (each recipe's name for it: --list-mutants).
+  bool ignores_loss() const {
+    return mutant("ignore-lost") || mutant("leader-keeps-leading") || mutant("local-ignore-lost");
+  }
+  // The guarded znode: a counter next to the lock path.
+  std::string znode() const { return cfg.path + ".znode"; }
 
   asio::awaitable<void> sleep(std::chrono::milliseconds d) {
     asio::steady_timer t(ex, d);
@@ -186,6 +206,8 @@ struct worker {
     std::ostringstream sid;
     sid << "0x" << std::hex << s.session_id();
     res.send("hello", 0, sid.str());
+    if (cfg.recipe != "semaphore")
+      co_await s.async_create(znode(), "0", zklock::create_mode::persistent, asio::as_tuple(asio::use_awaitable));
     co_return true;
   }
 
@@ -257,19 +279,67 @@ struct worker {
     res.send("lost_cause", token, co_await lost_cause_of(g));
   }
 
+  // One write to the guarded znode: read the counter, set it to read + 1 behind the guard's
+  // check op (a plain set_data would take any version: the check op is the only fencing), and
+  // report "zkwrite" with the times. Returns false when the check op refused it (our node is gone).
+  asio::awaitable<bool> znode_increment(zklock::lock_guard& g, resource_client& res, zklock::session& s, std::int64_t token) {
+    const std::int64_t invoke = zklock::fault::mono_ns();
+    auto [rec, data] = co_await s.async_get_data(znode(), asio::as_tuple(asio::use_awaitable));
+    if (rec) {
+      report_znode(res, token, invoke, std::string("error:read"), -1, -1);  // nothing written
+      co_return true;
+    }
+    const std::int64_t read = std::atoll(data.data.c_str());
+    // (the ops built apart: GCC 12 rejects a braced list inside a co_await expression)
+    std::vector<zklock::multi_op> ops;
+    ops.push_back(zklock::multi_op::set_data(znode(), std::to_string(read + 1)));
+    ops = g.guarded(std::move(ops));
+    auto [wec, results] = co_await s.async_multi(std::move(ops), asio::as_tuple(asio::use_awaitable));
+    if (!wec && results.size() == 2) {
+      report_znode(res, token, invoke, std::string("ok"), read, results[1].stat.version);
+      co_return true;
+    }
+    // the check op found our node gone: refused; any other failure (a connection loss: every
+    // op's ec says so) may have committed
+    const bool refused = !results.empty() && results[0].ec == zklock::zk_errc::no_node;
+    report_znode(res, token, invoke, std::string(refused ? "refused" : "indeterminate"), read, -1);
+    co_return !refused;
+  }
+  static void report_znode(resource_client& res, std::int64_t token, std::int64_t invoke, const std::string& outcome,
+                           std::int64_t read, std::int64_t version) {
+    res.send("zkwrite", token, "read=" + std::to_string(read) + " value=" + std::to_string(read + 1) + " version=" +
+                                   std::to_string(version) + " outcome=" + outcome + " fenced=1 invoke=" + std::to_string(invoke));
+  }
+
+  // mutant timeout-as-grant: a section with no guard (token 0), as long as a granted one.
+  asio::awaitable<void> unguarded_section(resource_client& res, const std::string& side) {
+    res.send("grant", 0, "(none) side=" + side + " ev=0");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.hold_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      co_await sleep(10ms);
+      res.send("write", 0);
+    }
+    res.send("end", 0);
+    res.send("released", 0, "ok");
+  }
+
   // One critical section; returns when it ended (normally, lost, or rejected). `ss`, `owner`:
   // the session and its owner, for the replies' directives (local-close).
   asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, const std::shared_ptr<session_slot>& ss,
                              resource_client& owner, std::uint64_t child_events = 0) {
     const std::int64_t token = g.fencing_token();
     bool pause_before_write = false;
+    bool told_lost = false;  // a mutant (ignores_loss) goes on
+    // writes to the znode: a section that excludes the others (a read side or a lease does not)
+    const bool exclusive = (g.kind() != zklock::lock_kind::read || mutant("read-as-write")) && cfg.recipe != "semaphore";
     // A guard may come back already past its validity deadline (e.g. granted by a watch event
     // after a wait with no request answered): it must not be used.
     if (std::chrono::steady_clock::now() >= g.valid_until()) {
       res.send("dead_grant", token, std::string("status=") + zklock::to_string(g.status()));
       co_return;
     }
-    std::string reply = res.send("grant", token, g.node_path() + " side=" + zklock::to_string(g.kind()) +
+    std::string reply = res.send("grant", token, g.node_path() + " side=" +
+                                                     (mutant("read-as-write") ? std::string("write") : zklock::to_string(g.kind())) +
                                                      " ev=" + std::to_string(child_events));
     directive(reply, ss, owner);
     if (!ok(reply)) {
@@ -288,10 +358,13 @@ struct worker {
       g.lost_slot().clear();
       // The check a careful user makes before each write: the lock is certainly ours until
       // valid_until(); a guard that is not held has valid_until() == min().
-      if (std::chrono::steady_clock::now() >= g.valid_until()) {
+      if (std::chrono::steady_clock::now() >= g.valid_until() && !told_lost) {
         res.send("lost", token, std::string("status=") + zklock::to_string(g.status()));
-        res.send("lost_cause", token, co_await lost_cause_of(g));
-        co_return;
+        told_lost = true;
+        if (!ignores_loss()) {
+          res.send("lost_cause", token, co_await lost_cause_of(g));
+          co_return;
+        }
       }
       // The resource may ask us to stop right here, between the check and the write, as a GC
       // pause or a VM freeze would: the write then reaches it after the pause.
@@ -302,11 +375,16 @@ struct worker {
       const bool last = cfg.loop && std::chrono::steady_clock::now() >= until;
       const std::string wreply = res.send(last ? "end" : "write", token);
       directive(wreply, ss, owner);
-      if (!ok(wreply)) {
+      if (!ok(wreply) && !ignores_loss()) {
         co_await rejected(g, res, token);
         co_return;
       }
       if (last) co_return;
+      if (exclusive && !ss->ended && ss->s && !co_await znode_increment(g, res, *ss->s, token) && !ignores_loss()) {
+        res.send("lost", token, "refused by the znode's check op");
+        res.send("lost_cause", token, co_await lost_cause_of(g));
+        co_return;
+      }
     }
     if (!ok(res.send("end", token))) co_await rejected(g, res, token);
   }
@@ -471,7 +549,8 @@ struct worker {
       else ss->m.emplace(*ss->s, cfg.path);
       while (!stopping) {
         if (ss->over()) break;
-        const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent;
+        // mutant read-as-write: takes the read side for a section it reports (and uses) as a writer's
+        const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent || mutant("read-as-write");
         directive(res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : ""), ss, res);
         // (a directive's closer runs after this handler: the objects are still there)
         auto token = asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable));
@@ -479,10 +558,12 @@ struct worker {
         // (no co_await in the arms of ?: — GCC 12.2 runs both arms' operations: here a write
         // acquire and then a read acquire queued behind it on the same session, which waited
         // until cancelled)
-        if (cfg.recipe == "shared" && write_side)
+        if (cfg.recipe == "shared" && write_side && !mutant("read-as-write"))
           acquired = co_await ss->sm->async_acquire(token);
         else if (cfg.recipe == "shared")
           acquired = co_await ss->sm->async_acquire_shared(token);
+        else if (cfg.recipe == "semaphore" && mutant("timeout-as-grant"))
+          acquired = co_await ss->sem->async_acquire_for(5ms, token);
         else if (cfg.recipe == "semaphore")
           acquired = co_await ss->sem->async_acquire(token);
         else if (cfg.recipe != "election")
@@ -496,6 +577,11 @@ struct worker {
           leading = std::move(l);
         }
         auto& [aec, g0] = acquired;
+        if (aec && mutant("timeout-as-grant") && aec != asio::error::operation_aborted && !stopping) {
+          // a deadline passed: it writes as if it held a lease
+          co_await unguarded_section(res, "lease");
+          continue;
+        }
         if (aec) {
           res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
           if (!stopping && !ss->over()) co_await sleep(100ms);
@@ -512,6 +598,10 @@ struct worker {
         } else if (cfg.recipe == "election") {
           res.send("released", 0, std::string("not-owned:") + zklock::to_string(leading.status()));
           leading = zklock::leadership();  // a lost leadership still deletes its node while the session lives
+        } else if (g.owns_lock() && mutant("leak-release")) {
+          // says it released; its node stays (the guard is kept, never released)
+          reply = res.send("released", g.fencing_token(), "ok");
+          leaked_guards.push_back(std::move(g));
         } else if (g.owns_lock()) {
           auto [rec] = co_await g.async_release(asio::as_tuple(asio::use_awaitable));
           reply = res.send("released", g.fencing_token(), rec ? "'" + rec.message() + "'" : "ok");
@@ -543,9 +633,9 @@ struct worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 8 || argc > 10) {
+  if (argc < 8 || argc > 11) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
-                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N]]\n";
+                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [mutant:NAME]]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -557,10 +647,14 @@ int main(int argc, char** argv) {
   c.session_timeout = std::chrono::milliseconds(std::stoi(argv[5]));
   c.hold_ms = std::stoi(argv[6]);
   c.loop = std::string(argv[7]) == "loop";
-  if (argc == 10) {
-    std::string opt = argv[9];
+  for (int i = 9; i < argc; ++i) {
+    std::string opt = argv[i];
+    if (opt.rfind("mutant:", 0) == 0) {
+      c.mutant = opt.substr(7);
+      continue;
+    }
     if (opt.rfind("sessions:", 0) != 0 || (c.sessions = std::atoi(opt.c_str() + 9)) < 1) {
-      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N)\n";
+      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N or mutant:NAME)\n";
       return 2;
     }
   }
