@@ -206,6 +206,9 @@ void write_history(const std::string& file, const history& h) {
         << ",\"complete_ns\":" << w.complete_ns << ",\"outcome\":" << quoted(w.outcome)
         << ",\"error\":" << quoted(w.error) << ",\"read\":" << w.read << ",\"value\":" << w.value
         << ",\"version\":" << w.version << ",\"fenced\":" << (w.fenced ? "true" : "false") << "}\n";
+  for (auto& p : h.pauses)
+    out << "{\"type\":\"pause\",\"process\":" << quoted(p.process) << ",\"from_ns\":" << p.from_ns
+        << ",\"to_ns\":" << p.to_ns << "}\n";
 }
 
 history read_history(const std::string& file) {
@@ -277,6 +280,8 @@ history read_history(const std::string& file) {
       w.version = i("version", -1);
       w.fenced = s("fenced") != "false";
       h.writes.push_back(w);
+    } else if (type == "pause") {
+      h.pauses.push_back({s("process"), i("from_ns"), i("to_ns")});
     } else {
       throw std::runtime_error(file + ":" + std::to_string(n) + ": unknown type '" + type + "'");
     }

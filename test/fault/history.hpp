@@ -65,16 +65,30 @@ struct h_write {
   bool fenced = true;                                // znode: sent behind the check op
 };
 
+// A process stopped by the nemesis (SIGSTOP, "type":"pause"): `process` the contender it
+// stopped (and with it every contender of its process).
+struct h_pause {
+  std::string process;
+  std::int64_t from_ns = 0, to_ns = 0;
+};
+
 struct history {
   history_run run;
   std::vector<h_acquire> acquires;
   std::vector<h_write> writes;
+  std::vector<h_pause> pauses;
+  // whether `who` (a contender) was stopped by the nemesis at `t`
+  bool paused_at(const std::string& who, std::int64_t t) const {
+    for (auto& p : pauses)
+      if (process_of(p.process) == process_of(who) && p.from_ns <= t && t <= p.to_ns) return true;
+    return false;
+  }
 };
 
 // From the register's journal of one run (`run` filled by the caller).
 history history_of(const std::vector<record>& j, history_run run);
 
-// One JSON object per line: the run, then the acquires, then the writes.
+// One JSON object per line: the run, then the acquires, the writes, the pauses.
 void write_history(const std::string& file, const history& h);
 // Throws std::runtime_error with the file and line on a malformed line.
 history read_history(const std::string& file);

@@ -96,7 +96,8 @@ std::vector<violation> check_models(const history& h) {
     for (auto* b : secs) {
       std::vector<const h_acquire*> open;
       for (auto* a : secs)
-        if (a->complete_ns <= b->complete_ns && hold_end(*a) > b->complete_ns && !(a != b && a->told_lost_ns))
+        if (a->complete_ns <= b->complete_ns && hold_end(*a) > b->complete_ns && !(a != b && a->told_lost_ns) &&
+            !(a != b && h.paused_at(a->process, b->complete_ns)))
           open.push_back(a);
       if (int(open.size()) > run.capacity) {
         std::string list;

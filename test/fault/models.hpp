@@ -24,7 +24,9 @@ struct violation {
 //  token-order (the same recipes, conflicting sections): a later grant carries a higher token;
 //    election: one leader per term (no two grants with one token);
 //  permits (semaphore): never more than N sections at once (sections told they lost their
-//    lease are not counted after the grant that overlaps them);
+//    lease, and sections whose holder the nemesis stopped (SIGSTOP) at the grant that overlaps
+//    them, are not counted: a holder stopped past its lease writes late, and no token can
+//    refuse a lease's write);
 //  acted-after-lost (every recipe): no write sent after its section was told it lost the lock
 //    (the worker's own check; the resource's refusal counts as told);
 //  stale-write (register): an accepted write carries a token >= every token accepted before it

@@ -154,6 +154,11 @@ TEST_CASE("models: permits: never more than N leases at once", "[unit][fault][mo
   // a holder told it lost its lease is not counted after the grant that overlaps it
   b.told(1, 25);
   CHECK(rules(b.h).empty());
+  // nor one the nemesis stopped (SIGSTOP) at that grant
+  b.h.acquires[0].told_lost_ns = 0;
+  CHECK(has(rules(b.h), "permits"));
+  b.h.pauses.push_back({"a", 2 * ms, 40 * ms});
+  CHECK(rules(b.h).empty());
 }
 
 TEST_CASE("models: acted-after-lost: a write sent after the holder was told", "[unit][fault][models]") {
@@ -242,6 +247,7 @@ TEST_CASE("history: written and read back, every field", "[unit][fault][models]"
   b.told(2, 44, "refused by the register");
   b.h.run.seed = 17448742689877540111ull;
   b.h.run.mutant = "ignore-lost";
+  b.h.pauses.push_back({"b", 30 * ms, 35 * ms});
   auto file = (std::filesystem::temp_directory_path() / "zklock-history-test.jsonl").string();
   write_history(file, b.h);
   history r = read_history(file);
@@ -254,6 +260,8 @@ TEST_CASE("history: written and read back, every field", "[unit][fault][models]"
   CHECK(r.acquires[1].told_lost_ns == 44 * ms);
   CHECK(r.writes.back().resource == "znode");
   CHECK(r.writes.back().version == 3);
+  REQUIRE(r.pauses.size() == 1);
+  CHECK(r.paused_at("b.2", 31 * ms));
   CHECK(rules(r) == rules(b.h));
 }
 

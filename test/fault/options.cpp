@@ -99,6 +99,11 @@ int parse_options(int argc, char** argv, options& o) {
   app.add_option("--mutant", o.mutant,
                  "NAME: run the zklock workers with this mutant (a deliberately broken use of the library, "
                  "--list-mutants); the run fails (exit 1) when the checker catches it");
+  app.add_option("--threads", o.threads,
+                 "N: threads mode: each zklock worker runs its io_context on N threads, its sessions on strands "
+                 "of their own and its coroutines on another (acquires, closes and stops started there, not on "
+                 "the session's), and takes the mutex with the ordinary Asio deadline (acquire || timer, drawn from "
+                 "1 to 10 sections long: the cancellation comes from another thread) (default 1)");
   app.add_flag("--list-mutants", o.list_mutants, "print the mutants, one a line: NAME RECIPE what it breaks");
   app.footer(
       "Exit status: 0 when every invariant held (for zklock clients: no overlap except behind a paused holder, "
@@ -124,6 +129,7 @@ int parse_options(int argc, char** argv, options& o) {
   if (o.recipe != "mutex" && o.recipe != "shared" && o.recipe != "semaphore" && o.recipe != "election" &&
       o.recipe != "local-queue")
     return usage_error("--recipe: expected mutex, shared, semaphore, election or local-queue, got '" + o.recipe + "'");
+  if (o.threads < 1) return usage_error("--threads must be >= 1");
   if (o.coroutines < 1 || o.max_local_handoffs < 1)
     return usage_error("--coroutines and --max-local-handoffs must be >= 1");
   if (!o.mutant.empty()) {

@@ -35,6 +35,7 @@ struct options {
   std::string check;             // DIR: check the histories recorded there (no servers), then exit
   std::string mutant;            // the workers' mutant (mutants.hpp), "" for none
   bool list_mutants = false;
+  int threads = 1;               // the zklock workers' io_context threads (threads mode when > 1)
 };
 
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):

@@ -85,9 +85,10 @@ run_result harness::run(const std::string& scenario, int run_index) {
     std::vector<std::string> worker_args;
     if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
     worker_args.insert(worker_args.end(), extra.begin(), extra.end());
-    if (!o.mutant.empty()) {
+    if (!o.mutant.empty() || o.threads > 1) {
       if (worker_args.empty()) worker_args.push_back("mutex");
-      worker_args.push_back("mutant:" + o.mutant);
+      if (!o.mutant.empty()) worker_args.push_back("mutant:" + o.mutant);
+      if (o.threads > 1) worker_args.push_back("threads:" + std::to_string(o.threads));
     }
     auto cmd = client_command(kinds[c], o, res.port(), connect, dir, clients[c].who, "loop", o.session_timeout_ms,
                               kinds[c] == "zklock" ? worker_args : std::vector<std::string>{});
@@ -237,7 +238,8 @@ run_result harness::run(const std::string& scenario, int run_index) {
   hr.heal_ns = t_heal;
   hr.end_ns = t_end;
   hr.mutant = o.mutant;
-  const history h = history_of(j, hr);
+  history h = history_of(j, hr);
+  for (auto& p : pauses) h.pauses.push_back({p.who, p.from, p.to ? p.to : t_end});
   write_history(run_dir + "/history.jsonl", h);
   if (!o.history.empty()) {
     fs::create_directories(o.history);

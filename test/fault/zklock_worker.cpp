@@ -38,7 +38,7 @@
 //       "user_socket_stall" when a reply takes longer than 2 s: another socket on the same
 //       io_context must not lose its registration while the sessions reconnect. "idle" is sent
 //       as WHO once every contender is idle.
-// The guarded znode (PATH.znode, created at each connect; not for the semaphore): after each
+// The guarded znode (PATH.znode, created by the first write; not for the semaphore): after each
 // accepted write of a section that excludes the others, the holder reads the counter and sets
 // it to read + 1 behind its guard's check op, and reports "zkwrite TOKEN read=R value=R+1
 // version=V outcome=ok|refused|indeterminate|error:read fenced=1 invoke=T_NS" (history.cpp).
@@ -76,6 +76,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -97,6 +98,7 @@ struct config {
   int coroutines = 1;            // local-queue: contenders on one session and one mutex object
   int max_local_handoffs = 1;    // local-queue
   std::string mutant;            // a deliberately broken use of the library (mutants below), "" for none
+  int threads = 1;               // threads:N: the io_context run by N threads (see main)
   int contenders() const { return recipe == "local-queue" ? coroutines : sessions; }
 };
 
@@ -174,8 +176,15 @@ struct worker {
   std::vector<zklock::watch> leaked;
   std::vector<zklock::lock_guard> leaked_guards;  // mutant leak-release
 
-  worker(config c, asio::any_io_executor e)
-      : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()) {
+  // threads:N: each session on a strand of its own of the io_context (`pool`), the worker's
+  // coroutines on another strand (`ex`)
+  asio::any_io_executor pool;
+  asio::any_io_executor session_executor() const {
+    return cfg.threads > 1 ? asio::any_io_executor(asio::make_strand(pool)) : ex;
+  }
+
+  worker(config c, asio::any_io_executor e, asio::any_io_executor p)
+      : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()), pool(p) {
     for (int i = 0; i < cfg.contenders(); ++i) cancel_acquire.push_back(std::make_unique<asio::cancellation_signal>());
   }
 
@@ -206,8 +215,6 @@ struct worker {
     std::ostringstream sid;
     sid << "0x" << std::hex << s.session_id();
     res.send("hello", 0, sid.str());
-    if (cfg.recipe != "semaphore")
-      co_await s.async_create(znode(), "0", zklock::create_mode::persistent, asio::as_tuple(asio::use_awaitable));
     co_return true;
   }
 
@@ -285,6 +292,11 @@ struct worker {
   asio::awaitable<bool> znode_increment(zklock::lock_guard& g, resource_client& res, zklock::session& s, std::int64_t token) {
     const std::int64_t invoke = zklock::fault::mono_ns();
     auto [rec, data] = co_await s.async_get_data(znode(), asio::as_tuple(asio::use_awaitable));
+    if (rec == zklock::zk_errc::no_node) {
+      // the first write of the run: the lock's parents exist now (the acquire made them)
+      co_await s.async_create(znode(), "0", zklock::create_mode::persistent, asio::as_tuple(asio::use_awaitable));
+      std::tie(rec, data) = co_await s.async_get_data(znode(), asio::as_tuple(asio::use_awaitable));
+    }
     if (rec) {
       report_znode(res, token, invoke, std::string("error:read"), -1, -1);  // nothing written
       co_return true;
@@ -309,6 +321,19 @@ struct worker {
                            std::int64_t read, std::int64_t version) {
     res.send("zkwrite", token, "read=" + std::to_string(read) + " value=" + std::to_string(read + 1) + " version=" +
                                    std::to_string(version) + " outcome=" + outcome + " fenced=1 invoke=" + std::to_string(invoke));
+  }
+
+  // threads:N: the ordinary Asio deadline, `acquire || timer`, drawn from 1 to 10 sections'
+  // length (some acquires are cancelled at each of their steps): the timer's completion cancels
+  // the acquire from this strand, not the session's (another thread).
+  std::mt19937 deadline_rng{static_cast<unsigned>(::getpid())};
+  asio::awaitable<std::tuple<boost::system::error_code, zklock::lock_guard>> acquire_with_deadline(zklock::mutex& m) {
+    using namespace asio::experimental::awaitable_operators;
+    asio::steady_timer deadline(ex, std::chrono::milliseconds(1 + deadline_rng() % unsigned(10 * std::max(cfg.hold_ms, 1))));
+    auto r = co_await (m.async_acquire(asio::as_tuple(asio::use_awaitable)) ||
+                       deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+    if (r.index() == 0) co_return std::move(std::get<0>(r));
+    co_return std::tuple<boost::system::error_code, zklock::lock_guard>{asio::error::timed_out, zklock::lock_guard()};
   }
 
   // mutant timeout-as-grant: a section with no guard (token 0), as long as a granted one.
@@ -380,10 +405,21 @@ struct worker {
         co_return;
       }
       if (last) co_return;
-      if (exclusive && !ss->ended && ss->s && !co_await znode_increment(g, res, *ss->s, token) && !ignores_loss()) {
-        res.send("lost", token, "refused by the znode's check op");
-        res.send("lost_cause", token, co_await lost_cause_of(g));
-        co_return;
+      // (no co_await in a && chain: GCC 12.2 runs it whatever the operands before it say)
+      // Bounded by the guard's validity: a holder cut off from the servers must not wait in the
+      // write past its deadline (it stops there, as before each write); the write is then
+      // abandoned (reported indeterminate: it may still commit, behind the check op).
+      if (exclusive && !ss->ended && ss->s) {
+        using namespace asio::experimental::awaitable_operators;
+        asio::steady_timer deadline(ex, g.valid_until());
+        auto r = co_await (znode_increment(g, res, *ss->s, token) ||
+                           deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
+        const bool accepted = r.index() == 1 || std::get<0>(r);
+        if (!accepted && !ignores_loss()) {
+          res.send("lost", token, "refused by the znode's check op");
+          res.send("lost_cause", token, co_await lost_cause_of(g));
+          co_return;
+        }
       }
     }
     if (!ok(res.send("end", token))) co_await rejected(g, res, token);
@@ -474,7 +510,7 @@ struct worker {
   asio::awaitable<void> contend_local(std::vector<std::unique_ptr<resource_client>>& mine) {
     while (!stopping) {
       auto ss = std::make_shared<session_slot>();
-      ss->s.emplace(ex, session_opts());
+      ss->s.emplace(session_executor(), session_opts());
       if (!co_await connect_session(*ss->s, cancel_acquire[0]->slot())) continue;
       zklock::mutex_options mo;
       mo.local_queue = true;
@@ -540,7 +576,7 @@ struct worker {
     std::mt19937_64 mix(cfg.mix_seed + static_cast<std::uint64_t>(index));  // the read/write draws: replayed by the harness's seed
     while (!stopping) {
       auto ss = std::make_shared<session_slot>();
-      ss->s.emplace(ex, session_opts());
+      ss->s.emplace(session_executor(), session_opts());
       if (!co_await connect_session(*ss->s, cancel.slot())) continue;
       // only the recipe's object
       if (cfg.recipe == "shared") ss->sm.emplace(*ss->s, cfg.path);
@@ -566,6 +602,8 @@ struct worker {
           acquired = co_await ss->sem->async_acquire_for(5ms, token);
         else if (cfg.recipe == "semaphore")
           acquired = co_await ss->sem->async_acquire(token);
+        else if (cfg.recipe != "election" && cfg.threads > 1)
+          acquired = co_await acquire_with_deadline(*ss->m);
         else if (cfg.recipe != "election")
           acquired = co_await ss->m->async_acquire(token);
         // election: the leadership's own operations (campaign, fencing_token, valid_until,
@@ -633,7 +671,7 @@ struct worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 8 || argc > 11) {
+  if (argc < 8 || argc > 12) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
                  " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [mutant:NAME]]\n";
     return 2;
@@ -653,8 +691,9 @@ int main(int argc, char** argv) {
       c.mutant = opt.substr(7);
       continue;
     }
+    if (opt.rfind("threads:", 0) == 0 && (c.threads = std::atoi(opt.c_str() + 8)) >= 1) continue;
     if (opt.rfind("sessions:", 0) != 0 || (c.sessions = std::atoi(opt.c_str() + 9)) < 1) {
-      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N or mutant:NAME)\n";
+      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N, threads:N or mutant:NAME)\n";
       return 2;
     }
   }
@@ -683,8 +722,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  asio::io_context ioc;
-  worker w(c, ioc.get_executor());
+  // threads:N: N threads run the io_context; the worker's coroutines and its signal handlers on
+  // one strand, each session on a strand of its own
+  asio::io_context ioc(c.threads);
+  asio::any_io_executor control = c.threads > 1 ? asio::any_io_executor(asio::make_strand(ioc)) : ioc.get_executor();
+  worker w(c, control, ioc.get_executor());
   asio::signal_set sigs(ioc, SIGUSR1, SIGTERM, SIGINT);
   std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
     if (ec) return;
@@ -698,20 +740,20 @@ int main(int argc, char** argv) {
       boost::system::error_code ignored;
       w.user_socket->close(ignored);
     }
-    sigs.async_wait(on_signal);
+    sigs.async_wait(asio::bind_executor(control, on_signal));
   };
-  sigs.async_wait(on_signal);
+  sigs.async_wait(asio::bind_executor(control, on_signal));
   // the harness's fd-exhaust scenario
   fd_exhaustion fds;
   asio::signal_set fd_sigs(ioc, SIGRTMIN + 1, SIGRTMIN + 2);
   std::function<void(boost::system::error_code, int)> on_fd_signal = [&](boost::system::error_code ec, int sig) {
     if (ec) return;
     w.res.send("fds", 0, sig == SIGRTMIN + 1 ? fds.exhaust() : fds.restore());
-    fd_sigs.async_wait(on_fd_signal);
+    fd_sigs.async_wait(asio::bind_executor(control, on_fd_signal));
   };
-  fd_sigs.async_wait(on_fd_signal);
+  fd_sigs.async_wait(asio::bind_executor(control, on_fd_signal));
   int status = 1;
-  asio::co_spawn(ioc, w.run(), [&](std::exception_ptr e) {
+  asio::co_spawn(control, w.run(), [&](std::exception_ptr e) {
     status = 0;
     if (e) try {
         std::rethrow_exception(e);
@@ -722,6 +764,9 @@ int main(int argc, char** argv) {
     sigs.cancel();
     fd_sigs.cancel();
   });
+  std::vector<std::thread> more;
+  for (int i = 1; i < c.threads; ++i) more.emplace_back([&] { ioc.run(); });
   ioc.run();
+  for (auto& t : more) t.join();
   return status;
 }
