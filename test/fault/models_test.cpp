@@ -130,7 +130,7 @@ TEST_CASE("models: exclusion: the shared lock lets readers overlap, not a writer
   CHECK(has(rules(b.h), "exclusion"));
 }
 
-TEST_CASE("models: token-order: a later grant with a lower token; two leaders of one term", "[unit][fault][models]") {
+TEST_CASE("models: token-order: a later grant with a lower token, two leaders of one term", "[unit][fault][models]") {
   builder b;
   b.section("a", 0, 1, 10, 11);
   b.section("b", 2, 20, 30, 10);
