@@ -144,6 +144,7 @@ acquire_fsm::actions acquire_fsm::own_node_gone() {
   in_flight_.erase(request::stat);
   in_flight_.erase(request::refresh);
   drop_waiting_grant();
+  grant_waiting_ = false;  // (a lock-delay running still holds the new node's grant back)
   if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) {
     // A listing on its way may predate the deletion: it decides (as not showing our node), and
     // no second listing may be sent meanwhile.
@@ -417,9 +418,19 @@ acquire_fsm::actions acquire_fsm::after_blocker_gone() {
   if (blocker_requests_pending()) return {};  // a removal on its way decides (after_watch_removed)
   // The last blocker of the latest listing went: nobody blocks us (none can get ahead of us).
   // Not while a listing is on its way (it decides), nor after a reconnect (unconfirmed_).
-  if (all_watched_ && !unconfirmed_ && !in_flight_.contains(request::list) && !in_flight_.contains(request::watch))
+  if (all_watched_ && !unconfirmed_ && !in_flight_.contains(request::list) && !in_flight_.contains(request::watch)) {
+    // A grant with no request stands on our node's watch: set, our node's deletion would have
+    // been heard before this event. Being set again (a write spent it), our node may be gone
+    // already: one exists, behind the watch's request, decides (on_stat).
+    if (watch_own_node_ && own_ != own_watch::set) return confirm_own_node();
     return acquired();
+  }
   return list_again();
+}
+
+acquire_fsm::actions acquire_fsm::confirm_own_node() {
+  in_flight_.insert(request::stat);
+  return {{acquire_action::stat_node, node_}};
 }
 
 acquire_fsm::actions acquire_fsm::acquired() {

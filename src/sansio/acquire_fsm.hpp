@@ -18,7 +18,9 @@
 //     child watches, so the waiter the deletion grants (the one right behind it) is told before
 //     the waiters further back, whose watches only keep their place (ZooKeeper's DataTree).
 //     When every blocker of the listing is watched, the deletion of the last one is our grant,
-//     with no request (no node can get ahead of ours). When the queue ahead is deeper than K,
+//     with no request (no node can get ahead of ours), provided our own node's watch is set
+//     (step 2); while it is being set again (a write spent it) one exists on our node decides,
+//     behind that watch's request. When the queue ahead is deeper than K,
 //     the deletion of a watched blocker lists again: the window moves up while K-1 blockers still
 //     stand between us and the lock, so the listing is off the handoff path in a queue served in
 //     order. Each node is watched by at most the K waiters behind it: K events per release.
@@ -306,6 +308,7 @@ class acquire_fsm {
   actions watch_own();                // set the watch on our node
   actions remove_blocker_watches();   // every blocker watch set: remove it
   bool blocker_requests_pending() const;  // a blocker's getData or removal in flight
+  actions confirm_own_node();  // a grant from an event while our node's watch is not set: exists first
   actions acquired();
   actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec

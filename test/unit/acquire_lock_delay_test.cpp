@@ -101,6 +101,7 @@ TEST_CASE("lock-delay: what cannot prove a release counts as the session's end",
     f.start();
     f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
     f.on_children({}, {holder_node, "_c_me-lock-0000000002"});
+    f.on_own_watch_set({});  // (its reply comes first: it was sent first)
     auto a = f.on_watch_set(holder_path, zk_errc::no_node);
     CHECK(has(a, acquire_action::start_lock_delay));
     CHECK_FALSE(has(a, acquire_action::check_grant));
@@ -215,6 +216,7 @@ TEST_CASE("lock-delay: a node's name carries its creator's session, and one gone
   f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
   const std::string named = "_c_" + id + "-lock-0000000001";
   f.on_children({}, {named, "_c_me-lock-0000000002"});
+  f.on_own_watch_set({});
   auto a = f.on_watch_set(delay_dir + "/" + named, zk_errc::no_node);
   CHECK(the(a, acquire_action::check_session).owner == holder_session);
   CHECK_FALSE(has(a, acquire_action::start_lock_delay));
