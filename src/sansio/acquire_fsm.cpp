@@ -390,6 +390,11 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
     out.push_back({acquire_action::check_downgrade, join_path(dir_, q[0].name)});
   }
   auto all = all_blockers(q, static_cast<std::size_t>(idx), kind_, max_leases_);
+  // Lock-delay: every blocker counts, watched or not. One that a later listing lacks went
+  // unheard and is judged then (vanished_from): by its Stat's owner if we watched it, else by
+  // the session its name claims.
+  if (lock_delay_.count() > 0)
+    for (auto i : all) owners_.emplace(join_path(dir_, q[i].name), 0);
   std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
   for (std::size_t i = first; i < all.size(); ++i) {
     auto path = join_path(dir_, q[all[i]].name);

@@ -49,7 +49,10 @@
 //    reply (a lease waiter reads each holder's Stat: read_owner), which the server sets; a
 //    node gone before that reply is judged by the session its name claims
 //    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
-//    about its own successors' delay);
+//    about its own successors' delay). Every blocker of a listing counts, not only the watched
+//    ones: one outside the window that a later listing lacks vanished unheard, and is judged
+//    the same way (by its name's claim), so a holder whose session ended delays every waiter
+//    that was queued behind it;
 //  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
 //    node there whose ephemeralOwner is that session proves the session outlived the deletion
 //    (the server deletes all of a session's ephemerals in the one transaction that ends it),
@@ -373,8 +376,8 @@ class acquire_fsm {
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
   int delete_backoffs_ = 0;  // cleanup deletes sent again after the server refused them for now
-  // Lock-delay: the owner sessions of the nodes ahead we watch (or, for a lease, read; 0 until
-  // known), the checks of vanished ones' sessions in flight, the delay running, and a grant
+  // Lock-delay: the owner sessions of the blockers of our listings (or, for a lease, the
+  // holders we read; 0 until known or when never watched), the checks of vanished ones' sessions in flight, the delay running, and a grant
   // that waits for both.
   std::chrono::milliseconds lock_delay_{0};
   std::map<std::string, std::int64_t> owners_;
