@@ -1,6 +1,10 @@
 // The lock recipes as one sans-I/O state machine: inputs are replies, watch events and
 // session changes; outputs are the requests to send next. No Asio, no ZooKeeper calls: the
 // recipes' async operations carry the actions out, and unit tests walk every interleaving.
+// One class, its members in files by question (each with test/unit/<file>_test.cpp): the entry
+// into the queue (acquire_fsm.cpp), where it waits (acquire_wait.cpp), what grants
+// (acquire_grant.cpp), lock-delay (acquire_lock_delay.cpp), a stop (acquire_cleanup.cpp), a lost
+// connection (acquire_recovery.cpp), the try-lock's look (acquire_probe.cpp).
 //
 // Recipe (ZooKeeper "Locks" and "Shared Locks" recipes, Curator-compatible node names):
 //  1. create "<lock>/_c_<id>-<marker>" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list
@@ -71,6 +75,7 @@
 
 #include "sansio/flag_set.hpp"
 #include "sansio/grant_rule.hpp"
+#include "sansio/node_delete_backoff.hpp"
 #include "sansio/node_data.hpp"
 
 #include <zklock/detail/acquire_params.hpp>
@@ -218,8 +223,9 @@ class acquire_fsm {
   actions on_deleted(error_code ec);
   /// The delay asked by backoff_delete has passed.
   actions on_backoff_due();
-  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...).
-  static constexpr int max_delete_backoffs = 5;
+  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...):
+  /// node_delete_backoff.hpp, shared with the hold's release.
+  static constexpr int max_delete_backoffs = delete_backoff::max_backoffs;
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
   /// node of another session is never adopted).
   actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
@@ -301,6 +307,9 @@ class acquire_fsm {
   // after it the runner sends again on the reconnect).
   enum class removal_in_flight { none, grant_waits_for_reply, grant_went_ahead };
 
+  static bool is_connection_loss(const error_code& ec);
+  // A request failed because the session is over: complete with how it ended (session_end.hpp).
+  static error_code failure(const error_code& ec);
   actions evaluate(const std::vector<std::string>& children);  // vanished_from, then evaluate_queue
   actions evaluate_queue(const std::vector<std::string>& children);
   actions after_blocker_gone();       // a watched blocker went (or was never there): grant, list, or wait
@@ -375,7 +384,7 @@ class acquire_fsm {
   std::vector<std::string> downgraded_;  // writers' nodes whose downgrade mark proved them readers
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
-  int delete_backoffs_ = 0;  // cleanup deletes sent again after the server refused them for now
+  delete_backoff delete_backoff_;  // cleanup deletes sent again after the server refused them for now
   // Lock-delay: the owner sessions of the blockers of our listings (or, for a lease, the
   // holders we read; 0 until known or when never watched), the checks of vanished ones' sessions in flight, the delay running, and a grant
   // that waits for both.
