@@ -24,7 +24,7 @@ mkdir -p "$FUZZ_DIR/corpus"
 # one compile at a time on a shared machine (the lock is a no-op where nobody else takes it)
 build=("$CXX" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -Iinclude -Isrc -Itest/unit
-  test/fuzz/fsm_fuzz.cpp src/sansio/node_name.cpp src/sansio/grant_rule.cpp src/sansio/acquire_fsm.cpp src/sansio/hold_fsm.cpp src/path.cpp src/error.cpp src/types.cpp
+  test/fuzz/fsm_fuzz.cpp src/sansio/node_name.cpp src/sansio/grant_rule.cpp src/sansio/acquire_*.cpp src/sansio/node_delete_backoff.cpp src/sansio/hold_fsm.cpp src/path.cpp src/error.cpp src/types.cpp
   -o "$FUZZ_DIR/zklock_fsm_fuzz")
 if command -v flock >/dev/null; then
   flock /tmp/zklock-build.lock "${build[@]}"

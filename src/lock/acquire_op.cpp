@@ -232,8 +232,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           });
           break;
         case acquire_action::report_cleanup_failed:
-          s_->log(log_level::error, "zklock: the server refused to delete lock node " + a.path + " (" + a.ec.message() +
-                                        ") after an acquire gave up; it blocks the lock until the session ends");
+          s_->log(log_level::error, delete_refused_message(a.path, a.ec));
           break;
         case acquire_action::complete: complete(); break;
         case acquire_action::create_beacon: create_beacon(); break;

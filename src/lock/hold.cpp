@@ -206,8 +206,7 @@ void hold::run(const hold_fsm::actions& actions) {
         break;
       case hold_action::report_release_failed:
         // Nobody may wait for the outcome (a guard destroyed without release): never silent.
-        s->log(log_level::error, "zklock: the server refused to delete lock node " + node + " (" + a.ec.message() +
-                                     "); it blocks the lock until the session ends");
+        s->log(log_level::error, delete_refused_message(node, a.ec));
         break;
     }
   }

@@ -1,6 +1,10 @@
 // The lock recipes as one sans-I/O state machine: inputs are replies, watch events and
 // session changes; outputs are the requests to send next. No Asio, no ZooKeeper calls: the
 // recipes' async operations carry the actions out, and unit tests walk every interleaving.
+// One class, its members in files by question (each with test/unit/<file>_test.cpp): the entry
+// into the queue (acquire_fsm.cpp), where it waits (acquire_wait.cpp), what grants
+// (acquire_grant.cpp), lock-delay (acquire_lock_delay.cpp), a stop (acquire_cleanup.cpp), a lost
+// connection (acquire_recovery.cpp), the try-lock's look (acquire_probe.cpp).
 //
 // Recipe (ZooKeeper "Locks" and "Shared Locks" recipes, Curator-compatible node names):
 //  1. create "<lock>/_c_<id>-<marker>" EPHEMERAL_SEQUENTIAL and, pipelined behind it, list
@@ -18,7 +22,9 @@
 //     child watches, so the waiter the deletion grants (the one right behind it) is told before
 //     the waiters further back, whose watches only keep their place (ZooKeeper's DataTree).
 //     When every blocker of the listing is watched, the deletion of the last one is our grant,
-//     with no request (no node can get ahead of ours). When the queue ahead is deeper than K,
+//     with no request (no node can get ahead of ours), provided our own node's watch is set
+//     (step 2); while it is being set again (a write spent it) one exists on our node decides,
+//     behind that watch's request. When the queue ahead is deeper than K,
 //     the deletion of a watched blocker lists again: the window moves up while K-1 blockers still
 //     stand between us and the lock, so the listing is off the handoff path in a queue served in
 //     order. Each node is watched by at most the K waiters behind it: K events per release.
@@ -47,7 +53,10 @@
 //    reply (a lease waiter reads each holder's Stat: read_owner), which the server sets; a
 //    node gone before that reply is judged by the session its name claims
 //    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
-//    about its own successors' delay);
+//    about its own successors' delay). Every blocker of a listing counts, not only the watched
+//    ones: one outside the window that a later listing lacks vanished unheard, and is judged
+//    the same way (by its name's claim), so a holder whose session ended delays every waiter
+//    that was queued behind it;
 //  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
 //    node there whose ephemeralOwner is that session proves the session outlived the deletion
 //    (the server deletes all of a session's ephemerals in the one transaction that ends it),
@@ -66,6 +75,7 @@
 
 #include "sansio/flag_set.hpp"
 #include "sansio/grant_rule.hpp"
+#include "sansio/node_delete_backoff.hpp"
 #include "sansio/node_data.hpp"
 
 #include <zklock/detail/acquire_params.hpp>
@@ -213,8 +223,9 @@ class acquire_fsm {
   actions on_deleted(error_code ec);
   /// The delay asked by backoff_delete has passed.
   actions on_backoff_due();
-  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...).
-  static constexpr int max_delete_backoffs = 5;
+  /// How often a cleanup delete the server may accept later is sent again (100 ms, 200 ms, ...):
+  /// node_delete_backoff.hpp, shared with the hold's release.
+  static constexpr int max_delete_backoffs = delete_backoff::max_backoffs;
   /// Reply to stat_node: the node's czxid, and whether its ephemeral owner is our session (a
   /// node of another session is never adopted).
   actions on_stat(error_code ec, std::int64_t czxid, bool ours = true);
@@ -296,6 +307,9 @@ class acquire_fsm {
   // after it the runner sends again on the reconnect).
   enum class removal_in_flight { none, grant_waits_for_reply, grant_went_ahead };
 
+  static bool is_connection_loss(const error_code& ec);
+  // A request failed because the session is over: complete with how it ended (session_end.hpp).
+  static error_code failure(const error_code& ec);
   actions evaluate(const std::vector<std::string>& children);  // vanished_from, then evaluate_queue
   actions evaluate_queue(const std::vector<std::string>& children);
   actions after_blocker_gone();       // a watched blocker went (or was never there): grant, list, or wait
@@ -306,6 +320,7 @@ class acquire_fsm {
   actions watch_own();                // set the watch on our node
   actions remove_blocker_watches();   // every blocker watch set: remove it
   bool blocker_requests_pending() const;  // a blocker's getData or removal in flight
+  actions confirm_own_node();  // a grant from an event while our node's watch is not set: exists first
   actions acquired();
   actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec
@@ -369,9 +384,9 @@ class acquire_fsm {
   std::vector<std::string> downgraded_;  // writers' nodes whose downgrade mark proved them readers
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
-  int delete_backoffs_ = 0;  // cleanup deletes sent again after the server refused them for now
-  // Lock-delay: the owner sessions of the nodes ahead we watch (or, for a lease, read; 0 until
-  // known), the checks of vanished ones' sessions in flight, the delay running, and a grant
+  delete_backoff delete_backoff_;  // cleanup deletes sent again after the server refused them for now
+  // Lock-delay: the owner sessions of the blockers of our listings (or, for a lease, the
+  // holders we read; 0 until known or when never watched), the checks of vanished ones' sessions in flight, the delay running, and a grant
   // that waits for both.
   std::chrono::milliseconds lock_delay_{0};
   std::map<std::string, std::int64_t> owners_;

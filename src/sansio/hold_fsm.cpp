@@ -143,12 +143,10 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
     delete_ = delete_state::done;  // the node goes with the session
     complete(out, make_lock_lost(ec == zk_errc::closing || ec == errc::session_closed ? lost_cause::session_closed
                                                                                         : lost_cause::session_expired));
-  } else if ((ec == zk_errc::throttled_op || ec == zk_errc::system_error) && backoffs_ < max_release_backoffs) {
-    // Refused for now (the server throttles; the C client failed locally): the node is still
-    // ours to delete. The caller, if any, keeps waiting for the outcome.
+  } else if (auto delay = backoff_.after_refusal(ec)) {
+    // Refused for now (node_delete_backoff.hpp): the caller, if any, keeps waiting for the outcome.
     delete_ = delete_state::backoff;
-    out.push_back({hold_action::backoff_release, ec, std::chrono::milliseconds(100 << backoffs_)});
-    ++backoffs_;
+    out.push_back({hold_action::backoff_release, ec, *delay});
   } else {
     // Refused for good (no_auth: the lock dir's ACL lacks DELETE; or the backoffs ran out): our
     // node blocks the lock until the session ends. Never counted as done, never silent.

@@ -31,6 +31,8 @@
 //    does; the keepalive's and the reconnect's checks stay as a second way.
 #pragma once
 
+#include "sansio/node_delete_backoff.hpp"
+
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
@@ -100,7 +102,8 @@ class hold_fsm {
   /// until the session ends, and blocks the lock meanwhile.
   error_code release_failure() const noexcept { return failure_; }
   /// How often a delete the server may accept later is sent again, after 100 ms, 200 ms, ...
-  static constexpr int max_release_backoffs = 5;
+  /// (node_delete_backoff.hpp, shared with an acquire's cleanup).
+  static constexpr int max_release_backoffs = delete_backoff::max_backoffs;
 
   /// Why the lock was lost (errc::lock_lost naming the cause; empty while not lost).
   error_code lost_error() const noexcept { return lost_; }
@@ -157,7 +160,7 @@ class hold_fsm {
   link link_;
   delete_state delete_ = delete_state::none;
   int attempts_ = 0;           // release requests sent
-  int backoffs_ = 0;            // of them, resent after the server refused for now
+  delete_backoff backoff_;      // of them, resent after the server refused for now
   error_code failure_;         // see release_failure()
   error_code lost_;            // see lost_error()
   bool caller_waits_ = false;  // a caller waits for complete_release

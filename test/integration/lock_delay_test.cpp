@@ -198,3 +198,50 @@ TEST_CASE_METHOD(expiry_fixture, "lock-delay on a semaphore: a lease that expire
     check_delayed(co_await expire_holder(*this, observer, path + "/leases", hold_with(a, la), wait_with(b)), delay);
   }());
 }
+
+TEST_CASE_METHOD(proxied_fixture,
+                 "lock-delay: a waiter outside the watched window still waits out the delay of a holder whose session ended",
+                 "[integration][lock_delay][fault][timing]") {
+  // H holds; W1 and W2 wait right behind it (watching H); Z waits behind them, watching W1 and
+  // W2 only (K = 2). H's session expires while it holds; W1 and W2 give up during their delay.
+  // Z was queued behind H before it went: H's end delays Z too.
+  auto& hs = connect_proxied(2000ms);
+  auto ws = connect_sessions(3);
+  auto& observer = connect();
+  const std::string path = "/lockdelay/window";
+  const auto delay = 3000ms;
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    mutex_options o{.lock_delay = delay};
+    mutex h(hs, path, o), w1(*ws[0], path, o), w2(*ws[1], path, o), z(*ws[2], path, o);
+    auto held = co_await h.async_acquire(asio::use_awaitable);
+    asio::cancellation_signal c1, c2;
+    completion<lock_guard> g1, g2, gz;
+    w1.async_acquire(asio::bind_cancellation_slot(c1.slot(), g1.handler()));
+    co_await until_children(observer, path, 2);
+    w2.async_acquire(asio::bind_cancellation_slot(c2.slot(), g2.handler()));
+    co_await until_children(observer, path, 3);
+    z.async_acquire(gz.handler());
+    co_await until_children(observer, path, 4);
+    co_await sleep_for(300ms);  // every watch set
+    zklock::watch w;
+    REQUIRE(co_await observer.async_exists(held.node_path(), w, asio::use_awaitable));
+    proxy.set_accepting(false);
+    proxy.blackhole(true);  // H's session expires while it holds
+    co_await w.async_wait(asio::use_awaitable);
+    auto gone_at = clk::now();
+    co_await sleep_for(300ms);  // W1 and W2 are in their delay
+    CHECK_FALSE(g1.done);
+    CHECK_FALSE(g2.done);
+    c1.emit(asio::cancellation_type::terminal);
+    c2.emit(asio::cancellation_type::terminal);
+    co_await until([&] { return g1.done && g2.done; });
+    co_await until([&] { return gz.done; }, 20s);
+    REQUIRE(gz.ok());
+    INFO("Z granted " << std::chrono::duration_cast<std::chrono::milliseconds>(gz.at - gone_at).count()
+                      << " ms after H's node went");
+    CHECK(gz.at >= gone_at + delay);
+    CHECK(gz.at < gone_at + delay + 1500ms);
+    co_await gz.result.async_release(asio::use_awaitable);
+    co_await until_children(observer, path, 0);
+  }());
+}

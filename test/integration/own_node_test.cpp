@@ -269,3 +269,58 @@ TEST_CASE_METHOD(operator_fixture, "our own release's delete is no loss, and a d
     co_await until_children(op, path, 0, 20s);
   }());
 }
+
+TEST_CASE_METHOD(operator_fixture,
+                 "mutex: a write into a waiter's node, its deletion and the holder's, pipelined: no grant on the deleted node",
+                 "[integration][own_node]") {
+  // The write spends the waiter's own-node watch; the holder's deletion arrives while it is
+  // being set again. The waiter must not take that event for a grant: its node is gone.
+  auto s = contenders(3);
+  const std::string path = "/locks/own-node/write-delete-delete";
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    std::vector<mutex> m;
+    for (auto* x : s) m.emplace_back(*x, path);
+    auto held = co_await m[0].async_acquire(asio::use_awaitable);
+    lock_guard a, b;
+    bool a_granted = false, b_granted = false;
+    std::string a_node_at_grant;
+    bool b_owned_at_a_grant = false, a_owned_at_b_grant = false;
+    m[1].async_acquire([&](error_code ec, lock_guard g) {
+      REQUIRE_FALSE(ec);
+      a_node_at_grant = g.node_path();
+      b_owned_at_a_grant = b.owns_lock();
+      a = std::move(g);
+      a_granted = true;
+    });
+    co_await until_children(op, path, 2, 20s);
+    m[2].async_acquire([&](error_code ec, lock_guard g) {
+      REQUIRE_FALSE(ec);
+      a_owned_at_b_grant = a.owns_lock();
+      b = std::move(g);
+      b_granted = true;
+    });
+    co_await until_children(op, path, 3, 20s);
+    auto q = co_await children_in_queue_order(op, path);
+    const std::string a_node = path + "/" + q[1];
+    REQUIRE(path + "/" + q[0] == held.node_path());
+    // one pipelined batch from the operator's session: write, delete A's node, delete the holder's
+    int replies = 0;
+    op.async_set_data(a_node, "x", -1, [&](error_code, auto&&...) { ++replies; });
+    op.async_delete(a_node, -1, [&](error_code) { ++replies; });
+    op.async_delete(held.node_path(), -1, [&](error_code) { ++replies; });
+    co_await until([&] { return replies == 3; });
+    co_await until([&] { return b_granted; });
+    co_await sleep_for(300ms);
+    CHECK_FALSE(a_granted);  // queued again behind B
+    CHECK_FALSE(a_owned_at_b_grant);
+    CHECK(a_node_at_grant.empty());
+    co_await b.async_release(asio::use_awaitable);
+    co_await until([&] { return a_granted; });
+    CHECK(a_node_at_grant != a_node);
+    CHECK_FALSE(b_owned_at_a_grant);
+    CHECK(a.owns_lock());
+    co_await a.async_release(asio::use_awaitable);
+    co_await held.async_release(tuple_awaitable);
+    co_await until_children(op, path, 0, 20s);
+  }());
+}

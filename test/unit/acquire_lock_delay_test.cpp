@@ -101,6 +101,7 @@ TEST_CASE("lock-delay: what cannot prove a release counts as the session's end",
     f.start();
     f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
     f.on_children({}, {holder_node, "_c_me-lock-0000000002"});
+    f.on_own_watch_set({});  // (its reply comes first: it was sent first)
     auto a = f.on_watch_set(holder_path, zk_errc::no_node);
     CHECK(has(a, acquire_action::start_lock_delay));
     CHECK_FALSE(has(a, acquire_action::check_grant));
@@ -215,8 +216,43 @@ TEST_CASE("lock-delay: a node's name carries its creator's session, and one gone
   f.on_create({}, delay_dir + "/_c_me-lock-0000000002", 7);
   const std::string named = "_c_" + id + "-lock-0000000001";
   f.on_children({}, {named, "_c_me-lock-0000000002"});
+  f.on_own_watch_set({});
   auto a = f.on_watch_set(delay_dir + "/" + named, zk_errc::no_node);
   CHECK(the(a, acquire_action::check_session).owner == holder_session);
   CHECK_FALSE(has(a, acquire_action::start_lock_delay));
   CHECK(has(f.on_session_checked(holder_session, {}, holder_session), acquire_action::check_grant));
+}
+
+TEST_CASE("lock-delay: a blocker outside the watched window that vanished between two listings is judged by its name's session",
+          "[unit][lock][lock_delay]") {
+  // H holds, W1 and W2 wait behind it, we (Z) wait behind them watching W1 and W2 (K = 2), not H.
+  auto id = lock_delay_client_id("8c5e1b52-6d2b-4b8d-9d8c-3d0b3f0b1a2c", holder_session);
+  const std::string h = "_c_" + id + "-lock-0000000001";
+  const std::string w1 = "_c_w1-lock-0000000002", w2 = "_c_w2-lock-0000000003";
+  const std::string mine = "_c_me-lock-0000000004";
+  acquire_fsm f(delay_dir, "me", lock_mode::wait, lock_kind::exclusive, 1, 2);
+  f.set_lock_delay(std::chrono::milliseconds(500));
+  f.start();
+  f.on_create({}, delay_dir + "/" + mine, 7);
+  auto a = f.on_children({}, {h, w1, w2, mine});
+  CHECK(f.watched_blockers() == std::vector<std::string>{delay_dir + "/" + w1, delay_dir + "/" + w2});
+  f.on_own_watch_set({});
+  f.on_watch_set(delay_dir + "/" + w1, {}, 0x51);
+  f.on_watch_set(delay_dir + "/" + w2, {}, 0x52);
+  // H's session ends; W1 and W2, delayed by it, give up (their sessions live: releases)
+  a = f.on_watch_event(delay_dir + "/" + w2, watch_change::deleted);
+  CHECK(the(a, acquire_action::check_session).owner == 0x52);
+  CHECK(has(a, acquire_action::list));
+  a = f.on_watch_event(delay_dir + "/" + w1, watch_change::deleted);
+  CHECK(the(a, acquire_action::check_session).owner == 0x51);
+  CHECK(f.on_session_checked(0x52, {}, 0x52).empty());
+  CHECK(f.on_session_checked(0x51, {}, 0x51).empty());
+  // the listing shows H gone too, unheard: judged by the session its name claims
+  a = f.on_children({}, {mine});
+  CHECK(the(a, acquire_action::check_session).owner == holder_session);
+  CHECK_FALSE(has(a, acquire_action::check_grant));
+  a = f.on_session_checked(holder_session, zk_errc::no_node, 0);
+  CHECK(has(a, acquire_action::start_lock_delay));
+  CHECK_FALSE(has(a, acquire_action::check_grant));
+  CHECK(has(f.on_lock_delay_due(), acquire_action::check_grant));
 }

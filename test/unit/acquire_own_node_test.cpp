@@ -129,3 +129,38 @@ TEST_CASE("a failed acquire's delete fires our node's watch: nothing is left wat
   CHECK(s.watches.empty());
   CHECK(s.ours() == 0);
 }
+
+TEST_CASE("a blocker's deletion heard while our node's watch is being set again is no grant: one read decides",
+          "[unit][lock][own_node][grant]") {
+  // Someone writes into our node (its watch spent: we set it again), deletes it, then deletes
+  // the head, all before our watch's request reaches the server: the head's event is no grant.
+  sim s;
+  auto [head, old] = queue_second(s);
+  auto behind = s.add_foreign();
+  s.change_data(std::string(node_name(old)), "x");
+  s.erase_unheard(old);
+  s.delete_foreign(head);
+  s.drain();
+  CHECK_FALSE(s.granted_node_heard_gone);
+  CHECK(s.requeues == 1);
+  REQUIRE_FALSE(s.completed);  // queued again, behind the waiter that was behind us
+  CHECK(s.fsm.predecessor() == join_path(s.dir, behind));
+  check_granted_when_gone(s, behind);
+  CHECK(s.fsm.result().node != old);
+  CHECK(s.fsm.result().node == our_node(s));
+}
+
+TEST_CASE("a blocker's deletion with our node's watch set again and our node there: granted after one exists",
+          "[unit][lock][own_node][grant]") {
+  sim s;
+  auto [head, old] = queue_second(s);
+  s.change_data(std::string(node_name(old)), "x");  // our watch spent, set again behind the head's event
+  s.delete_foreign(head);
+  int lists = s.lists, requests = s.requests;
+  s.drain();
+  REQUIRE(s.completed);
+  CHECK_FALSE(s.fsm.result().ec);
+  CHECK(s.fsm.result().node == old);
+  CHECK(s.lists == lists);
+  CHECK(s.requests == requests + 2);  // our node's watch again, and the one read that decides
+}
