@@ -39,9 +39,11 @@ void set_contender_data(contender& c, data_result d) {
   // an election candidate's data is its participant id, never a marker
   bool candidate = c.kind == lock_kind::candidate;
   auto parts = detail::parse_node_data(d.data);
-  auto own = detail::split_parent(parts.identity);
+  // only a zklock node's identity can carry our parent suffix
+  auto own = candidate || parts.marker.empty() ? detail::identity_parts{parts.identity, 0}
+                                               : detail::split_parent(parts.identity);
   c.identity = candidate ? d.data : std::string(own.identity);
-  c.parent = candidate || parts.marker.empty() ? 0 : own.parent;
+  c.parent = own.parent;
   c.stat = d.stat;
   c.data = std::move(d.data);
 }

@@ -76,7 +76,8 @@ TEST_CASE("identity: the host's pid, and the parent session from $ZKLOCK_SESSION
   ::setenv(parent_session_variable, "0x1000a3f2e5c0007", 1);
   CHECK(node_identity(std::string("web-1")) == "web-1 parent=0x1000a3f2e5c0007");
   CHECK(node_identity(std::string()) == "");  // no identity: the marker alone
-  auto parts = split_parent(node_identity(std::nullopt));
+  const std::string with_parent = node_identity(std::nullopt);
+  auto parts = split_parent(with_parent);
   CHECK(parts.identity == default_identity());
   CHECK(parts.parent == 0x1000a3f2e5c0007);
   for (const char* bad : {"", "0x", "1000a3f2e5c0007", "0xzz", "0x10000000000000000"}) {
