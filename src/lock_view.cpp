@@ -1,3 +1,4 @@
+#include "lock/client_id.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_name.hpp"
 #include "sansio/node_data.hpp"
@@ -38,7 +39,11 @@ void set_contender_data(contender& c, data_result d) {
   // an election candidate's data is its participant id, never a marker
   bool candidate = c.kind == lock_kind::candidate;
   auto parts = detail::parse_node_data(d.data);
-  c.identity = candidate ? d.data : std::string(parts.identity);
+  // only a zklock node's identity can carry our parent suffix
+  auto own = candidate || parts.marker.empty() ? detail::identity_parts{parts.identity, 0}
+                                               : detail::split_parent(parts.identity);
+  c.identity = candidate ? d.data : std::string(own.identity);
+  c.parent = own.parent;
   c.stat = d.stat;
   c.data = std::move(d.data);
 }
@@ -92,10 +97,13 @@ struct session_wait {
   const contender* node;
   std::vector<std::pair<std::int64_t, bool>> blockers;  // session, holds there
   bool any_of;
+  bool for_child = false;  // session waits for its child (blockers[0]), queued or holding in dir
 };
 
 std::vector<session_wait> waits_in(const lock_dir_view& d) {
   std::vector<session_wait> r;
+  // Candidates other than the leader campaign: they do not wait for it to end anything.
+  if (d.kind == lock_dir_kind::leader_election) return r;
   if (d.kind == lock_dir_kind::semaphore) {
     for (const auto& w : d.waiters) {
       session_wait sw{w.stat.ephemeral_owner, &d, &w, {}, true};
@@ -136,6 +144,16 @@ std::vector<deadlock> find_deadlocks(const std::vector<lock_dir_view>& dirs) {
   for (const auto& d : dirs)
     for (auto& w : waits_in(d))
       if (w.session != 0 && !w.blockers.empty()) waits.push_back(std::move(w));
+  // A process under `zklock exec` (its nodes name the exec's session as parent): the parent's
+  // session cannot release before its command ends, so it waits for each child session.
+  std::set<std::pair<std::int64_t, std::int64_t>> children;  // (parent, child)
+  for (const auto& d : dirs)
+    for (const auto* part : {&d.holders, &d.waiters})
+      for (const auto& c : *part) {
+        auto child = c.stat.ephemeral_owner;
+        if (c.parent == 0 || child == 0 || c.parent == child || !children.insert({c.parent, child}).second) continue;
+        waits.push_back({c.parent, &d, &c, {{child, true}}, false, true});
+      }
   std::map<std::int64_t, std::vector<const session_wait*>> waits_of;
   for (const auto& w : waits) waits_of[w.session].push_back(&w);
 
@@ -239,7 +257,7 @@ std::vector<deadlock> find_deadlocks(const std::vector<lock_dir_view>& dirs) {
     reported.insert(c);
     std::vector<deadlock_step> steps;
     for (const edge* e = closing;;) {
-      steps.push_back({e->wait->session, e->wait->dir->path, e->wait->node->node, e->to, e->holds});
+      steps.push_back({e->wait->session, e->wait->dir->path, e->wait->node->node, e->to, e->holds, e->wait->for_child});
       if (e->wait->session == start) break;
       e = reached_by.at(e->wait->session);
     }

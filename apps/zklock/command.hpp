@@ -51,6 +51,7 @@ command add_exec(CLI::App& app, cli_context& ctx);
 command add_elect(CLI::App& app, cli_context& ctx);
 command add_leader(CLI::App& app, cli_context& ctx);
 command add_holders(CLI::App& app, cli_context& ctx);
+command add_hold(CLI::App& app, cli_context& ctx);  // exec.cpp
 command add_revoke(CLI::App& app, cli_context& ctx);
 command add_locks(CLI::App& app, cli_context& ctx);  // locks.cpp
 

@@ -57,6 +57,8 @@ struct exec_options {
   double max_hold = 0;  // > 0: release (stopping the command) after this many seconds of holding
   double lock_delay = 0;  // --lock-delay: mutex_options::lock_delay (and the other recipes'), in seconds
   std::string process_tree = "auto";  // --process-tree / $ZKLOCK_PROCESS_TREE: auto, namespace, group
+  int conflict_exit_code = 75;  // -E/--conflict-exit-code: the status when --try or --timeout finds it busy
+  bool hold = false;  // zklock hold: no command; hold until SIGINT/SIGTERM/SIGHUP
   std::string leader_id;  // elect: campaign as this participant id (instead of taking a lock)
   bool elect() const { return !leader_id.empty(); }
   // What the command runs under, for messages: "lock" or "leadership".

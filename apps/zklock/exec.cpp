@@ -2,6 +2,7 @@
 // semaphore's lease); zklock elect: the same while leading an election.
 #include "child.hpp"
 #include "command.hpp"
+#include "locks.hpp"
 #include "session_setup.hpp"
 #include "supervise.hpp"
 
@@ -13,6 +14,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -27,6 +29,79 @@ using namespace asio::experimental::awaitable_operators;
 // --lock-delay: how long zklock keeps its session after a release before closing it, so that
 // the successor's read of our beacon (one round trip after it heard the release) finds it.
 constexpr auto lock_delay_release_grace = std::chrono::milliseconds(200);
+
+// What blocks a --try (or a timed-out wait): who holds PATH, as `zklock holders` sees it. Reads
+// for at most a second; "held by another contender" when that tells nothing.
+asio::awaitable<std::string> who_blocks(zklock::session& s, const exec_options& o, asio::signal_set& sigs) {
+  locks_options lo;
+  lo.root = o.path;
+  lo.depth = 0;
+  asio::steady_timer limit(co_await asio::this_coro::executor, std::chrono::seconds(1));
+  auto walked = co_await (walk_locks(s, lo, sigs) || limit.async_wait(use_tuple));
+  std::optional<zklock::lock_dir_view> view;
+  if (walked.index() == 0)
+    for (auto& v : std::get<0>(walked).views)
+      if (v.path == o.path) view = std::move(v);
+  auto list = [](const std::vector<zklock::contender>& cs) {
+    std::string t;
+    for (const auto& c : cs) t += (t.empty() ? "" : ", ") + contender_text(c);
+    return t;
+  };
+  if (o.semaphore > 0) {
+    std::string r = "all " + std::to_string(o.semaphore) + (o.semaphore == 1 ? " lease is" : " leases are") + " taken";
+    co_return view && !view->holders.empty() ? r + " (by " + list(view->holders) + ")" : r;
+  }
+  if (!view || view->holders.empty()) co_return o.elect() ? "another candidate leads" : "held by another contender";
+  if (o.elect()) co_return "another candidate leads: " + list(view->holders);
+  std::string r = "held by " + list(view->holders);
+  if (o.shared && std::all_of(view->holders.begin(), view->holders.end(),
+                              [](const auto& c) { return c.kind == zklock::lock_kind::read; })) {
+    // readers hold: a writer queued ahead of us is what we would wait for
+    std::vector<zklock::contender> writers;
+    for (const auto& c : view->waiters)
+      if (c.kind != zklock::lock_kind::read) writers.push_back(c);
+    if (!writers.empty()) r += "; a writer waits ahead: " + list(writers);
+  }
+  co_return r;
+}
+
+// Runs the command while the lock is held (exec, elect): what supervise() saw, and 0; or zklock's
+// exit status when the command could not be started.
+asio::awaitable<std::pair<supervised_exit, int>> run_command(zklock::session& s, zklock::lock_guard& guard,
+                                                                 const exec_options& o, const common_options& co,
+                                                                 asio::signal_set& sigs) {
+  // The command learns which hold it runs under (the fencing token is for its writes).
+  ::setenv("ZKLOCK_PATH", o.path.c_str(), 1);
+  ::setenv("ZKLOCK_NODE", guard.node_path().c_str(), 1);
+  ::setenv("ZKLOCK_FENCING_TOKEN", std::to_string(guard.fencing_token()).c_str(), 1);
+  // Who we are, for a session started under us (a zklock, a program using the library): it
+  // records us as its parent, and `zklock locks` links our hold to its waits.
+  ::setenv("ZKLOCK_SESSION", session_str(s.session_id()).c_str(), 1);
+  if (!o.leader_id.empty()) ::setenv("ZKLOCK_LEADER_ID", o.leader_id.c_str(), 1);
+
+  sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
+  const auto child = spawn(o.resolved, o.command, *parse_tree_mode(o.process_tree));
+  if (child.pid < 0) {
+    if (child.setup_failed)
+      say(std::string("cannot run the command in ") +
+          (child.mode == tree_mode::pid_namespace ? "a PID namespace of its own" : "a process group of its own") + ": " +
+          (child.note.empty() ? std::strerror(child.error) : child.note) + " (--process-tree)");
+    else
+      say(o.command[0] + ": " + std::strerror(child.error));
+    co_await s.async_close(use_tuple);  // removes our node
+    if (child.setup_failed) co_return std::pair{supervised_exit{}, exit_error};
+    co_return std::pair{supervised_exit{}, child.error == ENOENT ? exit_not_found : exit_cannot_exec};
+  }
+  if (co.verbose)
+    say(child.mode == tree_mode::pid_namespace
+            ? "process tree: a PID namespace of its own (pid " + std::to_string(child.pid) +
+                  " is our init): everything the command starts stops with it, and with zklock"
+            : "process tree: " + std::string(child.group ? "a process group of its own" : "zklock's process group") +
+                  ", zklock the subreaper: everything the command starts is killed when it exits" +
+                  (child.note.empty() ? std::string() : " (" + child.note + ")"));
+
+  co_return std::pair{co_await supervise(s, guard, child, o, sigs), 0};
+}
 
 // Connects, acquires (racing with the termination signals and --timeout), runs the command
 // under supervision, and leaves: the command's status, or one of zklock's own.
@@ -100,50 +175,37 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
       co_return exit_error;
     }
     say(o.path + (o.elect() ? ": leadership not won within " : ": not acquired within ") + seconds_str(o.timeout) + " s");
-    co_return exit_busy;
+    co_return o.conflict_exit_code;
   }
   auto [aec, guard] = std::move(*st->result);
   if (aec) {
-    co_await s.async_close(use_tuple);
     if (aec == zklock::errc::lock_busy) {
-      say(o.path + (o.elect() ? ": another candidate leads" : ": held by another contender"));
-      co_return exit_busy;
+      say(o.path + ": " + co_await who_blocks(s, o, sigs));
+      co_await s.async_close(use_tuple);
+      co_return o.conflict_exit_code;
     }
+    co_await s.async_close(use_tuple);
     say(o.path + (o.elect() ? ": cannot campaign: " : ": cannot acquire: ") + aec.message());
     co_return exit_error;
   }
 
-  // The command learns which hold it runs under (the fencing token is for its writes).
-  ::setenv("ZKLOCK_PATH", o.path.c_str(), 1);
-  ::setenv("ZKLOCK_NODE", guard.node_path().c_str(), 1);
-  ::setenv("ZKLOCK_FENCING_TOKEN", std::to_string(guard.fencing_token()).c_str(), 1);
-  if (!o.leader_id.empty()) ::setenv("ZKLOCK_LEADER_ID", o.leader_id.c_str(), 1);
-
-  sigs.add(SIGCHLD);  // before the child exists: its exit cannot be missed
-  const auto child = spawn(o.resolved, o.command, *parse_tree_mode(o.process_tree));
-  if (child.pid < 0) {
-    if (child.setup_failed)
-      say(std::string("cannot run the command in ") +
-          (child.mode == tree_mode::pid_namespace ? "a PID namespace of its own" : "a process group of its own") + ": " +
-          (child.note.empty() ? std::strerror(child.error) : child.note) + " (--process-tree)");
-    else
-      say(o.command[0] + ": " + std::strerror(child.error));
-    co_await s.async_close(use_tuple);  // removes our node
-    if (child.setup_failed) co_return exit_error;
-    co_return child.error == ENOENT ? exit_not_found : exit_cannot_exec;
+  int code = 0;
+  bool lost = false;
+  if (o.hold) {
+    // zklock hold: the node and the token, then nothing until a signal (or the lock is lost)
+    std::printf("%s %lld\n", guard.node_path().c_str(), static_cast<long long>(guard.fencing_token()));
+    std::fflush(stdout);
+    auto r = co_await (sigs.async_wait(use_tuple) || guard.async_wait_lost(use_tuple));
+    if (r.index() == 1) {
+      say(o.path + ": lock lost (" + lost_reason(s, std::get<0>(std::get<1>(r))) + ")");
+      lost = true;
+    }
+  } else {
+    auto [ran, failed] = co_await run_command(s, guard, o, co, sigs);
+    if (failed) co_return failed;
+    lost = ran.lost;
+    code = ran.max_hold ? exit_max_hold : status_of(ran.wstatus);
   }
-  if (co.verbose)
-    say(child.mode == tree_mode::pid_namespace
-            ? "process tree: a PID namespace of its own (pid " + std::to_string(child.pid) +
-                  " is our init): everything the command starts stops with it, and with zklock"
-            : "process tree: " + std::string(child.group ? "a process group of its own" : "zklock's process group") +
-                  ", zklock the subreaper: everything the command starts is killed when it exits" +
-                  (child.note.empty() ? std::string() : " (" + child.note + ")"));
-
-  auto [wstatus, lost, max_hold] = co_await supervise(s, guard, child, o, sigs);
-
-  int code = status_of(wstatus);
-  if (max_hold) code = exit_max_hold;
   if (lost || guard.status() == zklock::lock_status::lost) {
     if (!lost) say(o.path + ": " + o.held() + " lost (session expired) while the command ran");
     code = exit_lost;
@@ -188,16 +250,20 @@ asio::awaitable<int> run_exec(const common_options& co, const exec_options& o, a
   co_return code;
 }
 
-// exec's and elect's options, as given (numbers as text: checked after parsing).
+// exec's, elect's and hold's options, as given (numbers as text: checked after parsing).
 struct run_state {
   exec_options o;
-  std::string timeout, kill_grace = "5", semaphore, max_hold, lock_delay;
+  std::string timeout, kill_grace = "5", semaphore, max_hold, lock_delay, conflict_exit_code;
 };
 
-// The checks exec and elect share, after parsing.
+// The checks exec, elect and hold share, after parsing (an option the command lacks is not given).
 int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
   auto& o = st.o;
-  if (sub->get_option("--timeout")->count())
+  auto given = [sub](const char* name) {
+    auto* opt = sub->get_option_no_throw(name);
+    return opt && opt->count() > 0;
+  };
+  if (given("--timeout"))
     if (auto problem = parse_seconds("--timeout", st.timeout, false, o.timeout)) {
       say(*problem);
       return exit_usage;
@@ -206,25 +272,35 @@ int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
     say(*problem);
     return exit_usage;
   }
-  if (sub->get_option("--max-hold")->count())
+  if (given("--max-hold"))
     if (auto problem = parse_seconds("--max-hold", st.max_hold, false, o.max_hold)) {
       say(*problem);
       return exit_usage;
     }
-  if (sub->get_option("--lock-delay")->count())
+  if (given("--lock-delay"))
     if (auto problem = parse_seconds("--lock-delay", st.lock_delay, true, o.lock_delay)) {
       say(*problem);
       return exit_usage;
     }
-  if (!sub->get_option("--process-tree")->count())
+  if (given("--conflict-exit-code")) {
+    const auto& t = st.conflict_exit_code;
+    auto [end, err] = std::from_chars(t.data(), t.data() + t.size(), o.conflict_exit_code);
+    if (t.empty() || err != std::errc() || end != t.data() + t.size() || o.conflict_exit_code < 0 ||
+        o.conflict_exit_code > 255) {
+      say("--conflict-exit-code: expected an exit status 0..255, got '" + t + "'");
+      return exit_usage;
+    }
+  }
+  if (!given("--process-tree"))
     if (const char* env = std::getenv("ZKLOCK_PROCESS_TREE"); env && *env) o.process_tree = env;
-  if (!parse_tree_mode(o.process_tree)) {
+  if (!o.hold && !parse_tree_mode(o.process_tree)) {
     say("--process-tree: expected auto, namespace or group, got '" + o.process_tree + "'");
     return exit_usage;
   }
-  if (auto* sem = sub->get_option_no_throw("--semaphore"); sem && sem->count())
+  if (given("--semaphore"))
     if (int rc = parse_leases(st.semaphore, o.semaphore)) return rc;
   if (int rc = check_lock_path(o.path)) return rc;
+  if (o.hold) return 0;
   o.command.insert(o.command.end(), ctx.after_dashes.begin(), ctx.after_dashes.end());
   if (o.command.empty()) {
     say(o.leader_id.empty() ? "exec: no COMMAND (usage: zklock exec [OPTIONS] PATH -- COMMAND [ARGS...])"
@@ -237,6 +313,14 @@ int check_run(CLI::App* sub, run_state& st, cli_context& ctx) {
     return o.resolved.status;
   }
   return 0;
+}
+
+// -E/--conflict-exit-code (exec, elect, hold).
+void add_conflict_exit_code(CLI::App* sub, run_state& st, const char* busy) {
+  sub->add_option("-E,--conflict-exit-code", st.conflict_exit_code,
+                  std::string("the exit status when --try finds ") + busy + " or --timeout runs out (as flock -E)")
+      ->type_name("N")
+      ->default_str("75");
 }
 
 // --max-hold and --process-tree, which exec and elect share.
@@ -288,14 +372,16 @@ command add_exec(CLI::App& app, cli_context& ctx) {
                    "(before the validity deadline: at most 2/5 of the session timeout)")
       ->type_name("SECONDS")
       ->capture_default_str();
+  add_conflict_exit_code(exec, *st, "the lock held");
   add_run_options(exec, *st, "lock");
   exec->add_option("PATH", eo.path, "lock path (the lock dir in ZooKeeper)")->required();
   exec->add_option("COMMAND", eo.command, "command and arguments (after --)");
   exec->footer(
-      "The command runs with ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_FENCING_TOKEN in its environment.\n"
+      "The command runs with ZKLOCK_PATH, ZKLOCK_NODE, ZKLOCK_FENCING_TOKEN and ZKLOCK_SESSION (zklock's\n"
+      "session: a zklock or library session started under it records it as its parent) in its environment.\n"
       "SIGINT, SIGTERM and SIGHUP are passed to it; the lock is released when it exits.\n"
       "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
-      "75 busy (--try) or timed out (--timeout); 76 lock lost while the command ran (it was\n"
+      "75 (or -E N) busy (--try) or timed out (--timeout); 76 lock lost while the command ran (it was\n"
       "terminated: SIGTERM, SIGKILL after --kill-grace); 77 --max-hold ran out (the command was\n"
       "terminated, the lock released); 126/127 command not executable/found; 70 internal error.");
 
@@ -325,14 +411,15 @@ command add_elect(CLI::App& app, cli_context& ctx) {
                     "(before the leader-until deadline: at most 2/5 of the session timeout)")
       ->type_name("SECONDS")
       ->capture_default_str();
+  add_conflict_exit_code(elect, *st, "another candidate leading");
   add_run_options(elect, *st, "leadership");
   elect->add_option("PATH", elo.path, "election path (Curator LeaderLatch's latch path)")->required();
   elect->add_option("COMMAND", elo.command, "command and arguments (after --)");
   elect->footer(
       "Campaigns as NAME; once leading, runs the command with ZKLOCK_LEADER_ID, ZKLOCK_FENCING_TOKEN,\n"
-      "ZKLOCK_PATH and ZKLOCK_NODE in its environment, and resigns when it exits.\n"
+      "ZKLOCK_PATH, ZKLOCK_NODE and ZKLOCK_SESSION in its environment, and resigns when it exits.\n"
       "Exit status: the command's (128+N if killed by signal N); 1 ZooKeeper error; 2 usage;\n"
-      "75 another leads (--try) or timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
+      "75 (or -E N) another leads (--try) or timed out (--timeout); 76 leadership lost while the command ran (it was terminated:\n"
       "SIGTERM, SIGKILL after --kill-grace, before anyone else can lead); 77 --max-hold ran out;\n"
       "126/127; 70.");
 
@@ -346,6 +433,35 @@ command add_elect(CLI::App& app, cli_context& ctx) {
     }
     return check_run(elect, *st, ctx);
   };
+  c.run = [st, &ctx](asio::signal_set& sigs) { return run_exec(ctx.common, st->o, sigs, ctx.started); };
+  return c;
+}
+
+command add_hold(CLI::App& app, cli_context& ctx) {
+  auto st = std::make_shared<run_state>();
+  auto& ho = st->o;
+  ho.hold = true;
+  auto* hold = app.add_subcommand(
+      "hold", "Take the lock PATH, print its node and fencing token, hold it until SIGINT/SIGTERM/SIGHUP: zklock hold [OPTIONS] PATH");
+  add_common(hold, ctx);
+  auto* try_opt = hold->add_flag("--try", ho.try_once, "fail at once (status 75, or -E N) if the lock is held");
+  hold->add_flag("--shared", ho.shared, "take the read side of a shared (read/write) lock on PATH");
+  hold->add_option("--semaphore", st->semaphore, "take one of N leases of PATH")->type_name("N")->excludes("--shared");
+  hold->add_option("--timeout", st->timeout,
+                   "give up if the lock is not held SECONDS after zklock started: status 75 (or -E N)")
+      ->type_name("SECONDS")
+      ->excludes(try_opt);
+  add_conflict_exit_code(hold, *st, "the lock held");
+  hold->add_option("--lock-delay", st->lock_delay, "as exec --lock-delay")->type_name("SECONDS");
+  hold->add_option("PATH", ho.path, "lock path (the lock dir in ZooKeeper)")->required();
+  hold->footer(
+      "Once the lock is held, prints one line, NODE TOKEN (the lock node's path, the fencing token), and\n"
+      "holds the lock until SIGINT, SIGTERM or SIGHUP; then releases it and exits 0.\n"
+      "Exit status: 0 released after a signal; 1 ZooKeeper error; 2 usage; 75 (or -E N) busy (--try) or\n"
+      "timed out (--timeout); 76 lock lost while held; 70 internal error; 128+N a signal before the lock was held.");
+  command c;
+  c.app = hold;
+  c.check = [hold, st, &ctx] { return check_run(hold, *st, ctx); };
   c.run = [st, &ctx](asio::signal_set& sigs) { return run_exec(ctx.common, st->o, sigs, ctx.started); };
   return c;
 }

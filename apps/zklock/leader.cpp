@@ -10,6 +10,9 @@
 #include <memory>
 #include <optional>
 
+#include <chrono>
+#include <ctime>
+
 namespace zklock_cli {
 namespace {
 
@@ -22,8 +25,16 @@ asio::awaitable<int> run_leader(const common_options& co, const std::string& pat
   zklock::session s(ex, make_session_options(co, log));
   if (int rc = co_await connect(s, sigs, co, *log)) co_return rc;
   zklock::election e(s, path, {});  // an observer: never campaigns
+  // --watch: "TIME LEADER", TIME when zklock saw it (UTC, ISO 8601 with milliseconds)
   auto print = [](const std::optional<zklock::leader_info>& l) {
-    std::printf("%s\n", l ? l->identity.c_str() : "-");
+    auto now = std::chrono::system_clock::now();
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+    std::time_t secs = static_cast<std::time_t>(ms / 1000);
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    char stamp[40];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::printf("%s.%03dZ %s\n", stamp, static_cast<int>(ms % 1000), l ? l->identity.c_str() : "-");
     std::fflush(stdout);
   };
   auto [ec, leader] = co_await e.async_leader(use_tuple);
@@ -67,7 +78,9 @@ command add_leader(CLI::App& app, cli_context& ctx) {
   auto st = std::make_shared<leader_state>();
   auto* leader = app.add_subcommand("leader", "Print the leader of election PATH.");
   add_common(leader, ctx);
-  leader->add_flag("--watch", st->watch, "print the leader, then a line per change ('-': no leader) until interrupted");
+  leader->add_flag("--watch", st->watch,
+                   "print the leader, then a line per change, each as TIME LEADER (TIME: when zklock saw it, UTC, "
+                   "2026-12-01T20:41:03.125Z; LEADER '-': nobody leads) until interrupted");
   leader->add_option("PATH", st->path, "election path")->required();
   leader->footer(
       "Prints the leader's id. Exit status: 0; 3 nobody leads (nothing printed, a line on stderr);\n"

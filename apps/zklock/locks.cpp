@@ -199,7 +199,8 @@ std::vector<contender> read_queue(listed_dir& d) {
 }
 
 // Every lock directory's view, by path; a semaphore's leases and locks as one, at its path.
-std::vector<zklock::lock_dir_view> views(std::map<std::string, listed_dir>& dirs) {
+// `layouts`: the paths of the semaphores seen with their PATH/leases and PATH/locks.
+std::vector<zklock::lock_dir_view> views(std::map<std::string, listed_dir>& dirs, std::set<std::string>& layouts) {
   std::set<std::string> parts;
   std::vector<zklock::lock_dir_view> r;
   for (auto& [path, d] : dirs) {
@@ -216,8 +217,10 @@ std::vector<zklock::lock_dir_view> views(std::map<std::string, listed_dir>& dirs
       queues[i] = read_queue(it->second);
       parts.insert(it->first);
     }
-    if (!queues[0].empty() || !queues[1].empty())
+    if (!queues[0].empty() || !queues[1].empty()) {
       r.push_back(zklock::view_semaphore(path, std::move(queues[0]), std::move(queues[1])));
+      layouts.insert(path);
+    }
   }
   for (auto& [path, d] : dirs) {
     if (parts.count(path) || d.queue.empty()) continue;
@@ -227,6 +230,8 @@ std::vector<zklock::lock_dir_view> views(std::map<std::string, listed_dir>& dirs
   std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
   return r;
 }
+
+}  // namespace
 
 std::string session_str(std::int64_t id) {
   char buf[32];
@@ -270,21 +275,12 @@ std::string json_number(double v) {
   return buf;
 }
 
+namespace {
+
 struct printer {
   std::int64_t now_ms;
   double age(const contender& c) const { return std::max<double>(0, static_cast<double>(now_ms - c.stat.ctime) / 1000.0); }
 
-  std::string json_contender(const contender& c) const {
-    return "{\"node\":" + json_string(c.node) + ",\"kind\":" + json_string(zklock::to_string(c.kind)) +
-           ",\"session\":" + json_string(session_str(c.stat.ephemeral_owner)) +
-           ",\"identity\":" + json_string(c.identity) + ",\"age\":" + json_number(age(c)) + "}";
-  }
-  template <class F>
-  static std::string json_list(const std::vector<contender>& cs, F f) {
-    std::string r = "[";
-    for (const auto& c : cs) r += (r.size() > 1 ? "," : "") + f(c);
-    return r + "]";
-  }
 };
 
 }  // namespace
@@ -313,17 +309,19 @@ std::optional<std::string> parse_locks_options(const std::string& depth, const s
   return std::nullopt;
 }
 
-asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio::signal_set& sigs) {
+asio::awaitable<lock_walk> walk_locks(zklock::session& s, const locks_options& o, asio::signal_set& sigs) {
   auto ex = co_await asio::this_coro::executor;
   auto started = std::chrono::steady_clock::now();
   auto requests_before = s.stats().requests_sent;
   asio::steady_timer finished(ex, asio::steady_timer::time_point::max());
   auto w = std::make_shared<walker>(s, o, [&finished] { finished.cancel(); });
   w->start();
+  lock_walk result;
   auto r = co_await (finished.async_wait(use_tuple) || sigs.async_wait(use_tuple));
   if (r.index() == 1) {
     w->stop();
-    co_return 128 + std::get<1>(std::get<1>(r));
+    result.signalled = std::get<1>(std::get<1>(r));
+    co_return result;
   }
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (o.verbose) {
@@ -332,17 +330,62 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
                   w->listed, w->reads, s.stats().requests_sent - requests_before, seconds);
     say(line);
   }
-  if (w->root_missing) {
+  result.root_missing = w->root_missing;
+  result.truncated = w->truncated;
+  result.errors = w->errors;
+  result.views = views(w->dirs, result.semaphore_layouts);
+  co_return result;
+}
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string contender_json(const contender& c, std::int64_t now, std::string_view node_prefix) {
+  double age = std::max<double>(0, static_cast<double>(now - c.stat.ctime) / 1000.0);
+  return "{\"node\":" + json_string(std::string(node_prefix) + c.node) + ",\"kind\":" + json_string(zklock::to_string(c.kind)) +
+         ",\"session\":" + json_string(session_str(c.stat.ephemeral_owner)) +
+         ",\"identity\":" + json_string(c.identity) +
+         ",\"parent\":" + (c.parent ? json_string(session_str(c.parent)) : std::string("null")) +
+         ",\"age\":" + json_number(age) + "}";
+}
+
+std::string view_json(const zklock::lock_dir_view& v, const std::vector<contender>& holders, std::int64_t now) {
+  auto list = [&](const std::vector<contender>& cs) {
+    std::string r = "[";
+    for (const auto& c : cs) r += (r.size() > 1 ? "," : "") + contender_json(c, now, {});
+    return r + "]";
+  };
+  bool campaign = v.kind == zklock::lock_dir_kind::leader_election;
+  std::optional<double> oldest_wait;
+  if (!campaign)
+    for (const auto& c : v.waiters)
+      oldest_wait = std::max(oldest_wait.value_or(0), std::max<double>(0, static_cast<double>(now - c.stat.ctime) / 1000.0));
+  static const std::vector<contender> none;
+  return "{\"path\":" + json_string(v.path) + ",\"kind\":" + json_string(zklock::to_string(v.kind)) +
+         ",\"holders\":" + list(holders) + ",\"waiters\":" + list(campaign ? none : v.waiters) +
+         ",\"campaigning\":" + list(campaign ? v.waiters : none) +
+         ",\"oldest_wait\":" + (oldest_wait ? json_number(*oldest_wait) : std::string("null")) + "}";
+}
+
+std::string contender_text(const contender& c) {
+  return session_str(c.stat.ephemeral_owner) + " (" + line_field(c.identity, "()") + ")";
+}
+
+asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio::signal_set& sigs) {
+  auto walk = co_await walk_locks(s, o, sigs);
+  if (walk.signalled) co_return 128 + walk.signalled;
+  if (walk.root_missing) {
     say(o.root + ": no such node");
     co_return exit_error;
   }
-  if (w->truncated)
+  if (walk.truncated)
     say("stopped after --limit " + std::to_string(o.limit) + " directories: the list is incomplete");
 
-  auto all = views(w->dirs);
+  auto& all = walk.views;
   auto deadlocks = zklock::find_deadlocks(all);
-  printer p{std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                .count()};
+  printer p{now_ms()};
   std::string out;
   if (o.json) out = "{\"locks\":[";
   bool first = true;
@@ -354,20 +397,23 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
     std::optional<double> oldest_wait;
     for (const auto& c : v.waiters) oldest_wait = std::max(oldest_wait.value_or(0), p.age(c));
     if (o.json) {
-      out += std::string(first ? "" : ",") + "{\"path\":" + json_string(v.path) + ",\"kind\":" +
-             json_string(zklock::to_string(v.kind)) + ",\"holders\":" +
-             printer::json_list(holders, [&](const contender& c) { return p.json_contender(c); }) +
-             ",\"waiters\":" + printer::json_list(v.waiters, [&](const contender& c) { return p.json_contender(c); }) +
-             ",\"oldest_wait\":" + (oldest_wait ? json_number(*oldest_wait) : std::string("null")) + "}";
+      out += std::string(first ? "" : ",") + view_json(v, holders, p.now_ms);
     } else {
-      // PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N oldest AGE
+      // PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N oldest AGE: SESSION (IDENTITY) AGE, ...
+      // (an election's other candidates: "campaigning: N: ...")
       out += line_field(v.path, " ") + " " + zklock::to_string(v.kind) + " holders:";
+      auto list = [&](const std::vector<contender>& cs) {
+        for (std::size_t i = 0; i < cs.size(); ++i) out += (i ? ", " : " ") + contender_text(cs[i]) + " " + age_str(p.age(cs[i]));
+      };
       if (holders.empty()) out += " -";
-      for (std::size_t i = 0; i < holders.size(); ++i)
-        out += (i ? ", " : " ") + session_str(holders[i].stat.ephemeral_owner) + " (" +
-               line_field(holders[i].identity, "()") + ") " + age_str(p.age(holders[i]));
-      out += " waiters: " + std::to_string(v.waiters.size());
-      if (oldest_wait) out += " oldest " + age_str(*oldest_wait);
+      list(holders);
+      bool campaign = v.kind == zklock::lock_dir_kind::leader_election;
+      out += (campaign ? " campaigning: " : " waiters: ") + std::to_string(v.waiters.size());
+      if (oldest_wait && !campaign) out += " oldest " + age_str(*oldest_wait);
+      if (!v.waiters.empty()) {
+        out += ":";
+        list(v.waiters);
+      }
       out += "\n";
     }
     first = false;
@@ -383,27 +429,30 @@ asio::awaitable<int> run_locks(zklock::session& s, const locks_options& o, asio:
         cycle += std::string(cycle.empty() ? "" : ",") + "{\"session\":" + json_string(session_str(st.session)) +
                  ",\"path\":" + json_string(st.path) + ",\"node\":" + json_string(st.node) +
                  ",\"waits_for\":" + json_string(session_str(st.blocker)) +
-                 ",\"holds\":" + (st.blocker_holds ? "true" : "false") + "}";
+                 ",\"holds\":" + (st.blocker_holds ? "true" : "false") +
+                 ",\"child\":" + (st.child ? "true" : "false") + "}";
       }
       out += std::string(first ? "" : ",") + "{\"sessions\":[" + sessions + "],\"paths\":[" + paths +
              "],\"cycle\":[" + cycle + "]}";
     } else {
-      // deadlock: S1 waits in P1 for S2, S2 waits in P2 for S1 ("(queued ahead)": not holding yet)
+      // deadlock: S1 waits in P1 for S2, S2 waits in P2 for S1 ("(queued ahead)": not holding yet;
+      // "S waits for its child C": C runs under S's zklock exec)
       out += "deadlock:";
       for (std::size_t i = 0; i < d.cycle.size(); ++i) {
         const auto& st = d.cycle[i];
-        out += (i ? ", " : " ") + session_str(st.session) + " waits in " + line_field(st.path, " ,") + " for " +
-               session_str(st.blocker) +
-               (st.blocker_holds ? "" : " (queued ahead)");
+        out += (i ? ", " : " ") + session_str(st.session) +
+               (st.child ? " waits for its child " + session_str(st.blocker)
+                         : " waits in " + line_field(st.path, " ,") + " for " + session_str(st.blocker) +
+                               (st.blocker_holds ? "" : " (queued ahead)"));
       }
       out += "\n";
     }
     first = false;
   }
-  if (o.json) out += "],\"truncated\":" + std::string(w->truncated ? "true" : "false") + "}\n";
+  if (o.json) out += "],\"truncated\":" + std::string(walk.truncated ? "true" : "false") + "}\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  co_return w->errors ? exit_error : 0;
+  co_return walk.errors ? exit_error : 0;
 }
 
 namespace {
@@ -437,9 +486,11 @@ command add_locks(CLI::App& app, cli_context& ctx) {
   locks->add_flag("--json", t->o.json, "one JSON object {\"locks\": [...], \"deadlocks\": [...], \"truncated\": BOOL}");
   locks->add_option("ROOT", t->o.root, "where to look (\"/\": everywhere)")->required();
   locks->footer(
-      "One line per lock directory: PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N [oldest AGE],\n"
-      "KIND mutex, read/write, semaphore or election; then a line per deadlock: \"deadlock: S1 waits in P1 for\n"
-      "S2, S2 waits in P2 for S1\". Ages in seconds since the node was created. Reads only.\n"
+      "One line per lock directory: PATH KIND holders: SESSION (IDENTITY) AGE, ... waiters: N [oldest AGE]\n"
+      "[: SESSION (IDENTITY) AGE, ...] (an election's other candidates: \"campaigning: N: ...\"; they wait in no\n"
+      "deadlock); KIND mutex, read/write, semaphore or election; then a line per deadlock: \"deadlock: S1 waits\n"
+      "in P1 for S2, S2 waits in P2 for S1\" (\"S waits for its child C\": C runs under S's zklock exec, see\n"
+      "ZKLOCK_SESSION). Ages in seconds since the node was created. Reads only.\n"
       "Exit status: 0 (also when nothing is found), 1 ROOT missing or ZooKeeper error, 2 usage.");
   command c;
   c.app = locks;

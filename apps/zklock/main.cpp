@@ -2,6 +2,7 @@
 // contenders (an election's candidates); print an election's leader.
 //
 //   zklock exec [options] PATH -- COMMAND [ARGS...]
+//   zklock hold [options] PATH
 //   zklock elect [options] --id NAME PATH -- COMMAND [ARGS...]
 //   zklock leader [options] [--watch] PATH
 //   zklock holders [options] PATH
@@ -74,15 +75,22 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("zklock ") + ZKLOCK_VERSION);
   app.require_subcommand(1);
   app.footer("Exit statuses: 0..255 the command's (exec, elect), 1 error, 2 usage, 3 nobody leads/holds "
-             "(leader, revoke), 75 busy/timed out, 76 lock lost while the command ran, 70 internal error.\n"
+             "(leader, revoke), 75 busy/timed out (or -E N), 76 lock lost while the command ran (or while held), "
+             "77 --max-hold ran out, 126 command not executable, 127 command not found, 128+N signal N before "
+             "the lock was held, 70 internal error.\n"
              "The session options (-c, --session-timeout, -q, ...) go before or after the command; "
              "given on both sides, the command's own win.");
+  // CLI11's own usage errors ("--try excludes --timeout") as zklock's messages.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "zklock: " + std::string(e.what()) + " (zklock --help)\n";
+  });
   // The session options before the subcommand, as etcdctl and consul take them.
   add_common(&app, ctx);
 
   // The subcommands, in the order --help lists them.
   const std::vector<command> commands = {
       add_exec(app, ctx),
+      add_hold(app, ctx),
       add_elect(app, ctx),
       add_leader(app, ctx),
       add_holders(app, ctx),

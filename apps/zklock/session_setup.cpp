@@ -36,12 +36,21 @@ asio::awaitable<int> connect(zklock::session& s, asio::signal_set& sigs, const c
   asio::steady_timer limit(s.get_executor(), deadline);
   auto r = co_await (s.async_connect(use_tuple) || sigs.async_wait(use_tuple) || limit.async_wait(use_tuple));
   if (r.index() == 1) co_return 128 + std::get<1>(std::get<1>(r));
+  // Each server and its cause once: " (HOST:PORT: Connection refused, 12 attempts)".
+  auto where = log.failure_summary();
+  if (where.empty()) where = " (" + s.options().connect + ": no answer)";
   if (r.index() == 2) {
-    say("cannot connect to " + s.options().connect + " within --timeout" + log.failure_summary());
+    say("cannot connect within --timeout" + where);
     co_return exit_error;
   }
   if (auto [ec] = std::get<0>(r); ec) {
-    say("cannot connect to " + s.options().connect + ": " + ec.message() + log.failure_summary());
+    if (!log.resolve_failure.empty())
+      say("cannot resolve the hosts of '" + s.options().connect + "': " + log.resolve_failure +
+          " (the ZooKeeper client's getaddrinfo)");
+    else if (ec == zklock::errc::connect_timeout)
+      say("cannot connect within " + seconds_str(co.connect_timeout) + " s (--connect-timeout)" + where);
+    else
+      say("cannot connect to " + s.options().connect + ": " + ec.message() + log.failure_summary());
     co_return exit_error;
   }
   if (auto t = s.negotiated_timeout(); t != to_ms(co.session_timeout) && !co.quiet)

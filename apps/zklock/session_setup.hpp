@@ -30,8 +30,10 @@ struct zk_log {
     int attempts = 0;
     std::string reason;
     std::string last_line;  // the C client logs some failures twice
+    bool reported = false;  // its line was said
   };
   std::map<std::string, server_failures> failures;  // by "host:port"
+  std::string resolve_failure;  // the C client's resolver failed: why
 
   static std::string_view between(std::string_view m, std::string_view before, std::string_view after) {
     auto i = m.find(before);
@@ -48,10 +50,27 @@ struct zk_log {
       auto& f = failures[std::string(server)];
       if (f.last_line != m) {
         f.last_line = std::string(m);
-        if (++f.attempts == 1 && show >= zklock::log_level::warn && show < zklock::log_level::debug)
-          say(std::string(server) + ": " + std::string(between(m, "(", ")")) + " (retrying; -v shows each attempt)");
-        f.reason = std::string(between(m, "(", ")"));
+        ++f.attempts;
+        // recv() found the end of the stream: the C client says errno 112 ("Host is down") for a
+        // server that closed the connection (it stopped, or would not serve us). Said as such,
+        // and only when the next attempt fails the same way: a server that stopped refuses the
+        // next one, and that ("Connection refused") is the cause worth telling.
+        bool closed = m.find("errno=112(") != std::string_view::npos;
+        f.reason = closed ? std::string("the server closed the connection") : std::string(between(m, "(", ")"));
+        if (!f.reported && (!closed || f.attempts > 1)) {
+          f.reported = true;
+          if (show >= zklock::log_level::warn && show < zklock::log_level::debug)
+            say(std::string(server) + ": " + f.reason + " (retrying; -v shows each attempt)");
+        }
       }
+      level = zklock::log_level::debug;
+    } else if (auto why = m.find("resolve_hosts"); why != std::string_view::npos) {
+      // "ZOO_ERROR@resolve_hosts@947: getaddrinfo: Name or service not known": the C client
+      // could not resolve a host that getaddrinfo resolved for us (unresolvable_host): said
+      // once, by connect(), with what the connect string was
+      auto reason = m.substr(why);
+      if (auto colon = reason.rfind(": "); colon != std::string_view::npos) reason.remove_prefix(colon + 2);
+      resolve_failure = std::string(reason);
       level = zklock::log_level::debug;
     } else if (m.find("Delaying connection after exhaustively trying") != std::string_view::npos ||
                m.find("Exceeded deadline by") != std::string_view::npos) {
@@ -60,7 +79,8 @@ struct zk_log {
     if (level <= show) std::fprintf(stderr, "zklock: [zookeeper] %.*s\n", static_cast<int>(m.size()), m.data());
   }
 
-  // For the message when connecting fails: what each server answered, and how often we tried.
+  // For the message when connecting fails: what each server answered, and how often we tried
+  // (" (HOST:PORT: Connection refused, 12 attempts)"); empty when none answered.
   std::string failure_summary() const {
     std::string r;
     for (const auto& [server, f] : failures)

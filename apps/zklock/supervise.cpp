@@ -16,6 +16,18 @@ namespace zklock_cli {
 
 using namespace asio::experimental::awaitable_operators;
 
+std::string lost_reason(const zklock::session& s, const error_code& ec) {
+  switch (zklock::lock_lost_cause(ec)) {
+    case zklock::lost_cause::node_deleted: return "our node was deleted (zklock revoke --force-after, or by hand)";
+    case zklock::lost_cause::session_expired: return "session expired";
+    case zklock::lost_cause::session_closed: return "session closed";
+    case zklock::lost_cause::session_replaced: return "session replaced";
+    case zklock::lost_cause::deadline_passed: return "no reply from ZooKeeper before its validity deadline";
+    case zklock::lost_cause::unknown: break;
+  }
+  return s.state() == zklock::session_state::expired ? "session expired" : ec.message();
+}
+
 asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guard& guard, const started_command& child,
                                            const exec_options& o, asio::signal_set& sigs) {
   auto ex = co_await asio::this_coro::executor;
@@ -98,11 +110,8 @@ asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guar
       next = watch::loss;
     } else if (ec == zklock::errc::lock_lost) {
       result.lost = true;
-      say(o.path + ": " + o.held() + " lost (" +
-          (s.state() == zklock::session_state::expired || s.state() == zklock::session_state::closed
-               ? std::string("session expired")
-               : std::string("no reply from ZooKeeper before its validity deadline, or our node was deleted")) +
-          ") while the command ran: terminating pid " + std::to_string(pid));
+      say(o.path + ": " + o.held() + " lost (" + lost_reason(s, ec) + ") while the command ran: terminating pid " +
+          std::to_string(pid));
       ::kill(pid, SIGTERM);
       kill_timer.expires_after(to_ms(o.kill_grace));
       next = watch::kill_timer;

@@ -27,6 +27,9 @@ struct supervised_exit {
 // --kill-grace, SIGKILL. --max-hold after the lock was granted: SIGTERM, and SIGKILL after
 // the grace. Signals zklock catches go to `child.pid` (our init passes them on in a PID
 // namespace). Once the command has exited, whatever it left running is killed.
+// Why the lock was lost, from errc::lock_lost's cause: "our node was deleted (...)", "session expired", ...
+std::string lost_reason(const zklock::session& s, const error_code& ec);
+
 asio::awaitable<supervised_exit> supervise(zklock::session& s, zklock::lock_guard& guard, const started_command& child,
                                            const exec_options& o, asio::signal_set& sigs);
 

@@ -79,6 +79,10 @@ struct deadlock_step {
   std::string node;          ///< its waiting node there
   std::int64_t blocker = 0;  ///< the next session of the cycle, which it waits for there
   bool blocker_holds = true;  ///< false: blocker is queued ahead of it, not holding yet
+  /// true: blocker is a session of a process that runs under `session` (`zklock exec`: its
+  /// nodes' contender::parent): `session` cannot release before it ends. `path` and `node`
+  /// are then the child's node, where the child is queued or holds.
+  bool child = false;
 };
 /// A cycle of sessions, each waiting for the next, the last for the first.
 struct deadlock {
@@ -91,6 +95,9 @@ struct deadlock {
 /// left out (tasks of one process that share a session wait for each other routinely). A
 /// mutex, read/write or election waiter waits for every session that blocks it by the grant
 /// rule; a semaphore waiter for any one lease holder (it is stuck only when every holder is).
+/// A session waits for each of its children (contender::parent: processes that run under its
+/// `zklock exec`), which links a parent's hold to its children's waits. Election candidates
+/// other than the leader campaign: they wait for nobody.
 /// One cycle per set of sessions that wait for each other; sessions that only wait behind a
 /// deadlock are not reported. Nodes without an ephemeral owner (persistent) are left out.
 ZKLOCK_API std::vector<deadlock> find_deadlocks(const std::vector<lock_dir_view>& dirs);

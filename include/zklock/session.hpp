@@ -89,7 +89,12 @@ struct session_options {
   /// Who this program is, in the data of the lock nodes it creates (mutex, shared_mutex,
   /// semaphore and multi_lock contenders, after the protocol marker: "zklock/3 web-1:4242"):
   /// what `zklock holders` and async_contenders() (contender::identity) show of each holder
-  /// and waiter. Default (nullopt): "<hostname>:<pid>". Empty: none (the marker alone).
+  /// and waiter. Default (nullopt): "<hostname>:<pid>", the pid as the host sees it (in a PID
+  /// namespace of its own, such as `zklock exec`'s command: "<hostname>:<outer-pid>/<inner-pid>").
+  /// Empty: none (the marker alone). A session constructed where $ZKLOCK_SESSION names a
+  /// session ("0x<hex>": `zklock exec` sets it for its command) appends " parent=0x<hex>" to a
+  /// non-empty identity: contender::parent, by which `zklock locks` sees a deadlock across a
+  /// process tree (the parent holds what its child's wait blocks).
   /// mutex_options, shared_mutex_options and semaphore_options override it per object. Text,
   /// short: it is stored in every node. Election candidates carry their participant id instead.
   std::optional<std::string> identity;

@@ -190,7 +190,11 @@ struct contender {
   /// "<hostname>:<pid>"; what follows the marker in its data), an election candidate's
   /// participant id; for a node of another client, its whole data (Curator writes the client's
   /// IP address by default, kazoo its `identifier`). Empty when the node says nothing.
+  /// Without the parent suffix (below).
   std::string identity;
+  /// The session of the `zklock exec` this contender's process runs under ($ZKLOCK_SESSION when
+  /// its session started: the data's identity then ends in " parent=0x<hex>"); 0: none.
+  std::int64_t parent = 0;
 };
 
 }  // namespace zklock

@@ -5,6 +5,7 @@
 #include "engine/handshake.hpp"
 #include "engine/session_impl.hpp"
 #include "error_message.hpp"
+#include "lock/client_id.hpp"
 #include "lock/hooks.hpp"
 
 #include <zklock/path.hpp>
@@ -29,17 +30,9 @@ namespace zklock {
 
 namespace detail {
 
-namespace {
-std::string default_identity() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
-  return std::string(host) + ":" + std::to_string(::getpid());
-}
-}  // namespace
-
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)
     : ex_(ex), opts_(std::make_unique<session_options>(std::move(opts))), sd_(ex), timer_(ex), connect_timer_(ex), expiry_timer_(ex) {
-  identity_ = opts_->identity ? *opts_->identity : default_identity();
+  identity_ = node_identity(opts_->identity);
 }
 
 session_impl::~session_impl() { shutdown(); }

@@ -30,12 +30,11 @@ log_level log_summary::classify(log_level level, std::string_view m, std::option
     if (f.last_line != m) {
       f.last_line = std::string(m);
       // recv() found the end of the stream: the C client says EHOSTDOWN ("Host is down") for
-      // what is a server closing the connection (one that stops, or refuses to serve us).
-      f.reason = m.find("errno=112(") != std::string_view::npos ? std::string("the server closed the connection")
-                                                                : std::string(between(m, "(", ")"));
-      if (++f.attempts == 1)
-        summary = line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
-                                            " (retrying; the C client's lines at debug level)"};
+      // what is a server closing the connection (one that stops, or refuses to serve us). Said
+      // once the next attempt fails too, with its cause: a server that stopped refuses it.
+      bool closed = m.find("errno=112(") != std::string_view::npos;
+      f.reason = closed ? std::string("the server closed the connection") : std::string(between(m, "(", ")"));
+      if (++f.attempts > 1 || !closed) summary = first_summary(server, f);
     }
     return log_level::debug;
   }
@@ -55,7 +54,13 @@ std::optional<log_summary::line> log_summary::note_failure(std::string_view serv
   auto& f = it->second;
   f.noted = true;
   f.reason = std::move(reason);
-  if (++f.attempts != 1) return std::nullopt;
+  ++f.attempts;
+  return first_summary(server, f);
+}
+
+std::optional<log_summary::line> log_summary::first_summary(std::string_view server, server_failures& f) {
+  if (f.reported) return std::nullopt;
+  f.reported = true;
   return line{log_level::warn, "zklock: ZooKeeper server " + std::string(server) + " unreachable: " + f.reason +
                                    " (retrying; the C client's lines at debug level)"};
 }

@@ -2,7 +2,8 @@
 // client logs a failure line per attempt (several a second: "Socket HOST:PORT zk retcode=-4,
 // errno=111(Connection refused): ...", "Delaying connection after exhaustively trying all
 // servers", "Exceeded deadline by N ms") at error level. The summary reports each server's
-// failure once, in a line of zklock's own at warn level, keeps the raw lines at debug level, and
+// failure once (a closed connection, the C client's "Host is down", by the cause of the next
+// attempt: a stopped server refuses it), in a line of zklock's own at warn level, keeps the raw lines at debug level, and
 // starts over once a connection is established. Sans-I/O: lines in, lines out.
 #pragma once
 
@@ -44,7 +45,10 @@ class log_summary {
     std::string reason;
     std::string last_line;  // the C client logs some failures twice
     bool noted = false;     // note_failure counted the attempt the C client's next line is about
+    bool reported = false;  // its summary line was emitted
   };
+  /// The server's summary line, unless emitted already in this outage.
+  static std::optional<line> first_summary(std::string_view server, server_failures& f);
   std::map<std::string, server_failures, std::less<>> failures_;
 };
 

@@ -5,6 +5,14 @@
 #include <boost/uuid/uuid_io.hpp>
 
 #include <pthread.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <atomic>
 #include <cstdint>
@@ -36,6 +44,53 @@ std::string new_client_id() {
   }
   boost::uuids::basic_random_generator<boost::random::mt19937> gen(&engine);
   return boost::uuids::to_string(gen());
+}
+
+std::string default_identity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "?");
+  std::string pid = std::to_string(::getpid());
+  // "NSpid:\t<outer> ... <inner>": more than one pid when we run in a nested PID namespace
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (!line.starts_with("NSpid:")) continue;
+    std::istringstream pids(line.substr(6));
+    std::string outer, inner;
+    pids >> outer;
+    for (std::string p; pids >> p;) inner = p;
+    if (!outer.empty() && !inner.empty() && outer != inner) pid = outer + "/" + inner;
+    break;
+  }
+  return std::string(host) + ":" + pid;
+}
+
+std::int64_t parse_session_id(std::string_view t) noexcept {
+  if (t.size() < 3 || t.size() > 18 || !t.starts_with("0x")) return 0;
+  std::uint64_t v = 0;
+  auto [end, err] = std::from_chars(t.data() + 2, t.data() + t.size(), v, 16);
+  if (err != std::errc() || end != t.data() + t.size()) return 0;
+  return static_cast<std::int64_t>(v);
+}
+
+std::string node_identity(const std::optional<std::string>& configured) {
+  std::string id = configured ? *configured : default_identity();
+  if (id.empty()) return id;
+  const char* parent = std::getenv(parent_session_variable);
+  if (std::int64_t p = parent ? parse_session_id(parent) : 0) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, " parent=0x%llx", static_cast<unsigned long long>(p));
+    id += buf;
+  }
+  return id;
+}
+
+identity_parts split_parent(std::string_view identity) noexcept {
+  constexpr std::string_view tag = " parent=";
+  auto i = identity.rfind(tag);
+  if (i == std::string_view::npos) return {identity, 0};
+  std::int64_t p = parse_session_id(identity.substr(i + tag.size()));
+  if (p == 0) return {identity, 0};
+  return {identity.substr(0, i), p};
 }
 
 }  // namespace zklock::detail

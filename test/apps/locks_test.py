@@ -28,7 +28,9 @@ from zk_fixture import check, wait_for
 HELPER = None
 DEADLINE_S = 120  # below the ctest TIMEOUT, so that the server is always stopped by us
 
-LINE = re.compile(r"^(\S+) (mutex|read/write|semaphore|election) holders: (.*) waiters: (\d+)(?: oldest (\d+\.\d)s)?$")
+# "PATH KIND holders: ... waiters: N oldest AGE: WAITER, ..." ("campaigning: N: ..." for an election)
+LINE = re.compile(r"^(\S+) (mutex|read/write|semaphore|election) holders: (.*?) (waiters|campaigning): (\d+)"
+                  r"(?: oldest (\d+\.\d)s)?(?:: (.*))?$")
 HOLDER = re.compile(r"^(0x[0-9a-f]+) \((.*)\) (\d+\.\d)s$")
 
 
@@ -40,6 +42,14 @@ class Case(zklock_cli_test.Case):
         check(rc == 0, f"locks --json exited {rc}: {err}")
         doc = json.loads(out)
         check(set(doc) >= {"locks", "deadlocks"}, f"keys: {list(doc)}")
+        # an election's other candidates campaign: they are its "waiters" in what the cases check
+        for lock in doc["locks"]:
+            if lock["kind"] == "election":
+                check(lock["waiters"] == [] and lock["oldest_wait"] is None, f"election: {lock}")
+                lock["waiters"] = lock["campaigning"]
+                lock["oldest_wait"] = max((w["age"] for w in lock["waiters"]), default=None)
+            else:
+                check(lock["campaigning"] == [], f"campaigning outside an election: {lock}")
         return doc
 
     def kazoo(self):
@@ -94,7 +104,10 @@ def parse_text(out):
         m = LINE.match(line)
         check(m, f"unexpected line {line!r}")
         holders = [] if m[3] == "-" else [HOLDER.match(h).groups() for h in m[3].split(", ")]
-        locks[m[1]] = (m[2], holders, int(m[4]), m[5] and float(m[5]))
+        check((m[4] == "campaigning") == (m[2] == "election"), f"an election's candidates campaign: {line!r}")
+        waiters = [HOLDER.match(w).groups() for w in m[7].split(", ")] if m[7] else []
+        check(len(waiters) == int(m[5]), f"each waiter listed: {line!r}")
+        locks[m[1]] = (m[2], holders, int(m[5]), m[6] and float(m[6]))
     return locks, deadlocks
 
 
@@ -212,7 +225,7 @@ def case_tree(c):
         check(kind == e["kind"] and waiters == len(e["waiters"]), f"{p}: {text[p]}")
         check([h[0] for h in holders] == holder_sessions(e), f"{p}: holders {holders}")
         check([h[1] for h in holders] == [h["identity"] or "-" for h in e["holders"]], f"{p}: identities {holders}")
-        check((oldest is None) == (waiters == 0), f"{p}: oldest {oldest}")
+        check((oldest is None) == (waiters == 0 or kind == "election"), f"{p}: oldest {oldest}")
 
     # --depth: ROOT's children only (the mutexes /t/m40../t/m48), then down to /t/x/y
     check(sorted(by_path(c.locks_json("--depth", "1", "/t"))) == sorted(f"/t/m{i}" for i in range(40, 49)), "--depth 1")

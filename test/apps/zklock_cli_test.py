@@ -188,6 +188,9 @@ def case_try_busy(c):
     wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
     rc, out, err, dt = c.run("exec", "--try", "/apps/try", "--", "touch", c.path("ran"))
     check(rc == EXIT_BUSY, f"--try while held -> {rc}")
+    # who holds it: its session and identity, as `zklock holders` shows them
+    h = holders(c, "/apps/try")[0]
+    check(err == f"zklock: /apps/try: held by {h[2]} ({h[5]})\n", f"--try message: {err!r}, holder {h}")
     check(dt < 3, f"--try took {dt:.2f}s")
     check(not os.path.exists(c.path("ran")), "the command ran without the lock")
     check(len(holders(c, "/apps/try")) == 1, "--try left a node behind")
@@ -293,8 +296,10 @@ def case_semaphore(c):
     a = c.start("exec", "--semaphore", "2", "/apps/sem", "--", *holder_command(c, "s1", 20))
     b = c.start("exec", "--semaphore", "2", "/apps/sem", "--", *holder_command(c, "s2", 20))
     wait_for(lambda: os.path.exists(c.path("s1")) and os.path.exists(c.path("s2")), 20, "two lease holders")
-    rc, *_ = c.run("exec", "--semaphore", "2", "--try", "/apps/sem", "--", "true")
+    rc, _, err, _ = c.run("exec", "--semaphore", "2", "--try", "/apps/sem", "--", "true")
     check(rc == 75, f"--try on a full semaphore -> {rc}")
+    check(err.startswith("zklock: /apps/sem: all 2 leases are taken (by 0x") and "contender" not in err,
+          f"--try on a full semaphore: {err!r}")
     third = c.start("exec", "--semaphore", "2", "/apps/sem", "--", "touch", c.path("s3"))
     time.sleep(1.0)
     check(not os.path.exists(c.path("s3")), "a third command ran beside two lease holders")
@@ -401,6 +406,23 @@ def case_server_unreachable(c):
     check(dt < 8, f"zklock took {dt:.2f}s to exit (session timeout 2 s)")
     check("validity deadline" in err, f"no message: {err}")
     wait_for(lambda: holders(c, "/apps/unreachable") == [], 20, "the node to go with the session")
+
+
+@own_server  # stops the server
+def case_server_stopped(c):
+    """A server stopped under a holder: zklock reports the cause of the next attempt (refused,
+    or closed again), never the C client's "Host is down" for the closed connection."""
+    p = c.start("exec", "--session-timeout", "4", "--kill-grace", "0.5", "/apps/stopped", "--",
+                *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the command to run")
+    os.kill(c.server.pid(), signal.SIGTERM)
+    rc, out, err = c.wait(p)
+    check(rc == EXIT_LOST, f"expected 76 (lock lost), got {rc}")
+    # the next attempt's cause: refused once the server is gone; while it shuts down it may
+    # still accept and close again (then said as such)
+    check("Host is down" not in err and
+          re.search(r"zklock: \S+: (Connection refused|the server closed the connection) \(retrying", err),
+          f"stopped server: {err!r}")
 
 
 @own_server  # SIGSTOPs the server
@@ -666,6 +688,11 @@ def case_messages(c):
     rc, out, err, _ = c.run("exec", "--connect", "nosuchhost.invalid:2181", "/apps/messages", "--", "true")
     check(rc == 1 and err.startswith("zklock: cannot resolve host 'nosuchhost.invalid'") and err.count("\n") == 1
           and "No such file" not in err, f"unresolvable host -> {rc}: {err!r}")
+    # a host the C client cannot resolve though getaddrinfo does (IPv6 in brackets): said once,
+    # without the C client's raw line nor its "No such file or directory"
+    rc, out, err, _ = c.run("holders", "--connect-timeout", "1", "--connect", "[::1]:1", "/apps/messages")
+    check(rc == 1 and "resolve_hosts" not in err and "ZOO_ERROR" not in err and "No such file" not in err
+          and err.count("\n") <= 2, f"[::1]:1 -> {rc}: {err!r}")
     # an explicit empty --connect is an error ($ZKLOCK_CONNECT, set by c.run, is not used)
     for sub in (("exec", "--connect", "", "/apps/messages", "--", "true"), ("holders", "--connect", "", "/apps/messages")):
         rc, out, err, _ = c.run(*sub)
@@ -689,6 +716,16 @@ def case_messages(c):
     check(rc == 0 and err == "", f"-q: {err!r}")
     rc, out, *_ = c.run("exec", "--help")
     check("--try not to wait" in out and "SECONDS after zklock" in out, "--help does not say what --timeout bounds")
+    # CLI11's usage errors are zklock's messages too
+    rc, out, err, _ = c.run("exec", "--try", "--timeout", "1", "/apps/messages", "--", "true")
+    check(rc == EXIT_USAGE and err.startswith("zklock: --try excludes --timeout") and err.count("\n") == 1,
+          f"--try --timeout -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("holders", "--bogus", "/apps/messages")
+    check(rc == EXIT_USAGE and err.startswith("zklock: ") and "--bogus" in err, f"unknown option -> {rc}: {err!r}")
+    # --help lists every exit status
+    rc, out, *_ = c.run("--help")
+    for status in ("75", "76", "77", "126", "127", "70"):
+        check(re.search(rf"\b{status}\b", out), f"zklock --help does not list exit status {status}: {out!r}")
 
 
 def case_log_noise(c):
@@ -700,8 +737,9 @@ def case_log_noise(c):
         lines = err.splitlines()
         check(rc == 1 and len(lines) == 2, f"unreachable server -> {rc}, {len(lines)} lines: {err[:400]!r}")
         check(lines[0] == f"zklock: {dead}: Connection refused (retrying; -v shows each attempt)", f"first line: {lines[0]!r}")
-        m = re.fullmatch(rf"zklock: cannot connect to {dead}: .*\({dead}: Connection refused, (\d+) attempts\)", lines[1])
-        check(m and int(m.group(1)) > 1, f"last line: {lines[1]!r}")
+        # the endpoint and its cause once
+        m = re.fullmatch(rf"zklock: cannot connect within 2 s \(--connect-timeout\) \({dead}: Connection refused, (\d+) attempts\)", lines[1])
+        check(m and int(m.group(1)) > 1 and lines[1].count(dead) == 1, f"last line: {lines[1]!r}")
         # -v: all of it
         rc, out, err, _ = c.run("exec", "-v", "--connect", dead, "--connect-timeout", "1", "/apps/noise", "--", "true")
         check(rc == 1 and err.count("ZOO_ERROR") > 1 and "Connection refused" in err, f"-v -> {rc}: {err[:300]!r}")
@@ -847,10 +885,15 @@ def case_leader_watch(c):
     lines = []
 
     def next_line():
+        # "TIME LEADER": when zklock saw the change (UTC, ISO 8601 with milliseconds)
         line = w.stdout.readline()
         check(line != "", "leader --watch ended")
-        lines.append(line.strip())
-        return line.strip()
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (.*)", line.strip())
+        check(m, f"leader --watch line: {line!r}")
+        seen = time.mktime(time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        check(abs(seen - time.time()) < 60, f"leader --watch time {m.group(1)} is not now")
+        lines.append(m.group(2))
+        return m.group(2)
     check(next_line() == "-", f"first line: {lines}")
     a = c.start("elect", "--id", "a", "/apps/watch", "--", *holder_command(c, "a-ready", 30))
     wait_for(lambda: os.path.exists(c.path("a-ready")), 20, "a to lead")
@@ -990,7 +1033,7 @@ def case_nobody(c):
           f"apps/zklock/README.md's exit-status table has no row for {EXIT_NOBODY}")
 
 
-COMMANDS = ["exec", "elect", "leader", "holders", "revoke"]
+COMMANDS = ["exec", "hold", "elect", "leader", "holders", "revoke"]
 
 
 def case_unknown_command(c):
@@ -1094,7 +1137,7 @@ def case_readme(c):
     readme = open(os.path.join(SCRIPTS, "..", "apps", "zklock", "README.md")).read()
     sections = re.split(r"^## ", readme, flags=re.M)
     for name in COMMANDS:
-        sec = [s for s in sections if s.startswith(f"`zklock {name}")]
+        sec = [s for s in sections if s.startswith(f"`zklock {name} ")]
         check(len(sec) == 1, f"no section for zklock {name}")
         check(f"zklock {name} " in sec[0].split("\n", 1)[1], f"zklock {name}: no example")
         check(re.search(r"[Ee]xit status", sec[0]), f"zklock {name}: no exit statuses")
@@ -1348,7 +1391,8 @@ def case_force_revoke(c):
         check(zk.get("/apps/force-resource")[0] == b"", "the guarded write applied")
     # the old holder hears it lost its lock: its command is stopped (76)
     rc, out, err = c.wait(holder, timeout=30)
-    check(rc == EXIT_LOST and "lock lost" in err, f"old holder -> {rc}: {err!r}")
+    check(rc == EXIT_LOST and "lock lost (our node was deleted" in err and "validity deadline" not in err,
+          f"old holder -> {rc}: {err!r}")
     check(holders(c, lock) == [], "nodes left behind")
     # a holder that releases within S is not touched; nobody holds: 3
     rc, out, err, _ = c.run("revoke", "--force-after", "1", lock)
@@ -1391,6 +1435,218 @@ def case_max_hold(c):
     for bad in ("0", "x"):
         rc, out, err, _ = c.run("exec", "--max-hold", bad, "/apps/max-hold", "--", "true")
         check(rc == EXIT_USAGE and "--max-hold: expected a number of seconds > 0" in err, f"--max-hold {bad} -> {rc}")
+
+
+def zklock_sh(c, *args):
+    """A shell command line that runs this build's zklock with `args` (for a command of exec)."""
+    return " ".join([ZKLOCK, *args])
+
+
+def locks_json(c, root):
+    import json
+    rc, out, err, _ = c.run("locks", "--json", root)
+    check(rc == 0, f"locks --json {root} -> {rc}: {err}")
+    return json.loads(out)
+
+
+def case_tree_deadlock(c):
+    import json
+    """Two nested execs that deadlock (each holds one lock, its command's zklock waits for the
+    other's): `locks` links each exec's hold to its child's wait (ZKLOCK_SESSION, the parent in
+    the child's identity data)."""
+    env_a, env_b = c.path("a.env"), c.path("b.env")
+    a = c.start("exec", "/apps/dl/a", "--", "sh", "-c",
+                f'echo "$ZKLOCK_SESSION" > {env_a}; sleep 0.5; exec {zklock_sh(c, "exec", "/apps/dl/b", "--", "sleep", "60")}')
+    b = c.start("exec", "/apps/dl/b", "--", "sh", "-c",
+                f'echo "$ZKLOCK_SESSION" > {env_b}; sleep 0.5; exec {zklock_sh(c, "exec", "/apps/dl/a", "--", "sleep", "60")}')
+    try:
+        def stuck():
+            rc, out, err, _ = c.run("locks", "--json", "/apps/dl")
+            got = json.loads(out) if rc == 0 else {"deadlocks": []}
+            return got if got["deadlocks"] else None
+        got = wait_for(stuck, 20, "the deadlock")
+        log(f"locks --json: {got}")
+        outer = {open(env_a).read().strip(), open(env_b).read().strip()}
+        check(len(got["deadlocks"]) == 1, f"deadlocks: {got['deadlocks']}")
+        cycle = got["deadlocks"][0]["cycle"]
+        check(len(cycle) == 4 and sum(st["child"] for st in cycle) == 2, f"cycle: {cycle}")
+        check({st["session"] for st in cycle if st["child"]} == outer, f"the parents are the execs' sessions {outer}: {cycle}")
+        # each waiter names its parent, and its identity is its host pid and its pid in the namespace
+        host = socket.gethostname()
+        for lock in got["locks"]:
+            check(len(lock["holders"]) == 1 and len(lock["waiters"]) == 1, f"{lock}")
+            h, w = lock["holders"][0], lock["waiters"][0]
+            check(h["parent"] is None and h["session"] in outer, f"holder {h}")
+            check(w["parent"] in outer and w["parent"] != h["session"], f"waiter {w}")
+            check(re.fullmatch(rf"{re.escape(host)}:\d+(/\d+)?", w["identity"]), f"waiter identity {w['identity']}")
+        rc, out, err, _ = c.run("locks", "/apps/dl")
+        dl = [l for l in out.splitlines() if l.startswith("deadlock:")]
+        check(len(dl) == 1 and dl[0].count("waits for its child") == 2, f"text deadlock: {out!r}")
+        # text locks lists each waiter: session (identity) age
+        for lock in got["locks"]:
+            w = lock["waiters"][0]
+            check(f"waiters: 1 oldest" in out and f": {w['session']} ({w['identity']}) " in out, f"waiter not listed: {out!r}")
+    finally:
+        for p in (a, b):
+            p.send_signal(signal.SIGTERM)
+        for p in (a, b):
+            c.wait(p)
+    check(holders(c, "/apps/dl/a") == [] and holders(c, "/apps/dl/b") == [], "nodes left behind")
+
+
+def case_tree_identity(c):
+    """A zklock run as exec's command names itself by its host pid (in exec's PID namespace:
+    host:OUTER/INNER), with the exec's session as its parent."""
+    pidfile, env = c.path("inner.pid"), c.path("outer.env")
+    outer = c.start("exec", "/apps/ident/outer", "--", "sh", "-c",
+                    f'echo "$ZKLOCK_SESSION" > {env}; {ECHO_PID} > {pidfile}.tmp; echo $$ >> {pidfile}.tmp; '
+                    f'mv {pidfile}.tmp {pidfile}; exec {zklock_sh(c, "exec", "/apps/ident/inner", "--", "sleep", "60")}')
+    try:
+        inner = wait_for(lambda: (lambda h: h if len(h) == 1 else None)(holders(c, "/apps/ident/inner")), 20, "the inner holder")[0]
+        host_pid, ns_pid = open(pidfile).read().split()
+        want = f"{socket.gethostname()}:{host_pid}" + (f"/{ns_pid}" if ns_pid != host_pid else "")
+        check(inner[5] == want, f"inner identity {inner[5]!r}, wanted {want!r}")
+        got = locks_json(c, "/apps/ident")
+        lock = [l for l in got["locks"] if l["path"] == "/apps/ident/inner"][0]
+        check(lock["holders"][0]["parent"] == open(env).read().strip(), f"parent {lock['holders'][0]} vs {open(env).read()!r}")
+    finally:
+        outer.send_signal(signal.SIGTERM)
+        c.wait(outer)
+
+
+def case_election_campaigning(c):
+    """S1 leads /e and (through its command) waits for /m; S2 holds /m and (through its command)
+    is a candidate of /e behind S1: not a deadlock (a candidate campaigns, it waits for nobody)."""
+    s1 = c.start("elect", "--id", "s1", "/apps/camp/e", "--", "sh", "-c",
+                 f'touch {c.path("s1")}; sleep 1; exec {zklock_sh(c, "exec", "/apps/camp/m", "--", "true")}')
+    wait_for(lambda: os.path.exists(c.path("s1")), 20, "s1 to lead")
+    s2 = c.start("exec", "/apps/camp/m", "--", "sh", "-c",
+                 f'exec {zklock_sh(c, "elect", "--id", "s2", "/apps/camp/e", "--", "true")}')
+    try:
+        def both():
+            got = locks_json(c, "/apps/camp")
+            by = {l["path"]: l for l in got["locks"]}
+            ok = len(by.get("/apps/camp/e", {}).get("campaigning", [])) == 1 and len(by.get("/apps/camp/m", {}).get("waiters", [])) == 1
+            return got if ok else None
+        got = wait_for(both, 20, "s2 to campaign and s1's command to wait")
+        by = {l["path"]: l for l in got["locks"]}
+        e = by["/apps/camp/e"]
+        check(e["kind"] == "election" and e["waiters"] == [] and e["campaigning"][0]["identity"] == "s2", f"election: {e}")
+        check(got["deadlocks"] == [], f"a campaigning candidate taken for a waiter: {got['deadlocks']}")
+        rc, out, err, _ = c.run("locks", "/apps/camp")
+        check("campaigning: 1: " in out and "(s2)" in out and "deadlock" not in out, f"text: {out!r}")
+    finally:
+        for p in (s2, s1):
+            p.send_signal(signal.SIGTERM)
+            c.wait(p)
+
+
+def case_holders_recipes(c):
+    """holders knows each recipe's layout (a semaphore's leases and PATH/locks, a shared lock's
+    readers and writers, an election's candidates); --json."""
+    import json
+    a = c.start("exec", "--semaphore", "2", "/apps/hr/sem", "--", *holder_command(c, "l1", 30))
+    b = c.start("exec", "--semaphore", "2", "/apps/hr/sem", "--", *holder_command(c, "l2", 30))
+    wait_for(lambda: os.path.exists(c.path("l1")) and os.path.exists(c.path("l2")), 20, "two lease holders")
+    w = c.start("exec", "--semaphore", "2", "/apps/hr/sem", "--", "true")
+    r1 = c.start("exec", "--shared", "/apps/hr/rw", "--", *holder_command(c, "r1", 30))
+    r2 = c.start("exec", "--shared", "/apps/hr/rw", "--", *holder_command(c, "r2", 30))
+    wait_for(lambda: os.path.exists(c.path("r1")) and os.path.exists(c.path("r2")), 20, "two readers")
+    wr = c.start("exec", "/apps/hr/rw", "--", "true")
+    try:
+        lines = wait_for(lambda: (lambda h: h if len(h) == 3 else None)(holders(c, "/apps/hr/sem")), 20, "the semaphore's waiter")
+        log(f"holders /apps/hr/sem: {lines}")
+        check([l[0] for l in lines] == ["0", "0", "1"], f"positions {lines}")
+        check([l[4] for l in lines] == ["lease", "lease", "exclusive"], f"kinds {lines}")
+        check(lines[0][1].startswith("leases/_c_") and lines[2][1].startswith("locks/_c_"), f"names {lines}")
+        rc, out, err, _ = c.run("holders", "--json", "/apps/hr/sem")
+        j = json.loads(out)
+        check(rc == 0 and j["kind"] == "semaphore" and len(j["holders"]) == 2 and len(j["waiters"]) == 1, f"--json: {j}")
+        check({h["session"] for h in j["holders"]} == {l[2] for l in lines[:2]}, f"--json sessions: {j}")
+        lines = wait_for(lambda: (lambda h: h if len(h) == 3 else None)(holders(c, "/apps/hr/rw")), 20, "the writer to queue")
+        check([(l[0], l[4]) for l in lines] == [("0", "read"), ("0", "read"), ("1", "exclusive")], f"shared lock: {lines}")
+        j = json.loads(c.run("holders", "--json", "/apps/hr/rw")[1])
+        check(j["kind"] == "read/write" and [h["kind"] for h in j["holders"]] == ["read", "read"] and
+              [x["kind"] for x in j["waiters"]] == ["exclusive"], f"--json rw: {j}")
+        # nothing there: an empty object, status 0
+        rc, out, err, _ = c.run("holders", "--json", "/apps/hr/none")
+        check(rc == 0 and json.loads(out)["holders"] == [], f"--json on a missing dir -> {rc}: {out!r}")
+    finally:
+        for p in (a, b, r1, r2):
+            p.send_signal(signal.SIGTERM)
+        for p in (a, b, r1, r2, w, wr):
+            c.wait(p)
+    # an election: the leader at 0, the other candidate at 1
+    e1 = c.start("elect", "--id", "one", "/apps/hr/e", "--", *holder_command(c, "e1", 30))
+    wait_for(lambda: os.path.exists(c.path("e1")), 20, "one to lead")
+    e2 = c.start("elect", "--id", "two", "/apps/hr/e", "--", "true")
+    try:
+        lines = wait_for(lambda: (lambda h: h if len(h) == 2 else None)(holders(c, "/apps/hr/e")), 20, "two candidates")
+        check([(l[0], l[4], l[5]) for l in lines] == [("0", "candidate", "one"), ("1", "candidate", "two")], f"{lines}")
+        j = json.loads(c.run("holders", "--json", "/apps/hr/e")[1])
+        check(j["kind"] == "election" and j["holders"][0]["identity"] == "one" and j["campaigning"][0]["identity"] == "two",
+              f"--json election: {j}")
+    finally:
+        e1.send_signal(signal.SIGTERM)
+        for p in (e1, e2):
+            c.wait(p)
+
+
+def case_conflict_exit_code(c):
+    """exec -E N / --conflict-exit-code N: the status when --try or --timeout finds it busy."""
+    holder = c.start("exec", "/apps/cec", "--", *holder_command(c, "ready", 30))
+    wait_for(lambda: os.path.exists(c.path("ready")), 20, "the holder to run")
+    try:
+        for args in (("-E", "9", "--try"), ("--conflict-exit-code", "0", "--try"), ("-E", "42", "--timeout", "0.5")):
+            rc, out, err, _ = c.run("exec", *args, "/apps/cec", "--", "touch", c.path("ran"))
+            check(rc == int(args[1]) and "held by" in err or "not acquired" in err, f"exec {args} -> {rc}: {err!r}")
+            check(rc == int(args[1]), f"exec {args} -> {rc}")
+        rc, *_ = c.run("hold", "-E", "3", "--try", "/apps/cec")
+        check(rc == 3, f"hold -E 3 --try -> {rc}")
+        check(not os.path.exists(c.path("ran")), "a command ran without the lock")
+        for bad in ("x", "-1", "256"):
+            rc, out, err, _ = c.run("exec", "-E", bad, "--try", "/apps/cec", "--", "true")
+            check(rc == EXIT_USAGE and "--conflict-exit-code: expected an exit status 0..255" in err, f"-E {bad} -> {rc}: {err!r}")
+    finally:
+        holder.send_signal(signal.SIGTERM)
+        c.wait(holder)
+    rc, *_ = c.run("exec", "-E", "9", "--try", "/apps/cec", "--", "sh", "-c", "exit 4")
+    check(rc == 4, f"-E when free: the command's status -> {rc}")
+
+
+def case_hold(c):
+    """zklock hold PATH: takes the lock, prints NODE TOKEN, holds until SIGINT/SIGTERM, releases, 0."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        h = c.start("hold", "/apps/hold")
+        line = h.stdout.readline().strip()
+        m = re.fullmatch(r"(/apps/hold/_c_[0-9a-f-]+-lock-\d{10}) (\d+)", line)
+        check(m, f"hold printed {line!r}")
+        lines = holders(c, "/apps/hold")
+        check(len(lines) == 1 and "/apps/hold/" + lines[0][1] == m.group(1), f"holders: {lines}")
+        rc, out, err, _ = c.run("exec", "--try", "/apps/hold", "--", "true")
+        check(rc == EXIT_BUSY and f"held by {lines[0][2]}" in err, f"--try while held -> {rc}: {err!r}")
+        rc, *_ = c.run("hold", "--try", "/apps/hold")
+        check(rc == EXIT_BUSY, f"hold --try while held -> {rc}")
+        h.send_signal(sig)
+        rc, out, err = c.wait(h)
+        check(rc == 0 and err == "", f"hold after {sig.name} -> {rc}: {err!r}")
+        check(holders(c, "/apps/hold") == [], "hold left its node behind")
+    # the fencing token grows from holder to holder, as exec's
+    tokens = []
+    for _ in range(2):
+        h = c.start("hold", "/apps/hold")
+        tokens.append(int(h.stdout.readline().split()[1]))
+        h.send_signal(signal.SIGTERM)
+        c.wait(h)
+    check(tokens[0] < tokens[1], f"tokens {tokens}")
+    # a lost lock: 76 (our node deleted by revoke --force-after, which nobody answers)
+    h = c.start("hold", "/apps/hold")
+    h.stdout.readline()
+    rc, *_ = c.run("revoke", "--force-after", "0.5", "/apps/hold")
+    rc, out, err = c.wait(h)
+    check(rc == EXIT_LOST and "our node was deleted" in err, f"hold after a forced revoke -> {rc}: {err!r}")
+    rc, out, err, _ = c.run("hold", "/apps/hold", "--", "true")
+    check(rc == EXIT_USAGE and "takes no command" in err, f"hold with a command -> {rc}: {err!r}")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

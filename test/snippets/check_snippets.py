@@ -31,7 +31,7 @@ import textwrap
 
 README_SNIPPETS = "test/snippets/readme_snippets.cpp"
 # Whole programs the documents show, each compiled and linked on its own (a region spans the file).
-README_PROGRAMS = ["test/snippets/readme_first_program.cpp"]
+README_PROGRAMS = ["test/snippets/readme_first_program.cpp", "test/snippets/readme_guards_program.cpp"]
 HEADER_SNIPPETS = "test/snippets/header_snippets.cpp"
 HEADERS = "include"
 CPP_LANGS = {"cpp", "c++", "cxx", "cc"}

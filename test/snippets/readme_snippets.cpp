@@ -24,19 +24,10 @@ namespace asio = boost::asio;
 
 namespace readme {
 
-// README.md, the concepts: a guard's status, its validity deadline and its lost slot.
+// README.md, the concepts (a guard's status, its validity deadline): a whole program,
+// readme_guards_program.cpp, run by the snippet tests.
 void read_report(const std::string& name);
 asio::awaitable<void> write_report(std::int64_t fencing_token);
-asio::awaitable<void> guard_concepts(zklock::mutex& lock) {
-  // [readme-guard-concepts]
-  auto guard = co_await lock.async_acquire(asio::use_awaitable);
-  if (guard.status() == zklock::lock_status::held)                 // held, maybe_lost, lost, released
-    co_await write_report(guard.fencing_token());                  // the resource rejects older tokens
-  auto left = guard.valid_until() - std::chrono::steady_clock::now();  // time we surely still hold it
-  co_await guard.async_wait_deadline(std::chrono::seconds(1), asio::use_awaitable);  // 1 s before it
-  // [readme-guard-concepts]
-  (void)left;
-}
 
 // README.md, the shared lock.
 asio::awaitable<void> shared_lock(zklock::session& session) {

@@ -2,6 +2,7 @@
 // codes that carry their own message, and the node data that carries an identity.
 #include "engine/handshake.hpp"
 #include "error_message.hpp"
+#include "lock/client_id.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
@@ -10,7 +11,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 using namespace zklock;
 using namespace zklock::detail;
@@ -60,3 +64,27 @@ TEST_CASE("an error code with its own message still compares as its errc and its
   }
 }
 
+
+TEST_CASE("identity: the host's pid, and the parent session from $ZKLOCK_SESSION", "[unit][connect]") {
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  // not in a nested PID namespace here: the pid alone
+  ::unsetenv(parent_session_variable);
+  CHECK(default_identity() == std::string(host) + ":" + std::to_string(::getpid()));
+  CHECK(node_identity(std::nullopt) == default_identity());
+  CHECK(node_identity(std::string("web-1")) == "web-1");
+  ::setenv(parent_session_variable, "0x1000a3f2e5c0007", 1);
+  CHECK(node_identity(std::string("web-1")) == "web-1 parent=0x1000a3f2e5c0007");
+  CHECK(node_identity(std::string()) == "");  // no identity: the marker alone
+  const std::string with_parent = node_identity(std::nullopt);
+  auto parts = split_parent(with_parent);
+  CHECK(parts.identity == default_identity());
+  CHECK(parts.parent == 0x1000a3f2e5c0007);
+  for (const char* bad : {"", "0x", "1000a3f2e5c0007", "0xzz", "0x10000000000000000"}) {
+    ::setenv(parent_session_variable, bad, 1);
+    CHECK(node_identity(std::string("web-1")) == "web-1");
+  }
+  ::unsetenv(parent_session_variable);
+  CHECK(split_parent("a b parent=0x7 parent=0x9").identity == "a b parent=0x7");
+  CHECK(split_parent("a b parent=0x7 parent=0x9").parent == 9);
+}

@@ -199,3 +199,54 @@ TEST_CASE("lock_view: a semaphore waiter is stuck only when every lease holder i
   CHECK(found[0].cycle[1].session == 3);
   CHECK(found[0].cycle[1].path == "/s");
 }
+
+TEST_CASE("lock_view: a parent's hold and its child's wait close a cycle across process trees", "[unit][lock_view]") {
+  // exec A (session 1) holds /a and runs a zklock (session 11, parent 1) that waits for /b;
+  // exec B (session 2) holds /b and runs one (session 12, parent 2) that waits for /a.
+  auto child = node("_c_y-lock-" + seq(1), 11, "zklock/3 h:1/2 parent=0x1");
+  CHECK(child.identity == "h:1/2");
+  CHECK(child.parent == 1);
+  std::vector<contender> a{node("_c_x-lock-" + seq(0), 1), node("_c_y-lock-" + seq(1), 12, "zklock/3 h:5 parent=0x2")};
+  std::vector<contender> b{node("_c_x-lock-" + seq(0), 2), child};
+  auto found = find_deadlocks({view_lock_dir("/a", a), view_lock_dir("/b", b)});
+  REQUIRE(found.size() == 1);
+  const auto& cycle = found[0].cycle;
+  REQUIRE(cycle.size() == 4);
+  CHECK(cycle[0].session == 1);
+  CHECK(cycle[0].blocker == 11);
+  CHECK(cycle[0].child);
+  CHECK(cycle[0].path == "/b");  // where the child waits
+  CHECK(cycle[1].session == 11);
+  CHECK(cycle[1].blocker == 2);
+  CHECK_FALSE(cycle[1].child);
+  CHECK(cycle[2].session == 2);
+  CHECK(cycle[2].blocker == 12);
+  CHECK(cycle[2].child);
+  CHECK(cycle[3].session == 12);
+  CHECK(cycle[3].blocker == 1);
+
+  // without the parent links: no cycle (two sessions each waiting for a holder that waits nowhere)
+  std::vector<contender> a2{node("_c_x-lock-" + seq(0), 1), node("_c_y-lock-" + seq(1), 12)};
+  std::vector<contender> b2{node("_c_x-lock-" + seq(0), 2), node("_c_y-lock-" + seq(1), 11)};
+  CHECK(find_deadlocks({view_lock_dir("/a", a2), view_lock_dir("/b", b2)}).empty());
+  // a child that waits behind its own parent: the nested exec of the same lock
+  std::vector<contender> same{node("_c_x-lock-" + seq(0), 1), node("_c_y-lock-" + seq(1), 11, "zklock/3 h:9 parent=0x1")};
+  CHECK(find_deadlocks({view_lock_dir("/a", same)}).size() == 1);
+  // a parent suffix in a foreign node's data, or one that is no session id, is part of the identity
+  auto foreign = node("_c_y-lock-" + seq(1), 11, "worker parent=0x1");
+  CHECK(foreign.identity == "worker parent=0x1");
+  CHECK(foreign.parent == 0);
+  auto odd = node("_c_y-lock-" + seq(1), 11, "zklock/3 h:9 parent=zz");
+  CHECK(odd.identity == "h:9 parent=zz");
+  CHECK(odd.parent == 0);
+}
+
+TEST_CASE("lock_view: election candidates other than the leader campaign, they wait in no cycle", "[unit][lock_view]") {
+  // S1 leads /e and waits for /m; S2, a candidate in /e, holds /m: S2 does not wait for S1.
+  std::vector<contender> e{node("_c_1-latch-" + seq(0), 1, "s1"), node("_c_2-latch-" + seq(1), 2, "s2")};
+  std::vector<contender> m{node("_c_x-lock-" + seq(0), 2), node("_c_y-lock-" + seq(1), 1)};
+  auto ev = view_lock_dir("/e", e);
+  CHECK(ev.kind == lock_dir_kind::leader_election);
+  CHECK(ev.waiters.size() == 1);
+  CHECK(find_deadlocks({ev, view_lock_dir("/m", m)}).empty());
+}

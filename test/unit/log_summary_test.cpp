@@ -21,6 +21,12 @@ const char* delaying =
 const char* host_down =
     "2026-11-24 21:16:20,635:15946:ZOO_ERROR@check_events@3014: Socket 127.0.0.1:56115 zk retcode=-4, "
     "errno=112(Host is down): failed while receiving a server response";
+// The same line logged a second later: another attempt.
+std::string later(const char* line) {
+  std::string l = line;
+  l.replace(l.find(":20,"), 4, ":21,");
+  return l;
+}
 const char* expired =
     "2026-11-24 21:15:55,335:15946:ZOO_ERROR@check_events@3048: Socket 127.0.0.1:46145 zk retcode=-112, "
     "errno=116(Stale file handle): sessionId=0x100001e74a60000 has expired.";
@@ -74,11 +80,30 @@ TEST_CASE("log summary: a failure the engine found (an answer that is not ZooKee
 TEST_CASE("log summary: a server that closed the connection says so, not 'Host is down'", "[unit][log]") {
   log_summary sum;
   std::optional<log_summary::line> extra;
+  // the first closed connection: nothing yet (the next attempt tells why)
   CHECK(sum.classify(log_level::error, host_down, extra) == log_level::debug);
+  CHECK_FALSE(extra);
+  CHECK(sum.causes() == "127.0.0.1:56115: the server closed the connection");
+  // closed again: said as such
+  CHECK(sum.classify(log_level::error, later(host_down), extra) == log_level::debug);
   REQUIRE(extra);
   CHECK(extra->text.find("Host is down") == std::string::npos);
   CHECK(extra->text.find("127.0.0.1:56115 unreachable: the server closed the connection") != std::string::npos);
-  CHECK(sum.causes() == "127.0.0.1:56115: the server closed the connection");
+  CHECK(sum.failures() == "127.0.0.1:56115: the server closed the connection, 2 attempts");
+}
+
+TEST_CASE("log summary: a server stopped under us is reported by its refusal, not the closed connection",
+          "[unit][log]") {
+  log_summary sum;
+  std::optional<log_summary::line> extra;
+  sum.classify(log_level::error, host_down, extra);
+  CHECK_FALSE(extra);
+  sum.classify(log_level::error, refused, extra);
+  REQUIRE(extra);
+  CHECK(extra->text.find("127.0.0.1:56115 unreachable: Connection refused") != std::string::npos);
+  sum.classify(log_level::error, later(refused), extra);
+  CHECK_FALSE(extra);  // once per outage
+  CHECK(sum.causes() == "127.0.0.1:56115: Connection refused");
 }
 
 TEST_CASE("log summary: closing a session whose server does not answer is not a warning", "[unit][log]") {
