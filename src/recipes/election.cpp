@@ -73,7 +73,7 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
 
   void start() {
     cancel_ = cancel_hook(op_, weak_from_this(), [](observe_op& self, asio::cancellation_type t) {
-      self.run(self.fsm_.cancel(/*total=*/!cancels_at_once(t), is_connected(self.s_->state())));
+      self.run(self.fsm_.cancel(asio::error::operation_aborted, /*total=*/!cancels_at_once(t), is_connected(self.s_->state())));
     });
     run(fsm_.start(s_->state()));
   }
