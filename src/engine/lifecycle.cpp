@@ -3,9 +3,9 @@
 #include "engine/contact.hpp"
 #include "engine/glue.hpp"
 #include "engine/handshake.hpp"
+#include "engine/hooks.hpp"
 #include "engine/session_impl.hpp"
 #include "error_message.hpp"
-#include "lock/hooks.hpp"
 
 #include <zklock/path.hpp>
 

@@ -1,9 +1,9 @@
 #include "lock/acquire_op.hpp"
 
+#include "engine/hooks.hpp"
+#include "engine/lock_metrics.hpp"
 #include "lock/client_id.hpp"
 #include "lock/hold.hpp"
-#include "lock/hooks.hpp"
-#include "lock/metrics.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/session_end.hpp"
 

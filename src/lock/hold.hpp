@@ -8,9 +8,9 @@
 // (complete_release: the caller's handler).
 #pragma once
 
+#include "engine/hooks.hpp"
+#include "engine/lock_metrics.hpp"
 #include "engine/session_impl.hpp"
-#include "lock/hooks.hpp"
-#include "lock/metrics.hpp"
 #include "sansio/hold_fsm.hpp"
 #include "sansio/revocation_fsm.hpp"
 

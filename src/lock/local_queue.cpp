@@ -1,8 +1,8 @@
 // The two-level lock's runner: see local_queue.hpp and src/sansio/local_queue_fsm.hpp.
 #include "lock/local_queue.hpp"
 
+#include "engine/hooks.hpp"
 #include "lock/hold.hpp"
-#include "lock/hooks.hpp"
 #include "sansio/local_queue_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"

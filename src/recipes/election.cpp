@@ -4,7 +4,7 @@
 // loss, protected creation, container parents and the grant's session check are the mutex's.
 // Observers (async_leader, async_observe) only read: the head of the queue and its data
 // (observe_leader_fsm decides, observe_op below carries its actions out).
-#include "lock/hooks.hpp"
+#include "engine/hooks.hpp"
 #include "lock/lock_dir.hpp"
 #include "sansio/observe_leader_fsm.hpp"
 #include "sansio/session_end.hpp"

@@ -61,7 +61,7 @@ def main():
         return ["includes %s (above the engine)" % rel(d, root) for d in deps
                 if rel(d, root).startswith(ABOVE_ENGINE)]
 
-    jobs = [(f, sansio) for f in files("sansio")]
+    jobs = [(f, sansio) for f in files("sansio")] + [(f, engine) for f in files("engine")]
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for (f, _), problems in zip(jobs, pool.map(lambda j: j[1](j[0]), jobs)):
