@@ -2,6 +2,7 @@
 #include "lock/local_queue.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
+#include "sansio/session_end.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -48,8 +49,7 @@ void hold::on_session_state(session_state st) {
       else watch_node();
     }
   } else if (st == session_state::expired || st == session_state::closed) {
-    run(fsm.on_session_ended(
-        make_lock_lost(st == session_state::expired ? lost_cause::session_expired : lost_cause::session_closed)));
+    run(fsm.on_session_ended(make_lock_lost(lost_cause_of(st, s->session_id() != session_id))));
   }
   check_clock();
 }

@@ -102,11 +102,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto end = session_end_error(st, /*ran_on_session=*/true, replaced);
     if (!end && node_guard_.owns_lock()) return;
     // the cause the node's hold reports (it names it the same way)
-    node_lost_ = make_lock_lost(st == session_state::closed    ? lost_cause::session_closed
-                                : replaced && is_connected(st) ? lost_cause::session_replaced
-                                : end                          ? lost_cause::session_expired
-                                : is_connected(st)             ? lost_cause::node_deleted
-                                                               : lost_cause::deadline_passed);
+    node_lost_ = make_lock_lost(lost_cause_of(st, replaced));
     run(fsm_.on_node_lost(end));
   }
 

@@ -82,22 +82,12 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         }));
         break;
       }
-      case revocation_action::await_connection: {
-        // Follows the session's states until it is connected again (or ended: the hold's end
-        // completes the waiters then).
-        struct follow {
-          std::weak_ptr<hold> weak;
-          void operator()(error_code ec, session_state st) const {
-            auto self = weak.lock();
-            if (!self || ec) return;
-            if (is_connected(st)) return self->run_revocation(self->revocation.on_connected());
-            if (st == session_state::expired || st == session_state::closed) return;
-            self->s->wait_state(st, state_handler(follow{weak}));
-          }
-        };
-        s->wait_state(session_state::suspended, state_handler(follow{weak}));
+      case revocation_action::await_connection:
+        // (an ended session: the hold's end completes the waiters)
+        detail::await_connection(s, weak, [](hold& self, session_state st) {
+          if (is_connected(st)) self.run_revocation(self.revocation.on_connected());
+        });
         break;
-      }
       case revocation_action::check_node:
         check_node();
         break;
@@ -160,16 +150,9 @@ void hold::write_back_kept_data() {
     auto self = weak.lock();
     if (!self || !self->owns()) return;
     if (ec != condition::connection_lost) return self->run_revocation(self->revocation.add_waiter());
-    struct retry {
-      std::weak_ptr<hold> weak;
-      void operator()(error_code, session_state) const {
-        auto self = weak.lock();
-        if (!self || !self->owns()) return;
-        if (is_connected(self->s->state())) return self->write_back_kept_data();
-        self->s->wait_state(self->s->state(), state_handler(retry{weak}));
-      }
-    };
-    retry{weak}({}, self->s->state());
+    detail::await_connection(self->s, weak, [](hold& h, session_state st) {
+      if (h.owns() && is_connected(st)) h.write_back_kept_data();
+    });
   }));
 }
 
