@@ -15,7 +15,7 @@
 
 namespace zklock::detail {
 
-struct hold;
+class hold;
 class local_queue;
 
 /// Reentrancy (async_acquire with an owner_id), the one rule for every lock object (a lock
