@@ -279,18 +279,13 @@ void hold::send_release() {
   }));
 }
 
-// A local hold's own state machine is only a status: it never sends (the node is the queue's).
-void hold::run_local(hold_fsm::actions actions) {
-  std::erase_if(actions, [](const hold_action& a) { return a.type == hold_action::send_release; });
-  run(actions);
-}
-
-void hold::local_suspended() { run_local(fsm_.on_suspended()); }
-void hold::local_connected(bool same_session) { run_local(fsm_.on_connected(same_session)); }
-void hold::local_session_ended(error_code why) { run_local(fsm_.on_session_ended(why)); }
+// A local hold's machine is in its local mode: it never sends (the node is the queue's).
+void hold::local_suspended() { run(fsm_.on_suspended()); }
+void hold::local_connected(bool same_session) { run(fsm_.on_connected(same_session)); }
+void hold::local_session_ended(error_code why) { run(fsm_.on_session_ended(why)); }
 
 void hold::local_release() {
-  (void)fsm_.release(false);  // its status only: the node is the queue's
+  run(fsm_.release(false));
   end_released();
 }
 

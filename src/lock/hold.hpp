@@ -133,8 +133,6 @@ class hold : public std::enable_shared_from_this<hold> {
   void follow_node_watch();
   void send_keepalive();
   void run(const hold_fsm::actions& actions);
-  /// A local hold's actions: its machine is only a status there, the node's release is the queue's.
-  void run_local(hold_fsm::actions actions);
   void send_release();
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
