@@ -1,4 +1,4 @@
-#include "lock/client_id.hpp"
+#include "engine/client_id.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_name.hpp"
 #include "sansio/node_data.hpp"

@@ -1,6 +1,6 @@
 // Lock metrics, the public half (include/zklock/metrics.hpp): the latency histogram, the event
 // names and the Prometheus rendering. The session's registry and the meters the lock runners
-// carry are in src/lock/metrics.cpp.
+// carry are in src/engine/lock_metrics.cpp.
 #include <zklock/metrics.hpp>
 
 #include <algorithm>

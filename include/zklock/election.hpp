@@ -5,6 +5,7 @@
 #include <zklock/detail/election.hpp>
 #include <zklock/lock_guard.hpp>
 #include <zklock/mutex.hpp>
+#include <zklock/types.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -15,14 +16,6 @@
 #include <vector>
 
 namespace zklock {
-
-/// Who leads an election, as an observer sees it.
-struct leader_info {
-  std::string identity;  ///< the leader's participant id (its node's data)
-  std::string node;      ///< the leader's node, a child of the election path
-  std::int64_t since = 0;  ///< the node's ctime (ms since the epoch, the server's clock): when it queued
-  friend bool operator==(const leader_info&, const leader_info&) = default;
-};
 
 /// Options of an election.
 struct election_options {

@@ -72,6 +72,14 @@ struct node_stat {
   std::int64_t pzxid = 0;            ///< zxid of the last change to its children
 };
 
+/// Who leads an election, as an observer sees it (election::async_leader, async_observe).
+struct leader_info {
+  std::string identity;  ///< the leader's participant id (its node's data)
+  std::string node;      ///< the leader's node, a child of the election path
+  std::int64_t since = 0;  ///< the node's ctime (ms since the epoch, the server's clock): when it queued
+  friend bool operator==(const leader_info&, const leader_info&) = default;
+};
+
 /// What basic_session::async_create completes with.
 struct create_result {
   std::string path;  ///< the created path (with the sequence suffix for sequential nodes)

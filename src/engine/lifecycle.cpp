@@ -1,12 +1,12 @@
 // The session's lifecycle: connect, close, the session events of the C client, the state and
 // its listeners, and what the server has seen of us (the validity deadline of held locks).
+#include "engine/client_id.hpp"
 #include "engine/contact.hpp"
 #include "engine/glue.hpp"
 #include "engine/handshake.hpp"
+#include "engine/hooks.hpp"
 #include "engine/session_impl.hpp"
 #include "error_message.hpp"
-#include "lock/client_id.hpp"
-#include "lock/hooks.hpp"
 
 #include <zklock/path.hpp>
 

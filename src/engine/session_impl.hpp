@@ -15,9 +15,9 @@
 #include <zklock/session.hpp>
 #include <zklock/types.hpp>
 
+#include "engine/lock_metrics.hpp"
 #include "engine/log_summary.hpp"
 #include "engine/server_list.hpp"
-#include "lock/metrics.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -61,7 +61,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Counters for benchmarks and tests.
   session_stats stats() const noexcept;
-  /// The locks' metrics (src/lock/metrics.hpp): thread-safe.
+  /// The locks' metrics (src/engine/lock_metrics.hpp): thread-safe.
   lock_metrics_registry& lock_metrics() const noexcept { return lock_metrics_; }
 
   void connect(void_handler h);

@@ -1,9 +1,9 @@
 #include "lock/acquire_op.hpp"
 
-#include "lock/client_id.hpp"
+#include "engine/hooks.hpp"
+#include "engine/lock_metrics.hpp"
+#include "engine/client_id.hpp"
 #include "lock/hold.hpp"
-#include "lock/hooks.hpp"
-#include "lock/metrics.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/session_end.hpp"
 
@@ -345,20 +345,15 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       if (!fsm_.answered_early()) fail(r.ec);  // answered already: counted then
       return;
     }
-    auto h = std::make_shared<hold>(s_, is_connected(s_->state()));
-    h->node = r.node;
-    h->token = r.fencing_token;
-    h->kind = fsm_.kind();
-    h->metrics = metrics_.granted();
-    h->start();
+    auto h = hold::granted(s_, {.node = r.node, .token = r.fencing_token, .kind = fsm_.kind(), .metrics = metrics_.granted()},
+                           dir_->watch_own_node);
     // Our node's watch, set from its create on, is the hold's now (its reply may still come:
     // forwarded from the watch_own handler through granted_).
     granted_ = h;
-    h->watches_node = dir_->watch_own_node;
     h->adopt_node_watch(std::exchange(own_watch_, nullptr), own_reply_pending_, own_read_ ? &*own_read_ : nullptr);
     // A candidate's node data is its identity (an election's participant id): a revocation
     // request written over it does not change who leads.
-    if (h->kind == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
+    if (h->kind() == lock_kind::candidate) h->keep_data_through_revocation(node_data_);
     if (owner_) dir_->owned = {h, owner_};
     op_->complete({}, make_guard(std::move(h)));
   }

@@ -2,7 +2,7 @@
 // locks): one deadline across the steps, and cancellation forwarded to the step under way.
 #pragma once
 
-#include "lock/hooks.hpp"
+#include "engine/hooks.hpp"
 #include "lock/lock_dir.hpp"
 
 #include <zklock/detail/pending.hpp>

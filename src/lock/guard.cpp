@@ -12,7 +12,7 @@ namespace detail {
 namespace {
 // Gives back one hold from any thread: only posts to the session's executor.
 void release_in_background(std::shared_ptr<hold> h) {
-  auto ex = h->s->executor();
+  auto ex = h->session()->executor();
   asio::post(ex, [h = std::move(h)] { h->release_one(nullptr); });
 }
 }  // namespace
@@ -24,12 +24,12 @@ release_ticket::~release_ticket() {
 void release_ticket::launch(void_handler h) {
   if (!hold_) return post_completion(ex_, std::move(h), error_code(errc::already_released));
   auto held = std::exchange(hold_, nullptr);
-  auto ex = held->s->executor();
+  auto ex = held->session()->executor();
   on_executor(ex, std::move(h), [held = std::move(held)](auto h) mutable { held->release_one(std::move(h)); });
 }
 
 void wait_lost(const std::shared_ptr<hold>& h, void_handler handler) {
-  on_open_hold(h, std::move(handler), [h](auto op) { h->lost_waiters.push_back(std::move(op)); });
+  on_open_hold(h, std::move(handler), [h](auto op) { h->wait_lost(std::move(op)); });
 }
 
 void wait_deadline(const std::shared_ptr<hold>& h, std::chrono::steady_clock::duration lead, void_handler handler) {
@@ -73,28 +73,28 @@ bool lock_guard::owns_lock() const noexcept { return hold_ && !released_ && hold
 lock_status lock_guard::status() const noexcept {
   if (!hold_) return lock_status::released;
   // A release the server refused for good left our node in place: not a clean release.
-  if (released_) return hold_->fsm.release_failure() ? lock_status::lost : lock_status::released;
+  if (released_) return hold_->machine().release_failure() ? lock_status::lost : lock_status::released;
   return hold_->status();
 }
 
 const std::string& lock_guard::node_path() const noexcept {
   static const std::string empty;
-  return hold_ ? hold_->node : empty;
+  return hold_ ? hold_->node() : empty;
 }
 
-std::int64_t lock_guard::fencing_token() const noexcept { return hold_ ? hold_->token : 0; }
+std::int64_t lock_guard::fencing_token() const noexcept { return hold_ ? hold_->fencing_token() : 0; }
 
-int lock_guard::hold_count() const noexcept { return hold_ ? hold_->count : 0; }
+int lock_guard::hold_count() const noexcept { return hold_ ? hold_->count() : 0; }
 
-lock_kind lock_guard::kind() const noexcept { return hold_ ? hold_->kind : lock_kind::exclusive; }
+lock_kind lock_guard::kind() const noexcept { return hold_ ? hold_->kind() : lock_kind::exclusive; }
 
 std::chrono::steady_clock::time_point lock_guard::valid_until() const noexcept {
   if (!owns_lock()) return std::chrono::steady_clock::time_point::min();
-  return hold_->s->valid_until();
+  return hold_->session()->valid_until();
 }
 
 asio::cancellation_slot lock_guard::lost_slot() const noexcept {
-  return hold_ ? hold_->lost_signal.slot() : asio::cancellation_slot();
+  return hold_ ? hold_->lost_slot() : asio::cancellation_slot();
 }
 
 }  // namespace zklock

@@ -1,8 +1,8 @@
 // The two-level lock's runner: see local_queue.hpp and src/sansio/local_queue_fsm.hpp.
 #include "lock/local_queue.hpp"
 
+#include "engine/hooks.hpp"
 #include "lock/hold.hpp"
-#include "lock/hooks.hpp"
 #include "sansio/local_queue_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
@@ -102,11 +102,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto end = session_end_error(st, /*ran_on_session=*/true, replaced);
     if (!end && node_guard_.owns_lock()) return;
     // the cause the node's hold reports (it names it the same way)
-    node_lost_ = make_lock_lost(st == session_state::closed    ? lost_cause::session_closed
-                                : replaced && is_connected(st) ? lost_cause::session_replaced
-                                : end                          ? lost_cause::session_expired
-                                : is_connected(st)             ? lost_cause::node_deleted
-                                                               : lost_cause::deadline_passed);
+    node_lost_ = make_lock_lost(lost_cause_of(st, replaced));
     run(fsm_.on_node_lost(end));
   }
 
@@ -122,16 +118,10 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         case local_action::grant: grant(a.waiter, a.generation); break;
         case local_action::fail: finish(a.waiter, a.ec); break;
         case local_action::lose_holder:
-          if (auto h = holder_.held.lock(); h && holder_id_ == a.waiter) apply_local(*h, h->fsm.on_session_ended(node_lost_ ? node_lost_ : a.ec));
+          if (auto h = holder_.held.lock(); h && holder_id_ == a.waiter) h->local_session_ended(node_lost_ ? node_lost_ : a.ec);
           break;
       }
     }
-  }
-
-  // A local hold's own state machine is only a status: it never sends (the node is the queue's).
-  static void apply_local(hold& h, hold_fsm::actions actions) {
-    std::erase_if(actions, [](const hold_action& a) { return a.type == hold_action::send_release; });
-    h.apply(actions);
   }
 
   // The session's changes reach the local holder's status as they reach a hold's
@@ -142,9 +132,9 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto h = holder_.held.lock();
     if (!h) return;
     if (st == session_state::suspended)
-      apply_local(*h, h->fsm.on_suspended());
+      h->local_suspended();
     else if (is_connected(st))
-      apply_local(*h, h->fsm.on_connected(s_->session_id() == h->session_id));
+      h->local_connected(s_->session_id() == h->node_session());
   }
 
   void acquire_node(bool try_once) {
@@ -233,12 +223,11 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (!taken) return;
     auto& w = *taken;
     // A local hold: nothing is sent. It starts as the node's hold is (held or maybe_lost).
-    auto h = std::make_shared<hold>(s_, node_guard_.status() == lock_status::held, /*local=*/true);
-    h->node = node_guard_.node_path();
-    h->token = local_fencing_token(czxid_, generation);
-    h->session_id = s_->session_id();
-    h->metrics = w.metrics.granted_locally(generation);
-    h->local_queue_owner = shared_from_this();
+    auto h = hold::local(s_,
+                         {.node = node_guard_.node_path(),
+                          .token = local_fencing_token(czxid_, generation),
+                          .metrics = w.metrics.granted_locally(generation)},
+                         node_guard_.status() == lock_status::held, shared_from_this());
     holder_ = {h, w.owner};
     holder_id_ = id;
     w.op->complete({}, make_guard(std::move(h)));
@@ -252,13 +241,12 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   // destructor): at once, nothing sent; the queue then hands the lock on or releases the node.
  public:
   void release_local(const std::shared_ptr<hold>& h, pending<void(error_code)>::ptr op) {
-    if (h->fsm.status() == lock_status::released) {
+    if (h->machine().status() == lock_status::released) {
       if (op) op->complete(errc::already_released);
       return;
     }
-    const bool lost = h->fsm.status() == lock_status::lost;
-    (void)h->fsm.release(false);  // its status only: the node is the queue's
-    h->end_released();
+    const bool lost = h->machine().status() == lock_status::lost;
+    h->local_release();
     if (op) op->complete(lost ? error_code(errc::lock_lost) : error_code{});
     if (holder_.held.lock() != h) return;  // (cannot happen: one local holder at a time)
     const auto id = holder_id_;

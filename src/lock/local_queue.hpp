@@ -2,7 +2,7 @@
 // (src/sansio/local_queue_fsm.hpp). The acquires of one mutex object wait here; the node they
 // share is acquired by the ordinary lock runner (start_acquire on a plain lock dir, so its
 // guard, hold, lost-tracking and release are the mutex's own), and each local grant is a
-// "local hold" (hold::local_queue_owner) on that node with its own fencing token.
+// "local hold" (hold::local) on that node with its own fencing token.
 #pragma once
 
 #include "lock/lock_dir.hpp"

@@ -47,11 +47,11 @@ bool reentrant_hold::reenter(const acquire_params& p, const pending<void(error_c
   if (!p.owner || owner != p.owner) return false;
   auto h = held.lock();
   if (!h || !h->owns()) return false;
-  if (h->kind == lock_kind::read && p.kind != lock_kind::read) {
+  if (h->kind() == lock_kind::read && p.kind != lock_kind::read) {
     op->complete(errc::upgrade_refused, lock_guard{});
     return true;
   }
-  ++h->count;
+  h->reenter();
   op->complete({}, make_guard(std::move(h)));
   return true;
 }

@@ -15,7 +15,7 @@
 
 namespace zklock::detail {
 
-struct hold;
+class hold;
 class local_queue;
 
 /// Reentrancy (async_acquire with an owner_id), the one rule for every lock object (a lock
@@ -44,7 +44,7 @@ struct lock_dir {
   std::string identity;  // after the marker in our nodes' data (session_options::identity by default)
   // mutex_options::local_queue: every acquire goes to the local queue (src/lock/local_queue.hpp)
   std::shared_ptr<local_queue> local;
-  lock_metering metering = lock_metering::full;  // what its acquires count (src/lock/metrics.hpp)
+  lock_metering metering = lock_metering::full;  // what its acquires count (src/engine/lock_metrics.hpp)
   std::chrono::milliseconds lock_delay{0};  // mutex_options::lock_delay
   std::int64_t beacon_session = 0;  // the session whose lock-delay beacon was created (acquire_fsm.hpp)
 };

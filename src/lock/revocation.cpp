@@ -20,20 +20,20 @@ namespace zklock::detail {
 
 void hold::wait_revoked(pending<void(error_code)>::ptr op) {
   // A request read (and written over) while only keep_data_through_revocation watched.
-  if (std::exchange(revoke_unheard, false)) return op->complete({});
+  if (std::exchange(revocation_.unheard, false)) return op->complete({});
   hook_cancel(*op, weak_from_this(), [raw = op.get()](hold& self, asio::cancellation_type) {
     // Taken out first, so that the actions below never complete it; then the watch goes if
     // nobody else waits.
-    auto& ws = self.revoke_waiters;
+    auto& ws = self.revocation_.waiters;
     auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
     if (it != ws.end()) {
       ws.erase(it);
-      self.run_revocation(self.revocation.remove_waiter());
+      self.run_revocation(self.revocation_.fsm.remove_waiter());
     }
     raw->abort();
   });
-  revoke_waiters.push_back(std::move(op));
-  run_revocation(revocation.add_waiter());
+  revocation_.waiters.push_back(std::move(op));
+  run_revocation(revocation_.fsm.add_waiter());
 }
 
 void hold::run_revocation(const revocation_fsm::actions& actions) {
@@ -49,64 +49,54 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         // A local hold's node is its queue's, watched by no hold: a watch of its own.
         // The watch this read registers (filled in by get_data before it returns).
         auto registered = std::make_shared<boost::intrusive_ptr<watch_state>>();
-        s->get_data(node, registered.get(), data_handler([weak, g, registered](error_code ec, data_result r) {
+        s_->get_data(node_, registered.get(), data_handler([weak, g, registered](error_code ec, data_result r) {
           auto self = weak.lock();
           if (!self) return;
-          self->run_revocation(self->revocation.on_data(g, ec, r.data, r.stat.version, is_connected(self->s->state())));
-          if (!ec && *registered && self->revocation.ended()) {
+          self->run_revocation(self->revocation_.fsm.on_data(g, ec, r.data, r.stat.version, is_connected(self->s_->state())));
+          if (!ec && *registered && self->revocation_.fsm.ended()) {
             // The hold ended while this read was in flight: its watch was set after the end.
-            self->revoke_watch = *registered;
+            self->revocation_.watch = *registered;
             return self->drop_revoke_watch();
           }
           // Hear when it fires (or is removed, or the session takes it): only after a
           // successful read, since a failed one registers nothing.
           if (!ec && *registered)
-            self->s->wait_watch(*registered, watch_handler([weak, g](error_code wec, watch_event ev) {
-              if (auto self = weak.lock()) self->run_revocation(self->revocation.on_watch_event(g, wec, ev.type));
+            self->s_->wait_watch(*registered, watch_handler([weak, g](error_code wec, watch_event ev) {
+              if (auto self = weak.lock()) self->run_revocation(self->revocation_.fsm.on_watch_event(g, wec, ev.type));
             }));
         }));
-        revoke_watch = *registered;
+        revocation_.watch = *registered;
         break;
       }
       case revocation_action::remove_watch: {
         const auto g = a.generation;
         if (!is_local()) {
           // our node's watch stays for the hold's life: nothing to remove
-          if (revoke_watching == g) revoke_watching = 0;
-          run_revocation(revocation.on_watch_removed(g, {}, is_connected(s->state())));
+          if (revocation_.watching == g) revocation_.watching = 0;
+          run_revocation(revocation_.fsm.on_watch_removed(g, {}, is_connected(s_->state())));
           break;
         }
-        s->remove_watch(revoke_watch, void_handler([weak, g](error_code ec) {
+        s_->remove_watch(revocation_.watch, void_handler([weak, g](error_code ec) {
           if (auto self = weak.lock())
-            self->run_revocation(self->revocation.on_watch_removed(g, ec, is_connected(self->s->state())));
+            self->run_revocation(self->revocation_.fsm.on_watch_removed(g, ec, is_connected(self->s_->state())));
         }));
         break;
       }
-      case revocation_action::await_connection: {
-        // Follows the session's states until it is connected again (or ended: the hold's end
-        // completes the waiters then).
-        struct follow {
-          std::weak_ptr<hold> weak;
-          void operator()(error_code ec, session_state st) const {
-            auto self = weak.lock();
-            if (!self || ec) return;
-            if (is_connected(st)) return self->run_revocation(self->revocation.on_connected());
-            if (st == session_state::expired || st == session_state::closed) return;
-            self->s->wait_state(st, state_handler(follow{weak}));
-          }
-        };
-        s->wait_state(session_state::suspended, state_handler(follow{weak}));
+      case revocation_action::await_connection:
+        // (an ended session: the hold's end completes the waiters)
+        detail::await_connection(s_, weak, [](hold& self, session_state st) {
+          if (is_connected(st)) self.run_revocation(self.revocation_.fsm.on_connected());
+        });
         break;
-      }
       case revocation_action::check_node:
         check_node();
         break;
       case revocation_action::complete_waiters: {
-        auto waiters = std::move(revoke_waiters);
-        revoke_waiters.clear();
+        auto waiters = std::move(revocation_.waiters);
+        revocation_.waiters.clear();
         for (auto& w : waiters) w->complete(a.ec);
-        if (kept_data && !a.ec) {
-          revoke_unheard = revoke_unheard || waiters.empty();
+        if (revocation_.kept_data && !a.ec) {
+          revocation_.unheard = revocation_.unheard || waiters.empty();
           write_back_kept_data();
         }
         break;
@@ -119,23 +109,23 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
 // data watch on the node, and no request when no write came since the watch's read (a grant's
 // revocation read is answered by the acquire's read of its node).
 void hold::read_through_node_watch(std::uint64_t generation) {
-  if (node_watch && node_watch->registered && !node_watch->fired && node_data && !node_read_pending)
-    return answer_revocation_read(generation, {}, node_data->data, node_data->version);
-  revoke_read = generation;  // answered by the reply of the getData that sets the watch
-  if (node_read_pending) return;
-  if (node_watch && node_watch->registered && !node_watch->fired) {
+  if (node_watch_ && node_watch_->registered && !node_watch_->fired && node_data_ && !node_read_pending_)
+    return answer_revocation_read(generation, {}, node_data_->data, node_data_->version);
+  revocation_.read = generation;  // answered by the reply of the getData that sets the watch
+  if (node_read_pending_) return;
+  if (node_watch_ && node_watch_->registered && !node_watch_->fired) {
     // set, its read unknown: a plain read (no second watch)
-    s->get_data(node, nullptr, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
+    s_->get_data(node_, nullptr, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
       if (auto self = weak.lock())
-        self->answer_revocation_read(std::exchange(self->revoke_read, 0), ec, d.data, d.stat.version);
+        self->answer_revocation_read(std::exchange(self->revocation_.read, 0), ec, d.data, d.stat.version);
     }));
     return;
   }
   watch_node();
-  if (!node_read_pending) {
+  if (!node_read_pending_) {
     // nothing sent (the hold has ended): the read fails as the session's end would
-    revoke_read = 0;
-    run_revocation(revocation.on_data(generation, errc::lock_lost, {}, 0, is_connected(s->state())));
+    revocation_.read = 0;
+    run_revocation(revocation_.fsm.on_data(generation, errc::lock_lost, {}, 0, is_connected(s_->state())));
   }
 }
 
@@ -143,33 +133,26 @@ void hold::read_through_node_watch(std::uint64_t generation) {
 // answers: a successful read's watch is node_watch, whose change is then that read's event.
 void hold::answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version) {
   if (generation == 0) return;
-  if (!ec) revoke_watching = generation;
-  run_revocation(revocation.on_data(generation, ec, data, version, is_connected(s->state())));
+  if (!ec) revocation_.watching = generation;
+  run_revocation(revocation_.fsm.on_data(generation, ec, data, version, is_connected(s_->state())));
 }
 
 void hold::keep_data_through_revocation(std::string data) {
-  kept_data = std::move(data);
-  run_revocation(revocation.add_waiter());  // counted as a waiter: the watch stays set while we hold
+  revocation_.kept_data = std::move(data);
+  run_revocation(revocation_.fsm.add_waiter());  // counted as a waiter: the watch stays set while we hold
 }
 
 // Over the request just read only (its version): a later write is read, and answered, in turn.
 // Then watch again. A write lost with the connection is made again once connected.
 void hold::write_back_kept_data() {
   std::weak_ptr<hold> weak = weak_from_this();
-  s->set_data(node, *kept_data, revocation.reported_version(), stat_handler([weak](error_code ec, node_stat) {
+  s_->set_data(node_, *revocation_.kept_data, revocation_.fsm.reported_version(), stat_handler([weak](error_code ec, node_stat) {
     auto self = weak.lock();
     if (!self || !self->owns()) return;
-    if (ec != condition::connection_lost) return self->run_revocation(self->revocation.add_waiter());
-    struct retry {
-      std::weak_ptr<hold> weak;
-      void operator()(error_code, session_state) const {
-        auto self = weak.lock();
-        if (!self || !self->owns()) return;
-        if (is_connected(self->s->state())) return self->write_back_kept_data();
-        self->s->wait_state(self->s->state(), state_handler(retry{weak}));
-      }
-    };
-    retry{weak}({}, self->s->state());
+    if (ec != condition::connection_lost) return self->run_revocation(self->revocation_.fsm.add_waiter());
+    detail::await_connection(self->s_, weak, [](hold& h, session_state st) {
+      if (h.owns() && is_connected(st)) h.write_back_kept_data();
+    });
   }));
 }
 
@@ -177,9 +160,9 @@ void hold::write_back_kept_data() {
 // its data watch goes with the hold, or it would stay registered and fire for a request meant
 // for a later holder. (A hold's own node is deleted at its end, which takes the watch.)
 void hold::drop_revoke_watch() {
-  if (!is_local() || !revoke_watch || !revoke_watch->registered) return;
+  if (!is_local() || !revocation_.watch || !revocation_.watch->registered) return;
   // (a removal lost with the connection leaves one watch, whose event finds the hold ended)
-  s->remove_watch(std::exchange(revoke_watch, nullptr), void_handler([](error_code) {}));
+  s_->remove_watch(std::exchange(revocation_.watch, nullptr), void_handler([](error_code) {}));
 }
 
 void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h) {

@@ -4,7 +4,7 @@
 // loss, protected creation, container parents and the grant's session check are the mutex's.
 // Observers (async_leader, async_observe) only read: the head of the queue and its data
 // (observe_leader_fsm decides, observe_op below carries its actions out).
-#include "lock/hooks.hpp"
+#include "engine/hooks.hpp"
 #include "lock/lock_dir.hpp"
 #include "sansio/observe_leader_fsm.hpp"
 #include "sansio/session_end.hpp"
@@ -73,7 +73,7 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
 
   void start() {
     cancel_ = cancel_hook(op_, weak_from_this(), [](observe_op& self, asio::cancellation_type t) {
-      self.run(self.fsm_.cancel(/*total=*/!cancels_at_once(t), is_connected(self.s_->state())));
+      self.run(self.fsm_.cancel(asio::error::operation_aborted, /*total=*/!cancels_at_once(t), is_connected(self.s_->state())));
     });
     run(fsm_.start(s_->state()));
   }
@@ -122,7 +122,11 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
           self->run(self->fsm_.on_watch_removed(ec));
         }));
       }
-      case observe_action::await_connection: return follow_session();
+      case observe_action::await_connection:
+        return detail::await_connection(s_, self, [](observe_op& op, session_state now) {
+          if (is_connected(now)) return op.run(op.fsm_.on_connected());
+          op.run(op.fsm_.on_session_ended(session_end_error(now, /*ran_on_session=*/true)));
+        });
       case observe_action::arm_restore_timer:
         // A zklock leader writes its identity back within one round trip once connected, after
         // its reconnect otherwise: one session timeout covers both.
@@ -133,20 +137,6 @@ class observe_op : public std::enable_shared_from_this<observe_op> {
       case observe_action::stop_restore_timer: restore_timer_.cancel(); return;
       case observe_action::complete: return op_->complete(a.ec, a.leader);
     }
-  }
-
-  // Follows the session until it is connected again (on_connected) or ended (on_session_ended).
-  void follow_session() {
-    auto self = shared_from_this();
-    auto st = s_->state();
-    auto next = [self] {
-      auto now = self->s_->state();
-      if (is_connected(now)) return self->run(self->fsm_.on_connected());
-      if (now != session_state::suspended) return self->run(self->fsm_.on_session_ended(session_end_error(now, true)));
-      self->follow_session();
-    };
-    if (is_connected(st)) return asio::post(s_->executor(), next);
-    s_->wait_state(st, state_handler([next](error_code, session_state) { next(); }));
   }
 
   std::shared_ptr<lock_dir> d_;

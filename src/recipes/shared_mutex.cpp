@@ -16,54 +16,44 @@ namespace zklock::detail {
 // an acquire.
 void downgrade(const std::shared_ptr<hold>& h, void_handler handler) {
   on_open_hold(h, std::move(handler), [h](pending<void(error_code)>::ptr op) {
-    if (h->kind != lock_kind::write) return op->complete(errc::not_downgradable);
-    h->s->get_data(h->node, nullptr, data_handler([h, op](error_code ec, data_result d) {
+    if (h->kind() != lock_kind::write) return op->complete(errc::not_downgradable);
+    h->session()->get_data(h->node(), nullptr, data_handler([h, op](error_code ec, data_result d) {
       if (ec == zk_errc::no_node) return op->complete(errc::lock_lost);  // deleted under us
       if (ec) return op->complete(ec);
-      if (h->fsm.status() == lock_status::released) return op->complete(errc::already_released);
+      if (h->machine().status() == lock_status::released) return op->complete(errc::already_released);
       // Only a zklock marker's identity is ours: anything else was written by someone else
       // (a Revoker's "__REVOKE__").
       auto parts = parse_node_data(d.data);
       std::string_view identity = parts.marker.empty() ? std::string_view{} : parts.identity;
       auto data = make_node_data(downgraded_marker, identity);
-      auto mark = downgrade_mark_path(h->node);
+      auto mark = downgrade_mark_path(h->node());
       // From now on our release deletes the mark too (a release sent before the transaction's
       // reply comes behind it on the wire).
-      h->downgrade_mark = mark;
-      h->s->multi({multi_op::create(mark, data, create_mode::ephemeral), multi_op::set_data(h->node, data)},
-                  multi_handler([h, op, mark](error_code ec2, std::vector<multi_result> results) {
-                    const bool mark_taken = !results.empty() && results[0].ec == zk_errc::node_exists;
-                    if (ec2 && mark_taken) {
-                      // Ours from a try whose reply was lost with the connection (then both
-                      // writes committed), or another session's: only ours proves anything.
-                      return h->s->exists(mark, nullptr,
-                                          exists_handler([h, op, mark](error_code ec3, std::optional<node_stat> st) {
-                                            if (!ec3 && st && st->ephemeral_owner == h->session_id) {
-                                              if (h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
-                                              return op->complete({});
-                                            }
-                                            if (!ec3 && h->downgrade_mark == mark) h->downgrade_mark.clear();
-                                            op->complete(ec3 ? ec3 : error_code(zk_errc::node_exists));
-                                          }));
-                    }
-                    if (!ec2 && h->fsm.status() != lock_status::released) h->kind = lock_kind::read;
-                    // Failed for sure (not lost with the connection): no mark of ours to delete.
-                    if (ec2 && ec2 != condition::connection_lost && h->downgrade_mark == mark) h->downgrade_mark.clear();
-                    if (ec2 == zk_errc::no_node) ec2 = errc::lock_lost;  // deleted under us
-                    op->complete(ec2);
-                  }));
+      h->set_downgrade_mark(mark);
+      h->session()->multi({multi_op::create(mark, data, create_mode::ephemeral), multi_op::set_data(h->node(), data)},
+                        multi_handler([h, op, mark](error_code ec2, std::vector<multi_result> results) {
+                          const bool mark_taken = !results.empty() && results[0].ec == zk_errc::node_exists;
+                          if (ec2 && mark_taken) {
+                            // Ours from a try whose reply was lost with the connection (then both
+                            // writes committed), or another session's: only ours proves anything.
+                            return h->session()->exists(mark, nullptr,
+                                                      exists_handler([h, op, mark](error_code ec3, std::optional<node_stat> st) {
+                                                        if (!ec3 && st && st->ephemeral_owner == h->node_session()) {
+                                                          h->downgraded();
+                                                          return op->complete({});
+                                                        }
+                                                        if (!ec3) h->forget_downgrade_mark(mark);
+                                                        op->complete(ec3 ? ec3 : error_code(zk_errc::node_exists));
+                                                      }));
+                          }
+                          if (!ec2) h->downgraded();
+                          // Failed for sure (not lost with the connection): no mark of ours to delete.
+                          if (ec2 && ec2 != condition::connection_lost) h->forget_downgrade_mark(mark);
+                          if (ec2 == zk_errc::no_node) ec2 = errc::lock_lost;  // deleted under us
+                          op->complete(ec2);
+                        }));
     }));
   });
-}
-
-// Best effort: a mark that stays (the connection lost) goes with the release's retry or with
-// the session; until then it is the mark of a node that is gone, which nobody reads.
-void hold::remove_downgrade_mark() {
-  if (downgrade_mark.empty()) return;
-  s->remove(downgrade_mark, -1, void_handler([self = shared_from_this(), mark = downgrade_mark](error_code ec) {
-    bool gone = !ec || ec == zk_errc::no_node || ec == condition::session_lost;
-    if (gone && self->downgrade_mark == mark) self->downgrade_mark.clear();
-  }));
 }
 
 }  // namespace zklock::detail

@@ -102,6 +102,13 @@ hold_fsm::actions hold_fsm::release(bool caller_waits) {
   status_ = lock_status::released;
   caller_waits_ = caller_waits;
   deadline_waiters_.clear();  // the runner answers them (already_released)
+  if (local_) {
+    // Its node is its queue's, which decides between a local handoff and the node's release:
+    // nothing to delete, nothing owed.
+    delete_ = delete_state::done;
+    complete(out, was_lost ? lost_ : error_code{});
+    return out;
+  }
   if (delete_ == delete_state::failed) {
     complete(out, failure_);  // a lost hold whose owed delete the server refused
     return out;

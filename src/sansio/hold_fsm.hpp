@@ -25,7 +25,8 @@
 //    our node, which also finds a node deleted under us) once a third of the session timeout
 //    passed without a reply; when it passes the hold is lost. The timer is always armed at or
 //    before the deadline. A local hold (mutex_options::local_queue) neither sends nor loses on
-//    its own: its node's hold does; it only serves its async_wait_deadline waiters.
+//    its own: its node's hold does; it only serves its async_wait_deadline waiters. Its release
+//    deletes nothing (the node is its queue's, which hands it on or releases it).
 //  - A holder learns its node's deletion from the first event or reply after it: the runner
 //    watches the node for the hold's whole life (on_node_deleted), whatever else the session
 //    does; the keepalive's and the reconnect's checks stay as a second way.

@@ -7,8 +7,6 @@
 
 #include <zklock/path.hpp>
 
-#include <boost/asio/error.hpp>
-
 #include <utility>
 
 namespace zklock::detail {
@@ -74,7 +72,7 @@ observe_leader_fsm::actions observe_leader_fsm::fail(error_code ec) {
 observe_leader_fsm::actions observe_leader_fsm::complete(error_code ec, std::optional<leader_info> r) {
   if (completed_) return {};
   completed_ = true;
-  if (cancelled_) ec = asio::error::operation_aborted, r.reset();
+  if (cancelled_) ec = cancel_reason_, r.reset();
   return {{observe_action::complete, {}, ec, std::move(r)}};
 }
 
@@ -206,9 +204,10 @@ observe_leader_fsm::actions observe_leader_fsm::on_session_ended(error_code ec) 
   return fail(ec);  // its watches went with it
 }
 
-observe_leader_fsm::actions observe_leader_fsm::cancel(bool total, bool connected) {
+observe_leader_fsm::actions observe_leader_fsm::cancel(error_code reason, bool total, bool connected) {
   if (completed_ || cancelled_ || phase_ == phase::idle || phase_ == phase::finished) return {};
   cancelled_ = true;
+  cancel_reason_ = reason;
   total_ = total;
   actions out;
   switch (phase_) {

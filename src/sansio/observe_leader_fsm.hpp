@@ -26,7 +26,6 @@
 //    the reconnect (the connection-lost condition, nothing else).
 #pragma once
 
-#include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
@@ -86,8 +85,9 @@ class observe_leader_fsm {
   actions on_session_ended(error_code ec);
   /// After arm_restore_timer: the leader did not write its identity back in time.
   actions on_restore_timeout();
-  /// Cancellation: `total` (total only, which waits for the cleanup), `connected` (the session now).
-  actions cancel(bool total, bool connected);
+  /// Cancellation, completing with `reason` (the runner's operation_aborted): `total` (total
+  /// only, which waits for the cleanup), `connected` (the session now).
+  actions cancel(error_code reason, bool total, bool connected);
 
   /// The caller has its completion.
   bool completed() const noexcept { return completed_; }
@@ -120,6 +120,7 @@ class observe_leader_fsm {
   std::optional<leader_info> result_;  // what next::complete completes with
   error_code result_ec_;
   bool remove_when_connected_ = false;  // a removal lost with the connection: again once connected
+  error_code cancel_reason_;  // what a cancelled observer completes with
   bool cancelled_ = false, total_ = false, completed_ = false;
 };
 

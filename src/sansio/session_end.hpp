@@ -7,6 +7,7 @@
 //    an expiry, which is what the caller must act on.
 //  - a live state (connected, reconnected, suspended): no error, unless the ZooKeeper session
 //    was replaced under an operation that ran on the old one: errc::session_expired.
+// And "the session's state -> why a held lock is lost" (lost_cause_of), for every holder.
 #pragma once
 
 #include <zklock/error.hpp>
@@ -26,6 +27,19 @@ inline error_code session_end_error(session_state st, bool ran_on_session = fals
       return ran_on_session ? error_code(errc::session_expired) : error_code(errc::not_connected);
     default: return replaced ? error_code(errc::session_expired) : error_code{};
   }
+}
+
+/// Why a lock held on a session is lost, seen with the session in `st` (`replaced`: the live
+/// session is not the one the lock's node was created on). First match: closed (by its owner);
+/// replaced by a new session, connected; over (expired, or gone under a new connect: as
+/// session_end_error); connected, the same session: the node was deleted; else (suspended) the
+/// validity deadline passed.
+inline lost_cause lost_cause_of(session_state st, bool replaced) noexcept {
+  if (st == session_state::closed) return lost_cause::session_closed;
+  if (replaced && is_connected(st)) return lost_cause::session_replaced;
+  if (session_end_error(st, /*ran_on_session=*/true, replaced)) return lost_cause::session_expired;
+  if (is_connected(st)) return lost_cause::node_deleted;
+  return lost_cause::deadline_passed;
 }
 
 /// A request's error that says the session is over (condition::session_lost), as the error of

@@ -1,4 +1,4 @@
-// Issue 22, bugs 1, 7 and 8c: a grant that races its session's close or destruction, a released
+// Failure-path races: a grant that races its session's close or destruction, a released
 // guard destroyed on another thread, and a release the server refuses for good.
 #include "common.hpp"
 

@@ -2,7 +2,7 @@
 // codes that carry their own message, and the node data that carries an identity.
 #include "engine/handshake.hpp"
 #include "error_message.hpp"
-#include "lock/client_id.hpp"
+#include "engine/client_id.hpp"
 #include "sansio/acquire_fsm.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"

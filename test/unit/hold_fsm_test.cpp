@@ -384,6 +384,32 @@ TEST_CASE("clock: a local hold sends nothing and never loses on its own, it serv
   CHECK(d.fsm.status() == lock_status::held);
 }
 
+TEST_CASE("release of a local hold: nothing to delete, before or after a reconnect (its node is its queue's)",
+          "[unit][hold]") {
+  for (bool connected : {true, false}) {
+    checked_driver d(connected, /*local=*/true);
+    d.apply(d.fsm.release(false));
+    CHECK(d.fsm.status() == lock_status::released);
+    CHECK(d.fsm.finished());
+    CHECK_FALSE(d.fsm.release_owed());
+    d.apply(d.fsm.on_suspended());
+    d.apply(d.fsm.on_connected(true));
+    CHECK(d.sends == 0);
+    CHECK(d.completions == 0);  // nobody waited
+  }
+  // a caller that waits is answered at once: success, or the loss it had
+  checked_driver held(true, /*local=*/true);
+  held.apply(held.fsm.release(true));
+  CHECK(held.completions == 1);
+  CHECK_FALSE(held.last_completion);
+  checked_driver lost(true, /*local=*/true);
+  lost.apply(lost.fsm.on_session_ended(make_lock_lost(lost_cause::node_deleted)));
+  lost.apply(lost.fsm.release(true));
+  CHECK(lost.completions == 1);
+  CHECK(lost.last_completion == errc::lock_lost);
+  CHECK(lost.sends == 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The lost error names its cause
 

@@ -1,6 +1,6 @@
 // Lock metrics without a server: the histogram's buckets, the registry's bound, the Prometheus
 // text exposition format (families, buckets, escaping).
-#include "lock/metrics.hpp"
+#include "engine/lock_metrics.hpp"
 
 #include <zklock/metrics.hpp>
 

@@ -397,7 +397,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     w.candidates = d.candidates;
     w.start_and_settle();
     REQUIRE(w.registered);
-    w.apply(w.fsm.cancel(false, true));
+    w.apply(w.fsm.cancel(asio::error::operation_aborted, false, true));
     CHECK(w.completions == 0);  // not before the removal
     w.settle();
     CHECK(w.completions == 1);
@@ -410,7 +410,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     d.start_and_settle();
     REQUIRE(d.registered);
     d.connected = false;
-    d.apply(d.fsm.cancel(false, false));
+    d.apply(d.fsm.cancel(asio::error::operation_aborted, false, false));
     CHECK(d.completions == 1);
     CHECK(d.ec == asio::error::operation_aborted);
     d.answer();  // the removal, lost with the connection
@@ -427,7 +427,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     observer_driver d(observe_leader_fsm::mode::until_changed);
     d.start_and_settle();
     d.connected = false;
-    d.apply(d.fsm.cancel(true, false));
+    d.apply(d.fsm.cancel(asio::error::operation_aborted, true, false));
     d.answer();
     CHECK(d.completions == 0);
     d.reconnect();
@@ -441,7 +441,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
     d.apply(d.fsm.start(session_state::connected));
     d.drop();
     REQUIRE(d.awaiting_connection);
-    d.apply(d.fsm.cancel(false, false));
+    d.apply(d.fsm.cancel(asio::error::operation_aborted, false, false));
     CHECK(d.completions == 1);
     CHECK(d.fsm.finished());
   }
@@ -460,7 +460,7 @@ TEST_CASE("observe_leader_fsm: cancellation removes the watch, and while disconn
             else if (d.event_due) d.deliver_event();
           }
           if (disconnect) d.connected = false;
-          d.apply(d.fsm.cancel(total, d.connected));
+          d.apply(d.fsm.cancel(asio::error::operation_aborted, total, d.connected));
           if (disconnect && !total) CHECK(d.completions == 1);  // at once
           if (disconnect && d.in_flight != observer_driver::req::none) d.answer();  // lost with the connection
           if (disconnect && d.registered) CHECK(d.completions == (total ? 0 : 1));  // total: after the removal
@@ -502,7 +502,7 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
         case 8:
           if (!cancelled && pick(3) == 0) {
             cancelled = true;
-            d.apply(d.fsm.cancel(pick(2) == 0, d.connected));
+            d.apply(d.fsm.cancel(asio::error::operation_aborted, pick(2) == 0, d.connected));
             trace += "x";
           }
           break;
@@ -519,7 +519,7 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
     d.reconnect();
     d.settle();
     if (d.timer) d.timer = false, timed_out = true, d.apply(d.fsm.on_restore_timeout()), d.settle();
-    if (!d.fsm.completed()) d.apply(d.fsm.cancel(false, true)), cancelled = true, d.settle();
+    if (!d.fsm.completed()) d.apply(d.fsm.cancel(asio::error::operation_aborted, false, true)), cancelled = true, d.settle();
     INFO(trace);
     CHECK(d.completions == 1);
     CHECK(d.fsm.finished());

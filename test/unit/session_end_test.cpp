@@ -43,3 +43,22 @@ TEST_CASE("a request failing because the handle closed under a running acquire: 
   REQUIRE(s.completed);
   CHECK(s.fsm.result().ec == errc::session_expired);
 }
+
+TEST_CASE("session ended: the session's state names why a held lock is lost", "[unit][lock][error]") {
+  using st = session_state;
+  // closed by its owner, whatever else
+  CHECK(lost_cause_of(st::closed, false) == lost_cause::session_closed);
+  CHECK(lost_cause_of(st::closed, true) == lost_cause::session_closed);
+  // expired, replaced, or gone under a new connect
+  CHECK(lost_cause_of(st::expired, false) == lost_cause::session_expired);
+  CHECK(lost_cause_of(st::expired, true) == lost_cause::session_expired);
+  CHECK(lost_cause_of(st::connected, true) == lost_cause::session_replaced);
+  CHECK(lost_cause_of(st::reconnected, true) == lost_cause::session_replaced);
+  CHECK(lost_cause_of(st::suspended, true) == lost_cause::session_expired);
+  CHECK(lost_cause_of(st::connecting, false) == lost_cause::session_expired);
+  CHECK(lost_cause_of(st::disconnected, false) == lost_cause::session_expired);
+  // the same session, live: connected means the node went; suspended, the deadline passed
+  CHECK(lost_cause_of(st::connected, false) == lost_cause::node_deleted);
+  CHECK(lost_cause_of(st::reconnected, false) == lost_cause::node_deleted);
+  CHECK(lost_cause_of(st::suspended, false) == lost_cause::deadline_passed);
+}

@@ -1,5 +1,5 @@
 /* zklock-cdistinct: the raw single-threaded ZooKeeper C client doing the distinct-keys workload
- * (zklock-bench --kind distinct-keys, issue 20) with nothing but the requests: one session, C
+ * (zklock-bench --kind distinct-keys) with nothing but the requests: one session, C
  * keys PATH/k<i>, each key a loop of the uncontended lock cycle -- create(PATH/k<i>/lock-,
  * ephemeral|sequential) and getChildren(PATH/k<i>) sent back to back, both replies awaited, then
  * delete and its reply -- all C loops pipelined on the one session, driven by one poll() loop.
@@ -7,7 +7,7 @@
  *
  *   zklock-cdistinct --connect HOSTS --path PATH --contenders C --cycles M [--json FILE]
  *
- * --mode requeue measures the two-level lock's fairness re-queue instead (issue 20 §3): a node
+ * --mode requeue measures the two-level lock's fairness re-queue instead: a node
  * of ours is held; re-queueing is either delete, its reply, then create + getChildren (today's
  * two round trips, "seq") or multi(delete ours, create our next) + getChildren pipelined (one
  * round trip, "multi"); M of each, alternating, latency per re-queue.

@@ -132,7 +132,7 @@ def run_shared(args):
     if not kazoo_contender.kazoo_has_fix():
         Lock._get_predecessor = kazoo_contender.predecessor_below_self
         fix = "650-patched"
-        say("kazoo %s lacks the ReadLock fix of python-zk/kazoo#650 (issue #649: a reader waits for a writer "
+        say("kazoo %s lacks the ReadLock fix of python-zk/kazoo#650 (kazoo#649: a reader waits for a writer "
             "queued after it, a deadlock); applying #650's rule" % kazoo_contender.kazoo_version())
     n = args.readers + args.writers
     clients = connect_all(args.connect, n)

@@ -16,7 +16,7 @@
 
 namespace zklock::detail {
 
-struct hold;
+class hold;
 
 /// The right to give back one hold, taken from a guard by async_release. Launched, it
 /// releases; destroyed unlaunched (a deferred release never awaited), it releases in the

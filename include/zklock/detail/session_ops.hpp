@@ -54,7 +54,7 @@ ZKLOCK_API std::int64_t session_id(const session_impl& s) noexcept;
 ZKLOCK_API std::chrono::milliseconds negotiated_timeout(const session_impl& s) noexcept;
 ZKLOCK_API session_credentials credentials(const session_impl& s);
 ZKLOCK_API session_stats stats(const session_impl& s) noexcept;
-ZKLOCK_API lock_metrics_snapshot lock_metrics(const session_impl& s);  // src/lock/metrics.cpp
+ZKLOCK_API lock_metrics_snapshot lock_metrics(const session_impl& s);  // src/engine/lock_metrics.cpp
 ZKLOCK_API void connect(session_impl& s, void_handler h);
 ZKLOCK_API void close(session_impl& s, void_handler h);
 ZKLOCK_API void wait_state(session_impl& s, session_state known, state_handler h);

@@ -1,6 +1,6 @@
 // Lock metrics, the session's half (see metrics.hpp): the registry and the meters. The public
 // half (histograms, to_prometheus) is src/metrics.cpp.
-#include "lock/metrics.hpp"
+#include "engine/lock_metrics.hpp"
 
 #include "engine/session_impl.hpp"
 

@@ -1,6 +1,7 @@
 // What a runner hooks into and lets go of again: its pending operation's cancellation
-// (hook_cancel, cancel_hook) and its session's state changes (session_listener). Each calls the
-// runner only while it lives: found through a weak pointer, or held while called.
+// (hook_cancel, cancel_hook) and its session's state: every change (session_listener), or until
+// it is connected again (await_connection). Each calls the runner only while it lives: found
+// through a weak pointer, or held while called.
 #pragma once
 
 #include "engine/session_impl.hpp"
@@ -124,5 +125,30 @@ class session_listener {
   std::shared_ptr<session_impl> s_;
   std::uint64_t id_ = 0;
 };
+
+/// Follows the session until it is connected again or over: calls on_outcome(owner, state) once,
+/// on the session's executor (never inline), while `owner` lives, with a connected state, or one
+/// that ends what the caller ran on (expired, closed; disconnected or connecting: a new session
+/// may be under way, the one followed is gone). A suspended session is waited through.
+template <class Owner, class F>
+void await_connection(std::shared_ptr<session_impl> s, Owner owner, F on_outcome) {
+  struct step {
+    std::shared_ptr<session_impl> s;
+    Owner owner;
+    F on_outcome;
+    void operator()(error_code ec, session_state) {
+      auto self = lock_owner(owner);
+      if (!self) return;
+      auto now = s->state();
+      if (now == session_state::suspended) {
+        if (!ec) return s->wait_state(now, state_handler(std::move(*this)));
+        now = session_state::closed;  // the waiters of a session shut down
+      }
+      std::invoke(on_outcome, *self, now);
+    }
+  };
+  auto& session = *s;
+  session.wait_state(session_state::suspended, state_handler(step{std::move(s), std::move(owner), std::move(on_outcome)}));
+}
 
 }  // namespace zklock::detail

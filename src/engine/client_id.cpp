@@ -1,4 +1,4 @@
-#include "lock/client_id.hpp"
+#include "engine/client_id.hpp"
 
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/uuid/random_generator.hpp>

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The layers of src/ point one way: the state machines are pure, the engine sees no recipe.
+
+    check_layers.py --compiler CXX [--root DIR] [--isystem DIR ...]
+
+src/sansio: every header and source compiles (-fsyntax-only) on its own, and what it includes,
+directly or not (the compiler's -H list), has no Boost.Asio header, no public header but the plain
+ones (PLAIN below: error codes, value types, paths, the acquire's parameters) and nothing of
+src/engine, src/lock or src/recipes.
+src/engine: what each file includes, directly or not (-MM: the project's headers), has nothing of
+src/lock or src/recipes.
+Fails, naming each file and the header that breaks the rule, or when the compiler is missing.
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+# The public headers a state machine may see: none of them includes Asio or a session.
+PLAIN = {"zklock/error.hpp", "zklock/export.hpp", "zklock/types.hpp", "zklock/path.hpp",
+         "zklock/detail/acquire_params.hpp"}
+ABOVE_ENGINE = ("src/lock/", "src/recipes/")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    ap.add_argument("--isystem", action="append", default=[], help="a dependency's include dir (Boost's)")
+    a = ap.parse_args()
+    cxx = shutil.which(a.compiler)
+    if not cxx:
+        print("check_layers: FAILED: compiler %r not found" % a.compiler)
+        return 1
+    root = os.path.realpath(a.root)
+    base = [cxx, "-std=c++20", "-I", os.path.join(root, "include"), "-I", os.path.join(root, "src")]
+    for d in a.isystem:
+        if os.path.normpath(d) not in ("/usr/include", "/usr/local/include"):  # -isystem there breaks include_next
+            base += ["-isystem", d]
+
+    def files(layer):
+        d = os.path.join(root, "src", layer)
+        return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith((".hpp", ".cpp")))
+
+    def sansio(path):
+        lang = ["-x", "c++-header"] if path.endswith(".hpp") else []
+        p = subprocess.run(base + ["-fsyntax-only", "-H"] + lang + [path], capture_output=True, text=True)
+        if p.returncode != 0:
+            return ["does not compile on its own:\n" + p.stderr[-4000:]]
+        seen = [m.group(1) for m in re.finditer(r"^\.+ (\S+)$", p.stderr, re.M)]
+        return [why for h in seen for why in [sansio_rule(os.path.realpath(h), root)] if why]
+
+    def engine(path):
+        p = subprocess.run(base + ["-MM", path], capture_output=True, text=True)
+        if p.returncode != 0:
+            return ["cannot be preprocessed:\n" + p.stderr[-4000:]]
+        deps = [os.path.realpath(d) for d in p.stdout.replace("\\\n", " ").split()[1:]]
+        return ["includes %s (above the engine)" % rel(d, root) for d in deps
+                if rel(d, root).startswith(ABOVE_ENGINE)]
+
+    jobs = [(f, sansio) for f in files("sansio")] + [(f, engine) for f in files("engine")]
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for (f, _), problems in zip(jobs, pool.map(lambda j: j[1](j[0]), jobs)):
+            for why in sorted(set(problems)):
+                print("check_layers: %s: %s" % (rel(f, root), why))
+            failed += bool(problems)
+    if failed:
+        print("check_layers: FAILED: %d of %d files break the layering" % (failed, len(jobs)))
+        return 1
+    print("check_layers: ok: %d files of src/sansio (no Asio, no session, no recipe) and src/engine "
+          "(nothing of src/lock or src/recipes)" % len(jobs))
+    return 0
+
+
+def rel(path, root):
+    return os.path.relpath(path, root) if path.startswith(root + "/") else path
+
+
+def sansio_rule(header, root):
+    if "/boost/asio" in header:
+        return "includes Boost.Asio (%s)" % header
+    r = rel(header, root)
+    if r.startswith("include/") and r[len("include/"):] not in PLAIN:
+        return "includes %s (not a plain header)" % r
+    if r.startswith(("src/engine/", "src/lock/", "src/recipes/")):
+        return "includes %s (above the state machines)" % r
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
