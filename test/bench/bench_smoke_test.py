@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--bench", required=True)
     ap.add_argument("--cfloor", required=True)
     ap.add_argument("--scripts", required=True)
+    ap.add_argument("--depth", help="zklock-depth-bench (scripts/bench --kinds depth)")
     a = ap.parse_args()
     with throwaway_server(a.scripts, "zklock-bench-test-") as (connect, work):
         js = os.path.join(work, "r.json")
@@ -109,6 +110,15 @@ def main():
         # a release reaches at most the two waiters watching it (the nearest two blockers each)
         assert float(m["wakeups_per_release"]) <= 2.0, m
         assert json.load(open(js))["impl"] == "cmutex"
+        if a.depth:
+            # N waiters on one path from one session through a window of 8: queued, drained, and
+            # never more than the window outstanding
+            d = run([a.depth, "--connect", connect, "--path", "/smoke/depth", "--waiters", "60", "--window", "8"])
+            assert int(d["ok"]) == 1 and int(d["waiters"]) == 60, d
+            assert int(d["max_outstanding"]) <= 8 and int(d["max_queued"]) > 0, d
+            assert float(d["drain_releases_per_s"]) > 0 and float(d["queue_s"]) > 0, d
+            s = run([a.depth, "--connect", connect, "--sessions", "20"])
+            assert int(s["connected"]) == 20 and float(s["fds_per_session"]) > 0, s
         print("bench smoke test: ok")
         return 0
 
