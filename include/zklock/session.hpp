@@ -27,6 +27,15 @@ namespace asio = boost::asio;
 struct session_stats {
   /// requests sent to the server
   std::uint64_t requests_sent = 0;
+  /// the most requests that were outstanding (sent, not answered) at once: never more than
+  /// session_options::max_outstanding_requests
+  std::uint64_t max_outstanding_requests = 0;
+  /// the most requests that waited in the session for room in that window at once
+  std::uint64_t max_queued_requests = 0;
+  /// listings (unwatched get_children) that joined one of the same node still waiting to be sent
+  std::uint64_t listings_coalesced = 0;
+  /// requests outstanding now, and waiting in the session for room in the window now
+  std::uint64_t outstanding_requests = 0, queued_requests = 0;
   std::uint64_t watch_events = 0;                  ///< events of every type
   std::uint64_t watch_events_by_type[5] = {};      ///< indexed by watch_event_type
   /// watch events of type `t` received
@@ -98,6 +107,19 @@ struct session_options {
   /// mutex_options, shared_mutex_options and semaphore_options override it per object. Text,
   /// short: it is stored in every node. Election candidates carry their participant id instead.
   std::optional<std::string> identity;
+  /// The window of outstanding requests: at most this many requests of the session are with
+  /// the server (sent, not answered) at once; the rest wait in the session, in the order they
+  /// were made, and leave as answers come back. A burst (ten thousand acquires at once) cannot
+  /// flood the server's memory with requests and their answers. Listings (unwatched
+  /// get_children) of one node that are still waiting coalesce: one listing answers every asker
+  /// (up to this many, at least 2), sent at the newest asker's place in the order, so each asker's earlier
+  /// requests (a contender's create) are answered before it, and an earlier asker sees a state
+  /// at least as recent as the one it asked for. A waiting request whose operation is
+  /// cancelled is not sent; when the session closes or expires the waiting ones fail as a
+  /// request made then would (errc::session_closed, errc::session_expired). On connection loss
+  /// they keep waiting and go to the C client, which sends them once connected (or fails them
+  /// with connection loss, as it does every request made while disconnected). At least 1.
+  std::size_t max_outstanding_requests = 256;
 };
 
 /// A one-shot watch registered by async_exists / async_get_children / async_get_data with a

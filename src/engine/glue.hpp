@@ -122,6 +122,7 @@ struct request : boost::intrusive_ref_counter<request<Signature, Extra>, boost::
     auto s = owner.lock();
     if (!s) return s;
     s->on_reply(rc, queued);
+    s->on_answered();
     if (watch && !set) s->drop_watch(watch.get());
     return s;
   }

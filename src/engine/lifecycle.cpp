@@ -45,6 +45,11 @@ std::int64_t session_impl::session_id() const noexcept {
 session_stats session_impl::stats() const noexcept {
   session_stats st;
   st.requests_sent = requests_sent_;
+  st.max_outstanding_requests = window_.max_outstanding();
+  st.max_queued_requests = window_.max_queued();
+  st.listings_coalesced = window_.coalesced();
+  st.outstanding_requests = window_.outstanding();
+  st.queued_requests = window_.queued();
   st.watch_events = watch_events_;
   std::copy(std::begin(watch_events_by_type_), std::end(watch_events_by_type_), std::begin(st.watch_events_by_type));
   return st;
@@ -321,6 +326,7 @@ void session_impl::close_handle(error_code reason) noexcept {
     // completions with ZCLOSING; those only post their handlers.
     zookeeper_close(zh);
   }
+  fail_queued(reason);
   // The C client no longer calls any watcher of this handle: end them all.
   auto watches = std::move(watches_);
   watches_.clear();

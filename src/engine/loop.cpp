@@ -217,6 +217,8 @@ void session_impl::process(int events) {
 
 void session_impl::pump() {
   if (!zh_) return;
+  send_queued();  // the window has room again (on_answered scheduled this)
+  if (!zh_) return;
   int fd = -1, interest = 0;
   timeval tv{};
   int rc;

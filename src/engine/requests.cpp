@@ -27,14 +27,35 @@ error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
 // that allow side effects (Asio's rule); total cancellation is refused.
 constexpr auto write_cancellation = asio::cancellation_type::terminal | asio::cancellation_type::partial;
 
+// The askers that joined a listing fail with it (see get_children); other requests have none.
+using children_sig = void(error_code, children_result);
+template <class Request>
+void fail_askers(Request&, error_code) {}
+void fail_askers(request<children_sig, std::vector<pending<children_sig>::ptr>>& r, error_code ec) {
+  for (auto& asker : r.extra) asker->fail(ec);
+}
+
 const ACL_vector* acl_for(const session_options& o) {
   return o.default_acl == acl_policy::creator_all ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
 }
 }  // namespace
 
 template <class Request, class Call>
-void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
+void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call call, request_class cls, std::string path) {
   r->owner = weak_from_this();
+  if (window_.try_send()) return send_now(r, call);
+  queued_request q;
+  q.send = [this, r, call = std::move(call)]() mutable { send_now(r, call); };
+  q.fail = [this, r](error_code ec) {
+    if (r->watch) drop_watch(r->watch.get());
+    r->op->fail(ec);
+  };
+  q.wanted = [r] { return r->op->active(); };
+  window_.push(cls, std::move(path), std::move(q));
+}
+
+template <class Request, class Call>
+void session_impl::send_now(const boost::intrusive_ptr<Request>& r, Call& call) {
   r->queued = std::chrono::steady_clock::now();
   request_scope scope(this);
   const int state_before = c_state(zh_);
@@ -42,18 +63,51 @@ void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call&& call) {
   note_request_sent(state_before);
   if (rc != ZOK) {
     intrusive_ptr_release(r.get());  // the C client did not take it
+    window_.on_done();
     if (r->watch) drop_watch(r->watch.get());
+    fail_askers(*r, zk_error(rc));
     return r->op->fail(zk_error(rc));
   }
   ++requests_sent_;
   schedule_pump();
 }
 
+void session_impl::on_answered() {
+  window_.on_done();
+  if (window_.queued()) schedule_pump();
+}
+
+void session_impl::send_queued() {
+  if (!window_.queued()) return;
+  send_batch together(this);  // what leaves now leaves in one segment
+  while (zh_) {
+    auto q = window_.next();
+    if (!q) break;
+    if (!q->wanted()) {
+      window_.on_done();  // cancelled while it waited: never sent
+      q->fail(asio::error::operation_aborted);
+    } else if (state_ == session_state::expired) {
+      window_.on_done();
+      q->fail(errc::session_expired);
+    } else {
+      q->send();
+    }
+  }
+}
+
+void session_impl::fail_queued(error_code reason) {
+  window_.forget_outstanding();  // the C client failed those as it closed
+  const error_code ec = reason == errc::session_expired || expiring_locally_ || state_ == session_state::expired
+                            ? error_code(errc::session_expired)
+                            : error_code(errc::session_closed);
+  for (auto& q : window_.take_all()) q.fail(ec);
+}
+
 void session_impl::create(std::string path, std::string data, create_mode mode, create_handler h) {
   auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_, write_cancellation);
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
   request_ptr<void(error_code, create_result)> r(new request<void(error_code, create_result)>(op));
-  submit(r, [&](void* d) {
+  submit(r, [this, path = std::move(path), data = std::move(data), mode](void* d) {
     return zoo_acreate2(
         zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl_for(*opts_), to_flags(mode),
         [](int rc, const char* value, const Stat* stat, const void* d) {
@@ -78,7 +132,9 @@ void session_impl::remove(std::string path, int version, void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_, write_cancellation);
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
   request_ptr<void(error_code)> r(new request<void(error_code)>(op));
-  submit(r, [&](void* d) { return zoo_adelete(zh_, path.c_str(), version, void_completion, d); });
+  submit(r, [this, path = std::move(path), version](void* d) {
+    return zoo_adelete(zh_, path.c_str(), version, void_completion, d);
+  });
 }
 
 template <class Signature, class Call>
@@ -88,7 +144,7 @@ void session_impl::read(asio::any_completion_handler<Signature> h, const std::st
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
   request_ptr<Signature> r(new request<Signature>(op));
   if (watch) r->watch = *watch = new_watch(path, child_watch);
-  submit(r, [&](void* d) { return call(r->watch.get(), d); });
+  submit(r, [call = std::forward<Call>(call), w = r->watch.get()](void* d) { return call(w, d); });
   if (watch && !r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
@@ -101,15 +157,17 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
     if (rc != ZOK) return r->op->complete(reply_error(rc), std::nullopt);
     r->op->complete({}, to_stat(stat));
   };
-  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+  read(std::move(h), path, watch, false, [this, path, done](watch_state* w, void* d) {
     return w ? zoo_awexists(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aexists(zh_, path.c_str(), 0, done, d);
   });
 }
 
 void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
   using sig = void(error_code, children_result);
+  // A listing without a watch carries the askers that joined it while it waited (request_window).
+  using listing = request<sig, std::vector<pending<sig>::ptr>>;
   auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
-    auto r = adopt<request<sig>>(d);
+    auto r = adopt<listing>(d);
     r->replied(rc, rc == ZOK);
     children_result res;
     if (rc == ZOK) {
@@ -119,12 +177,42 @@ void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_sta
       }
       res.stat = to_stat(stat);
     }
-    r->op->complete(reply_error(rc), std::move(res));
+    const error_code ec = reply_error(rc);
+    for (auto& asker : r->extra) asker->complete(ec, res);
+    r->op->complete(ec, std::move(res));
   };
-  read(std::move(h), path, watch, true, [&](watch_state* w, void* d) {
-    return w ? zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d)
-             : zoo_aget_children2(zh_, path.c_str(), 0, done, d);
+  if (!watch) {
+    auto op = pending<sig>::make(std::move(h), ex_);
+    if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+    if (auto* q = window_.join_listing(path)) return q->join(op);
+    boost::intrusive_ptr<listing> r(new listing(op));
+    auto call = [this, path, done](void* d) { return zoo_aget_children2(zh_, path.c_str(), 0, done, d); };
+    r->owner = weak_from_this();
+    if (window_.try_send()) return send_now(r, call);
+    queued_request q;
+    q.send = [this, r, call]() mutable { send_now(r, call); };
+    q.fail = [r](error_code ec) {
+      fail_askers(*r, ec);
+      r->op->fail(ec);
+    };
+    q.wanted = [r] {
+      if (r->op->active()) return true;
+      for (auto& asker : r->extra)
+        if (asker->active()) return true;
+      return false;
+    };
+    q.join = [r](pending<sig>::ptr asker) { r->extra.push_back(std::move(asker)); };
+    window_.push(request_class::listing, std::move(path), std::move(q));
+    return;
+  }
+  auto op = pending<sig>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  boost::intrusive_ptr<listing> r(new listing(op));
+  r->watch = *watch = new_watch(path, true);
+  submit(r, [this, path, w = r->watch.get(), done](void* d) {
+    return zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d);
   });
+  if (!r->watch->registered && !r->watch->fired) *watch = nullptr;
 }
 
 void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h) {
@@ -139,7 +227,7 @@ void session_impl::get_data(std::string path, boost::intrusive_ptr<watch_state>*
     }
     r->op->complete(reply_error(rc), std::move(res));
   };
-  read(std::move(h), path, watch, false, [&](watch_state* w, void* d) {
+  read(std::move(h), path, watch, false, [this, path, done](watch_state* w, void* d) {
     return w ? zoo_awget(zh_, path.c_str(), node_watcher, w, done, d) : zoo_aget(zh_, path.c_str(), 0, done, d);
   });
 }
@@ -149,7 +237,7 @@ void session_impl::set_data(std::string path, std::string data, int version, sta
   auto op = pending<sig>::make(std::move(h), ex_, write_cancellation);
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
   request_ptr<sig> r(new request<sig>(op));
-  submit(r, [&](void* d) {
+  submit(r, [this, path = std::move(path), data = std::move(data), version](void* d) {
     return zoo_aset(
         zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
         [](int rc, const Stat* stat, const void* d) {
@@ -197,7 +285,7 @@ void session_impl::multi(std::vector<multi_op> ops, multi_handler h) {
         break;
     }
   }
-  submit(r, [&](void* d) {
+  submit(r, [this, n, &m](void* d) {
     return zoo_amulti(
         zh_, static_cast<int>(n), m.zops.data(), m.zresults.data(),
         [](int rc, const void* d) {
@@ -224,7 +312,7 @@ void session_impl::sync(std::string path, void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
   request_ptr<void(error_code)> r(new request<void(error_code)>(op));
-  submit(r, [&](void* d) {
+  submit(r, [this, path = std::move(path)](void* d) {
     return zoo_async(
         zh_, path.c_str(),
         [](int rc, const char*, const void* d) {
@@ -248,7 +336,6 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
   // Only the last of the session's watchers on the path removes the server's watch with its
   // own (removeWatches); before it, a removal only checks it there (checkWatches). See
   // watched_by_another.
-  const bool shared = watched_by_another(*w);
   auto type = w->child_watch ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA;
   // The header declares a void_completion_t*, but the C client stores and calls it as a
   // void_completion_t (as its own tests pass it).
@@ -260,7 +347,9 @@ void session_impl::remove_watch(boost::intrusive_ptr<watch_state> w, void_handle
     r->op->complete(reply_error(rc));
   };
   auto done = reinterpret_cast<void_completion_t*>(done_fn);
-  submit(r, [&](void* d) {
+  submit(r, [this, w, type, done](void* d) {
+    // (decided when it is sent: it may have waited in the window)
+    const bool shared = watched_by_another(*w);
     int rc = shared ? zoo_aremove_watches(zh_, w->path.c_str(), type, node_watcher, w.get(), 0, done, d)
                     : zoo_aremove_all_watches(zh_, w->path.c_str(), type, 0, done, d);
     if (rc == ZOK) removals_.insert(w.get());  // until its reply (on_removal_replied)

@@ -18,6 +18,7 @@
 #include "engine/lock_metrics.hpp"
 #include "engine/log_summary.hpp"
 #include "engine/server_list.hpp"
+#include "sansio/request_window.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -112,6 +113,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void log_client(log_level level, std::string_view message);
   /// A reply arrived (rc: the C client's code) to a request queued at `queued`.
   void on_reply(int rc, std::chrono::steady_clock::time_point queued) noexcept;
+  /// A request left the window (answered, or failed by the C client): the next may go.
+  void on_answered();
   /// True while a local expiry closes the handle (the requests it fails fail as expired).
   bool expiring_locally() const noexcept { return expiring_locally_; }
   /// Requests queued during its lifetime leave together, in one segment, when it ends (the
@@ -130,10 +133,20 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   };
 
  private:
-  /// Sends a request: `call(data)` makes the C call with the reference it hands over; on a
-  /// refused call the op fails at once. Counts it, flushes it with the loop.
+  /// Sends a request when the window has room, else queues it (request_window; `cls` and
+  /// `path` say whether it is a listing that later ones may join). `call(data)` makes the C
+  /// call with the reference it hands over; it owns what it needs (it may run later).
   template <class Request, class Call>
-  void submit(const boost::intrusive_ptr<Request>& r, Call&& call);
+  void submit(const boost::intrusive_ptr<Request>& r, Call call, request_class cls = request_class::other,
+              std::string path = {});
+  /// Hands a request to the C client now: on a refused call the op fails at once. Counts it,
+  /// flushes it with the loop.
+  template <class Request, class Call>
+  void send_now(const boost::intrusive_ptr<Request>& r, Call& call);
+  /// Sends what waits in the window while it has room (from pump).
+  void send_queued();
+  /// The handle closed: what waits in the window fails (as a request made now would).
+  void fail_queued(error_code reason);
   /// The reads (exists, get_children, get_data): one shape, with or without a watch. `call(w,
   /// data)` makes the C call, watched when `w` (the watch_state to register) is not null.
   template <class Signature, class Call>
@@ -219,6 +232,16 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::unordered_multiset<const watch_state*> removals_;  // watches whose removal is on its way
   std::vector<std::shared_ptr<void>> owed_;     // see keep_owed
   log_summary log_summary_;
+
+  // A request waiting in the window (see submit): how to send it, fail it, whether anyone still
+  // waits for it, and (a listing) how another asker joins it.
+  struct queued_request {
+    std::function<void()> send;
+    std::function<void(error_code)> fail;
+    std::function<bool()> wanted;
+    std::function<void(pending<void(error_code, children_result)>::ptr)> join;
+  };
+  request_window<queued_request> window_{opts_->max_outstanding_requests};
 
   std::chrono::steady_clock::time_point last_ack_{}, suspended_at_{};
   std::uint64_t requests_sent_ = 0, watch_events_ = 0;

@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--bench", required=True)
     ap.add_argument("--cfloor", required=True)
     ap.add_argument("--scripts", required=True)
+    ap.add_argument("--depth", help="zklock-depth-bench (scripts/bench --kinds depth)")
     a = ap.parse_args()
     with throwaway_server(a.scripts, "zklock-bench-test-") as (connect, work):
         js = os.path.join(work, "r.json")
@@ -94,7 +95,8 @@ def main():
         for k in ("floor_a_p50_us", "floor_b_p50_us", "floor_m_p50_us", "floor_c_p50_us"):
             assert float(f[k]) > 0, (k, f)
         # the lock recipe on the raw C client (scripts/bench's raw C mutex): runs, hands off, and
-        # sends create, listing, the predecessor's exists (none for one first in line), delete
+        # sends create, listing, an exists per blocker of the listing (none for one first in line,
+        # at most contenders - 1), delete
         m = run([a.cfloor, "--mode", "mutex", "--connect", connect, "--path", "/smoke/cmutex", "--contenders", "4",
                  "--cycles", "10", "--json", js])
         for k in ("impl", "contenders", "cycles", "acquisitions", "throughput", "handoff_p50_us", "handoff_p99_us",
@@ -103,10 +105,20 @@ def main():
         assert m["impl"] == "cmutex" and int(m["acquisitions"]) == 40 and int(m["violations"]) == 0, m
         assert int(m["handoffs"]) > 0 and float(m["handoff_p50_us"]) > 0 and float(m["throughput"]) > 0, m
         assert int(m["threads"]) == 1, m
-        # a listing more only when the predecessor was gone before its exists
-        assert 3.0 <= float(m["requests_per_acq"]) <= 5.0, m
-        assert float(m["wakeups_per_release"]) <= 1.0, m
+        # no second listing: the blockers' exists only
+        assert 3.0 <= float(m["requests_per_acq"]) <= 3.0 + 4 - 1, m
+        # a release reaches at most the two waiters watching it (the nearest two blockers each)
+        assert float(m["wakeups_per_release"]) <= 2.0, m
         assert json.load(open(js))["impl"] == "cmutex"
+        if a.depth:
+            # N waiters on one path from one session through a window of 8: queued, drained, and
+            # never more than the window outstanding
+            d = run([a.depth, "--connect", connect, "--path", "/smoke/depth", "--waiters", "60", "--window", "8"])
+            assert int(d["ok"]) == 1 and int(d["waiters"]) == 60, d
+            assert int(d["max_outstanding"]) <= 8 and int(d["max_queued"]) > 0, d
+            assert float(d["drain_releases_per_s"]) > 0 and float(d["queue_s"]) > 0, d
+            s = run([a.depth, "--connect", connect, "--sessions", "20"])
+            assert int(s["connected"]) == 20 and float(s["fds_per_session"]) > 0, s
         print("bench smoke test: ok")
         return 0
 

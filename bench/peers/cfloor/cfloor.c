@@ -18,8 +18,9 @@
  *      reply. Latency = whole cycle.
  *
  * --mode mutex instead runs the lock recipe itself, with the requests it needs and nothing more:
- * --contenders N sessions (at most 64) each create an ephemeral|sequential node, list, watch only
- * the predecessor (exists) and are granted on its deletion without listing again, hold --hold-us,
+ * --contenders N sessions (at most 64) each create an ephemeral|sequential node, list, watch the
+ * nearest blockers of the listing (exists, two at a time as zklock's mutex by default) and are
+ * granted from the event that removes the last of them, without listing again, hold --hold-us,
  * delete and queue again, --cycles times; handoffs measured as zklock-bench's (the holder's release
  * start -> the next other contender's grant). The floor of a handoff under that contention, where
  * (a) is one on an idle server. impl=cmutex, with zklock-bench's mutex keys.
@@ -410,12 +411,16 @@ static void emit(const char* json_file) {
 /* ---------- --mode mutex: the lock recipe on the raw client, N contenders ---------- */
 
 /* Each contender is one session: create PATH/m- (ephemeral|sequential), list PATH; first: it
- * holds; else an exists-watch on its predecessor only, and that node's deletion is the grant, with
- * no second listing (nobody but its owner deletes a node here); an exists that finds the
- * predecessor gone lists again. The holder holds --hold-us, deletes its node, and once the delete
- * is answered queues again, --cycles times. */
+ * holds; else it keeps the names ahead of it (its blockers: they can only disappear) and
+ * exists-watches the nearest MX_WATCHED of them; each deletion (or an exists that finds one
+ * gone) takes one off and watches the next nearest still unwatched; the grant comes when every
+ * blocker of the listing is gone (a waiter ahead that gives up or expires is not a grant while
+ * others are still ahead), with no second listing. The holder holds --hold-us, deletes its
+ * node, and once the delete is answered queues again, --cycles times. */
 
-enum contender_state { C_CREATING, C_LISTING, C_EXISTS, C_WAITING, C_HELD, C_RELEASING, C_DONE };
+#define MX_WATCHED 2 /* blockers watched at once: zklock's mutex_options::watched_blockers default */
+
+enum contender_state { C_CREATING, C_LISTING, C_WAITING, C_HELD, C_RELEASING, C_DONE };
 
 struct contender {
   int id;
@@ -424,7 +429,9 @@ struct contender {
   int cycles_left;
   double hold_until;
   char node[512]; /* our node (full path) */
-  char pred[512]; /* the predecessor we watch (full path) */
+  char blockers[MAX_SESSIONS][512]; /* the listing's nodes ahead of ours (full paths), nearest first */
+  int n_blockers, next_blocker; /* next_blocker: the nearest not watched yet */
+  int remaining, watched;       /* blockers not known gone; of them, watched (or being set) */
 };
 
 static struct {
@@ -453,52 +460,80 @@ static void mx_grant(struct contender* c) {
   c->hold_until = t + mx.hold_us;
 }
 
+static void mx_watch_more(struct contender* c);
+
+/* One blocker is gone: the grant when it was the last. */
+static void mx_blocker_gone(struct contender* c) {
+  --c->watched;
+  if (--c->remaining == 0) {
+    mx_grant(c);
+    return;
+  }
+  mx_watch_more(c);
+}
+
+static int mx_is_blocker(const struct contender* c, const char* path) {
+  for (int i = 0; i < c->next_blocker; ++i)
+    if (!strcmp(c->blockers[i], path)) return 1;
+  return 0;
+}
+
 static void mx_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
   (void)zh;
   (void)state;
   struct contender* c = ctx;
   if (type == ZOO_SESSION_EVENT) return;
   ++mx.watch_events;
-  if (type != ZOO_DELETED_EVENT || strcmp(path, c->pred) != 0) return;
-  if (c->state != C_WAITING && c->state != C_EXISTS) return;
+  if (type != ZOO_DELETED_EVENT || c->state != C_WAITING || !mx_is_blocker(c, path)) return;
   ++mx.wakeups;
-  mx_grant(c);
+  mx_blocker_gone(c);
 }
 
 static void mx_exists_done(int rc, const struct Stat* stat, const void* data) {
   (void)stat;
   struct contender* c = (struct contender*)data;
-  if (c->state != C_EXISTS) return;
+  if (c->state != C_WAITING) return;
   if (rc == ZNONODE) {
-    mx_list(c); /* gone before the watch was set: list again */
+    mx_blocker_gone(c); /* gone before the watch was set */
     return;
   }
-  if (rc != ZOK) die("exists %s: %s", c->pred, zerror(rc));
-  c->state = C_WAITING;
+  if (rc != ZOK) die("exists: %s", zerror(rc));
 }
+
+static void mx_watch_more(struct contender* c) {
+  while (c->watched < MX_WATCHED && c->next_blocker < c->n_blockers) {
+    ++c->watched;
+    ++mx.requests;
+    check(zoo_awexists(c->zh, c->blockers[c->next_blocker++], mx_watcher, c, mx_exists_done, c), "zoo_awexists");
+  }
+}
+
+static int mx_cmp_desc(const void* a, const void* b) { return -strcmp(*(const char* const*)a, *(const char* const*)b); }
 
 static void mx_listed(int rc, const struct String_vector* children, const void* data) {
   struct contender* c = (struct contender*)data;
   if (rc != ZOK) die("get_children %s: %s", mx.path, zerror(rc));
   const char* mine = strrchr(c->node, '/') + 1;
-  const char* pred = NULL;
-  int found = 0;
+  const char* ahead[MAX_SESSIONS];
+  int n = 0, found = 0;
   for (int i = 0; i < children->count; ++i) {
     const char* name = children->data[i];
     if (strncmp(name, "m-", 2) != 0) continue;
     int order = strcmp(name, mine); /* same prefix, 10-digit sequence: the names sort as the queue */
     if (order == 0) found = 1;
-    else if (order < 0 && (!pred || strcmp(name, pred) > 0)) pred = name;
+    else if (order < 0 && n < MAX_SESSIONS) ahead[n++] = name;
   }
   if (!found) die("our node %s is not in the listing", c->node);
-  if (!pred) {
+  if (n == 0) {
     mx_grant(c);
     return;
   }
-  snprintf(c->pred, sizeof c->pred, "%s/%s", mx.path, pred);
-  c->state = C_EXISTS;
-  ++mx.requests;
-  check(zoo_awexists(c->zh, c->pred, mx_watcher, c, mx_exists_done, c), "zoo_awexists");
+  qsort(ahead, (size_t)n, sizeof *ahead, mx_cmp_desc); /* nearest first */
+  for (int i = 0; i < n; ++i) snprintf(c->blockers[i], sizeof c->blockers[i], "%s/%s", mx.path, ahead[i]);
+  c->n_blockers = c->remaining = n;
+  c->next_blocker = c->watched = 0;
+  c->state = C_WAITING;
+  mx_watch_more(c);
 }
 
 static void mx_list(struct contender* c) {

@@ -40,7 +40,7 @@ public final class CuratorBench {
 
   private static final String USAGE = "--connect HOSTS --path PATH --contenders N --cycles M [--hold-us U] [--json FILE]"
       + " [--cdf FILE] [--kind mutex|shared|semaphore|distinct-keys|busy-process] [--readers R] [--writers W]"
-      + " [--leases L] [--warmup-cycles W] [--log FILE --ready FILE --go FILE]";
+      + " [--leases L] [--warmup-cycles W] [--log FILE --ready FILE --go FILE] [--timeout-s S] [--drain-releases M]";
 
   public static void main(String[] args) {
     PeerSupport.main("CuratorBench", USAGE, args, CuratorBench::run);
@@ -54,11 +54,14 @@ public final class CuratorBench {
     int readers = a.integer("--readers", 4), writers = a.integer("--writers", 1), leases = a.integer("--leases", 2);
     long holdUs = a.whole("--hold-us", 0);
     int warmupCycles = a.integer("--warmup-cycles", 0);
+    long timeoutS = a.whole("--timeout-s", 300);  // --kind depth
+    long drainReleases = a.whole("--drain-releases", 0);  // --kind depth
     a.done();
     if (contenders < 1 || cycles < 1) PeerSupport.usage("--contenders and --cycles must be >= 1");
     if (kind.equals("shared")) { runShared(connect, path, readers, writers, cycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("semaphore")) { runSemaphore(connect, path, contenders, leases, cycles, warmupCycles, holdUs * 1000, jsonFile); return; }
     if (kind.equals("distinct-keys")) { runDistinctKeys(connect, path, contenders, cycles, jsonFile); return; }
+    if (kind.equals("depth")) { runDepth(connect, path, contenders, timeoutS, drainReleases, jsonFile); return; }
     if (kind.equals("busy-process")) { runBusyProcess(connect, path, contenders, cycles, holdUs * 1000, logFile, readyFile, goFile); return; }
     if (!kind.equals("mutex")) PeerSupport.usage("--kind is mutex, shared, semaphore, distinct-keys or busy-process");
     final int soloCycles = Math.max(50, cycles);
@@ -145,6 +148,81 @@ public final class CuratorBench {
   }
 
   // the mutex and recipe kinds' sessions: 30 s, as zklock-bench's
+  // --kind depth: N waiters (--contenders) on one path from ONE session, behind a holder of the
+  // same session; all start at once (a thread each: InterProcessMutex.acquire blocks), then the
+  // holder releases and each grant releases at once. The keys of zklock-depth-bench (no request
+  // or event counts: Curator has none to read). A waiter's failure is printed as it happens
+  // (stderr) and ends the run with ok=0 and its message.
+  private static void runDepth(String connect, String path, int n, long timeoutS, long drainReleases, String jsonFile)
+      throws Exception {
+    final int measured = drainReleases > 0 && drainReleases < n ? (int) drainReleases : n;
+    CuratorFramework client = connectAll(connect, 1).get(0);
+    InterProcessMutex head = new InterProcessMutex(client, path);
+    head.acquire();
+    AtomicReference<String> failure = new AtomicReference<>();
+    AtomicInteger granted = new AtomicInteger();
+    CountDownLatch done = new CountDownLatch(n);
+    long deadline = System.nanoTime() + timeoutS * 1_000_000_000L;
+    System.gc();
+    long rss0 = rssKb("VmRSS:");
+    long t0 = System.nanoTime();
+    for (int i = 0; i < n; ++i) {
+      Thread t = new Thread(null, () -> {
+        try {
+          InterProcessMutex m = new InterProcessMutex(client, path);
+          if (!m.acquire(Math.max(1, (deadline - System.nanoTime()) / 1_000_000), java.util.concurrent.TimeUnit.MILLISECONDS))
+            throw new RuntimeException("acquire timed out");
+          granted.incrementAndGet();
+          m.release();
+        } catch (Throwable e) {
+          if (failure.compareAndSet(null, e.toString()))
+            PeerSupport.say(String.format(java.util.Locale.ROOT, "depth %d: a waiter failed after %.1f s: %s", n,
+                (System.nanoTime() - t0) / 1e9, e));
+        } finally {
+          done.countDown();
+        }
+      }, "waiter-" + i, 256 * 1024);
+      t.setDaemon(true);
+      t.start();
+    }
+    Map<String, String> r = new LinkedHashMap<>();
+    r.put("impl", "curator");
+    r.put("waiters", Integer.toString(n));
+    // queued: every node made (the holder's and N)
+    for (;;) {
+      if (failure.get() != null || System.nanoTime() > deadline) break;
+      org.apache.zookeeper.data.Stat st = client.checkExists().forPath(path);
+      if (st != null && st.getNumChildren() >= n + 1) break;
+      Thread.sleep(5);
+    }
+    long t1 = System.nanoTime();
+    if (failure.get() == null && System.nanoTime() <= deadline) {
+      Thread.sleep(200);  // their listings and watches answered (a margin: Curator tells nothing)
+      long rss1 = rssKb("VmRSS:");
+      r.put("queue_s", String.format(java.util.Locale.ROOT, "%.3f", (t1 - t0) / 1e9));
+      r.put("kb_per_waiter", PeerSupport.fmt((rss1 - rss0) / (double) n));
+      long cpu0 = processCpuNanos(), t2 = System.nanoTime();
+      head.release();
+      while (granted.get() < measured && failure.get() == null && System.nanoTime() < deadline) Thread.sleep(2);
+      long t3 = System.nanoTime(), cpu1 = processCpuNanos();
+      int got = granted.get();
+      if (failure.get() == null && got >= measured) {
+        r.put("drain_measured", Integer.toString(got));
+        r.put("drain_s", String.format(java.util.Locale.ROOT, "%.3f", (t3 - t2) / 1e9));
+        r.put("drain_releases_per_s", PeerSupport.fmt(got / ((t3 - t2) / 1e9)));
+        r.put("cpu_us_per_release", PeerSupport.fmt((cpu1 - cpu0) / 1e3 / got));
+      } else if (failure.get() == null) {
+        failure.set("drain: " + got + " of " + measured + " granted");
+      }
+    } else if (failure.get() == null) {
+      failure.set("queue: timed out");
+    }
+    r.put("ok", failure.get() == null ? "1" : "0");
+    if (failure.get() != null) r.put("error", failure.get().replaceAll("\\s+", "_"));
+    PeerSupport.emit(r, jsonFile);
+    System.exit(failure.get() == null ? 0 : 2);
+  }
+
   private static List<CuratorFramework> connectAll(String connect, int n) throws InterruptedException {
     return PeerSupport.connectAll(connect, n, 30_000);
   }
