@@ -47,7 +47,12 @@
 // the library, for the checker to catch: ignore-lost, leader-keeps-leading, local-ignore-lost
 // (it reports the loss, as the library told it, and writes on), leak-release (reports its
 // release, keeps the guard), read-as-write (takes the read side, reports and writes as a
-// writer), timeout-as-grant (a 5 ms acquire deadline; on its expiry a section with token 0).
+// writer), timeout-as-grant (a 5 ms acquire deadline; on its expiry a section with token 0),
+// skip-lock-delay (the mutex with lock-delay 0 whatever lockdelay:MS says),
+// grant-on-any-predecessor and data-change-as-grant (a lock of the worker's own on the session's
+// requests, own_acquire: granted on the deletion of any node ahead, or on a change of the data of
+// the node right ahead).
+// lockdelay:MS (after RECIPE; the harness's --lock-delay): mutex_options::lock_delay of the mutex.
 // ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH=1 in the environment (a test of the harness's leftover
 // check, never set by the harness): a contender that goes idle first sets a child watch on the
 // parent of PATH (getChildren; nobody changes its children while the clients are idle) and keeps
@@ -439,8 +444,10 @@ struct worker {
       auto st = s.state();
       return st == zklock::session_state::connected || st == zklock::session_state::reconnected;
     };
-    if (ok(res.send("grant", token, node + " side=exclusive ev=0"))) {
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.hold_ms);
+    const std::string granted = res.send("grant", token, node + " side=exclusive ev=0");
+    if (ok(granted)) {
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(granted, cfg.hold_ms));
       for (;;) {
         co_await sleep(10ms);
         if (!connected()) {
