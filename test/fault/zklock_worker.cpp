@@ -429,9 +429,11 @@ struct worker {
     }
   }
 
-  // A section of the own lock: as hold() (grant, a write every 10 ms, end), each round first the
-  // znode behind a check op on our node, then the register; stops when the session is not
-  // connected or the register refuses a write; then deletes its node.
+  // A section of the own lock: as hold() (grant, a register write every 10 ms, end), and the
+  // znode written behind a check op on our node back to back in between (a holder busy with its
+  // resource: a second holder granted meanwhile is followed by this one's znode write before the
+  // register's refusal reaches it); stops when the session is not connected or the register
+  // refuses a write; then deletes its node.
   asio::awaitable<void> own_lock_section(resource_client& res, session_slot& ss) {
     zklock::session& s = *ss.s;
     res.send("acquire", 0);
@@ -448,8 +450,8 @@ struct worker {
     if (ok(granted)) {
       const auto until =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(granted, cfg.hold_ms));
+      auto next_register = std::chrono::steady_clock::now() + 10ms;
       for (;;) {
-        co_await sleep(10ms);
         if (!connected()) {
           res.send("lost", token, "status=" + std::string(zklock::to_string(s.state())));
           break;
@@ -475,7 +477,11 @@ struct worker {
               res.send("lost", token, "refused by the znode's check op");
               break;
             }
+          } else {
+            co_await sleep(1ms);  // (a read that failed: not a busy loop)
           }
+          if (std::chrono::steady_clock::now() < next_register) continue;
+          next_register = std::chrono::steady_clock::now() + 10ms;
         }
         if (!ok(res.send(last ? "end" : "write", token))) {
           res.send("lost", token, "rejected");
