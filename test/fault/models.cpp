@@ -91,6 +91,33 @@ std::vector<violation> check_models(const history& h) {
       }
   }
 
+  // lock-delay: a holder stopped (SIGSTOP) for a session timeout or more while its section was
+  // open lost its node with its session, not by a release (a stopped process sends nothing):
+  // no other process is granted before the stop + lock-delay (the session was alive at the stop,
+  // so it ended after it, and the grant waits lock-delay from the deletion; 100 ms of slack for
+  // the reports' timing)
+  if (exclusive_kind && run.lock_delay_ns > 0) {
+    for (auto& p : h.pauses) {
+      if (p.to_ns - p.from_ns < run.session_timeout_ns) continue;
+      const h_acquire* held = nullptr;
+      for (auto* a : secs)
+        if (process_of(a->process) == process_of(p.process) && a->complete_ns <= p.from_ns && hold_end(*a) >= p.from_ns)
+          held = a;
+      if (!held) continue;
+      for (auto* b : secs) {
+        if (process_of(b->process) == process_of(p.process) || !conflict(*held, *b)) continue;
+        if (b->complete_ns > p.from_ns && b->complete_ns < p.from_ns + run.lock_delay_ns - 100'000'000) {
+          out.push_back({"lock-delay", op(*b) + " only " + std::to_string((b->complete_ns - p.from_ns) / 1000000) +
+                                           " ms after " + op(*held) + "'s process was stopped at " + at(p.from_ns) +
+                                           " (for " + std::to_string((p.to_ns - p.from_ns) / 1000000) +
+                                           " ms: its session ended holding); lock-delay " +
+                                           std::to_string(run.lock_delay_ns / 1000000) + " ms"});
+          break;
+        }
+      }
+    }
+  }
+
   // permits
   if (run.recipe == "semaphore") {
     for (auto* b : secs) {

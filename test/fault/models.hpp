@@ -23,6 +23,10 @@ struct violation {
 //    by the znode when sent after the later section's grant;
 //  token-order (the same recipes, conflicting sections): a later grant carries a higher token;
 //    election: one leader per term (no two grants with one token);
+//  lock-delay (the same recipes, when the run's lock-delay is on): a holder whose process the
+//    nemesis stopped (SIGSTOP) for a session timeout or more while its section was open lost
+//    its node with its session: no other process is granted before the stop + lock-delay
+//    (less 100 ms of slack);
 //  permits (semaphore): never more than N sections at once (sections told they lost their
 //    lease, and sections whose holder the nemesis stopped (SIGSTOP) at the grant that overlaps
 //    them, are not counted: a holder stopped past its lease writes late, and no token can

@@ -121,6 +121,32 @@ TEST_CASE("models: exclusion: overlapping holders, the earlier never told it los
   CHECK(has(rules(b.h), "exclusion"));
 }
 
+TEST_CASE("models: lock-delay: a grant sooner than lock-delay after a holder stopped past its session",
+          "[unit][fault][models]") {
+  builder b;
+  b.h.run.lock_delay_ns = 4000 * ms;
+  b.section("a", 0, 1, 6000, 10);  // stopped at 5 for 3000 ms (> T = 2000): its session ended holding
+  b.h.pauses.push_back({"a", 5 * ms, 3005 * ms});
+  b.told(1, 3010);
+  b.section("b", 2, 2500, 2600, 11);  // granted at the expiry, with no lock-delay
+  CHECK(has(rules(b.h), "lock-delay"));
+  // granted lock-delay after the stop (and after the expiry): good
+  b.h.acquires[1].complete_ns = 4200 * ms;
+  b.h.acquires[1].stop_ns = 4300 * ms;
+  b.h.writes.back().invoke_ns = 4200 * ms;
+  b.h.writes.back().complete_ns = 4200 * ms + ms / 10;
+  b.h.acquires[1].last_write_ns = 4200 * ms;
+  CHECK(!has(rules(b.h), "lock-delay"));
+  // lock-delay off, or a stop shorter than a session timeout (the holder may release after
+  // it): no rule
+  b.h.acquires[1].complete_ns = 2500 * ms;
+  b.h.run.lock_delay_ns = 0;
+  CHECK(!has(rules(b.h), "lock-delay"));
+  b.h.run.lock_delay_ns = 4000 * ms;
+  b.h.pauses.back().to_ns = 1500 * ms;
+  CHECK(!has(rules(b.h), "lock-delay"));
+}
+
 TEST_CASE("models: exclusion: the shared lock lets readers overlap, not a writer", "[unit][fault][models]") {
   builder b("shared");
   b.section("a", 0, 1, 30, 10, "read");

@@ -23,6 +23,12 @@ inline const std::vector<mutant_info>& mutants() {
       {"leak-release", "mutex", "says it released but keeps the guard: its node is never deleted"},
       {"read-as-write", "shared", "takes the read side for sections it uses as a writer's"},
       {"timeout-as-grant", "semaphore", "an acquire whose 5 ms deadline passed writes as if it held a lease"},
+      {"skip-lock-delay", "mutex",
+       "takes the lock with lock-delay 0 while the run's lock-delay is on (2 session timeouts unless --lock-delay)"},
+      {"grant-on-any-predecessor", "mutex",
+       "a lock of its own on the session's requests that grants on the deletion of any node ahead, not the last"},
+      {"data-change-as-grant", "mutex",
+       "a lock of its own on the session's requests that grants when the node ahead's data changes"},
   };
   return v;
 }

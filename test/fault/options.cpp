@@ -104,6 +104,9 @@ int parse_options(int argc, char** argv, options& o) {
                  "of their own and its coroutines on another (acquires, closes and stops started there, not on "
                  "the session's), and takes the mutex with the ordinary Asio deadline (acquire || timer, drawn from "
                  "1 to 10 sections long: the cancellation comes from another thread) (default 1)");
+  app.add_option("--lock-delay", o.lock_delay_ms,
+                 "MS: the zklock workers' mutex_options::lock_delay (--recipe mutex), and the models' (default 0; "
+                 "with --mutant skip-lock-delay, 2 session timeouts)");
   app.add_flag("--list-mutants", o.list_mutants, "print the mutants, one a line: NAME RECIPE what it breaks");
   app.footer(
       "Exit status: 0 when every invariant held (for zklock clients: no overlap except behind a paused holder, "
@@ -142,6 +145,8 @@ int parse_options(int argc, char** argv, options& o) {
       }
     if (!known) return usage_error("--mutant: unknown mutant '" + o.mutant + "' (--list-mutants)");
   }
+  if (o.lock_delay_ms < 0) o.lock_delay_ms = o.mutant == "skip-lock-delay" ? 2 * o.session_timeout_ms : 0;
+  if (o.lock_delay_ms > 0 && o.recipe != "mutex") return usage_error("--lock-delay: only with --recipe mutex");
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
   if (o.scenarios == std::vector<std::string>{"every"}) {
     o.scenarios = all_scenarios;

@@ -36,6 +36,7 @@ struct options {
   std::string mutant;            // the workers' mutant (mutants.hpp), "" for none
   bool list_mutants = false;
   int threads = 1;               // the zklock workers' io_context threads (threads mode when > 1)
+  int lock_delay_ms = -1;        // the zklock workers' mutex_options::lock_delay (mutex); -1: 0, or 2 T for skip-lock-delay
 };
 
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):

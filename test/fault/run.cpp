@@ -85,8 +85,9 @@ run_result harness::run(const std::string& scenario, int run_index) {
     std::vector<std::string> worker_args;
     if (!spec.empty() || !extra.empty()) worker_args.push_back(spec.empty() ? "mutex" : spec);
     worker_args.insert(worker_args.end(), extra.begin(), extra.end());
-    if (!o.mutant.empty() || o.threads > 1) {
+    if (!o.mutant.empty() || o.threads > 1 || o.lock_delay_ms > 0) {
       if (worker_args.empty()) worker_args.push_back("mutex");
+      if (o.lock_delay_ms > 0) worker_args.push_back("lockdelay:" + std::to_string(o.lock_delay_ms));
       if (!o.mutant.empty()) worker_args.push_back("mutant:" + o.mutant);
       if (o.threads > 1) worker_args.push_back("threads:" + std::to_string(o.threads));
     }
@@ -238,6 +239,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
   hr.heal_ns = t_heal;
   hr.end_ns = t_end;
   hr.mutant = o.mutant;
+  hr.lock_delay_ns = std::int64_t(o.lock_delay_ms) * 1000000;
   history h = history_of(j, hr);
   for (auto& p : pauses) h.pauses.push_back({p.who, p.from, p.to ? p.to : t_end});
   write_history(run_dir + "/history.jsonl", h);

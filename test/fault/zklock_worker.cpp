@@ -47,7 +47,12 @@
 // the library, for the checker to catch: ignore-lost, leader-keeps-leading, local-ignore-lost
 // (it reports the loss, as the library told it, and writes on), leak-release (reports its
 // release, keeps the guard), read-as-write (takes the read side, reports and writes as a
-// writer), timeout-as-grant (a 5 ms acquire deadline; on its expiry a section with token 0).
+// writer), timeout-as-grant (a 5 ms acquire deadline; on its expiry a section with token 0),
+// skip-lock-delay (the mutex with lock-delay 0 whatever lockdelay:MS says),
+// grant-on-any-predecessor and data-change-as-grant (a lock of the worker's own on the session's
+// requests, own_acquire: granted on the deletion of any node ahead, or on a change of the data of
+// the node right ahead).
+// lockdelay:MS (after RECIPE; the harness's --lock-delay): mutex_options::lock_delay of the mutex.
 // ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH=1 in the environment (a test of the harness's leftover
 // check, never set by the harness): a contender that goes idle first sets a child watch on the
 // parent of PATH (getChildren; nobody changes its children while the clients are idle) and keeps
@@ -99,6 +104,7 @@ struct config {
   int max_local_handoffs = 1;    // local-queue
   std::string mutant;            // a deliberately broken use of the library (mutants below), "" for none
   int threads = 1;               // threads:N: the io_context run by N threads (see main)
+  int lock_delay_ms = 0;         // lockdelay:MS: mutex_options::lock_delay (mutex)
   int contenders() const { return recipe == "local-queue" ? coroutines : sessions; }
 };
 
@@ -348,6 +354,148 @@ struct worker {
     res.send("released", 0, "ok");
   }
 
+  // Mutants grant-on-any-predecessor and data-change-as-grant: a lock of the worker's own on the
+  // session's raw requests (an ephemeral sequential node in the lock dir, the children, exists
+  // watches), with one rule broken each. Fencing token: the node's sequence number.
+  static bool stopped_session(zklock::session& s) {
+    auto st = s.state();
+    return st == zklock::session_state::expired || st == zklock::session_state::closed;
+  }
+  bool own_lock() const { return mutant("grant-on-any-predecessor") || mutant("data-change-as-grant"); }
+  static std::int64_t sequence_of(const std::string& name) {
+    const auto at = name.rfind("-lock-");
+    return at == std::string::npos ? -1 : std::atoll(name.c_str() + at + 6);
+  }
+
+  // Acquire: returns the node's path and its sequence ("" on an error or a stop, reported).
+  asio::awaitable<std::pair<std::string, std::int64_t>> own_acquire(resource_client& res, zklock::session& s) {
+    // the lock dir and its parents (persistent; a node that exists is fine)
+    for (std::size_t at = 1; at != std::string::npos;) {
+      at = cfg.path.find('/', at + 1);
+      co_await s.async_create(cfg.path.substr(0, at), "", zklock::create_mode::persistent, asio::as_tuple(asio::use_awaitable));
+    }
+    auto [cec, created] = co_await s.async_create(cfg.path + "/_c_own-" + cfg.who + "-lock-", "",
+                                                  zklock::create_mode::ephemeral_sequential, asio::as_tuple(asio::use_awaitable));
+    if (cec) {
+      res.send("acquire_error", 0, "'create: " + cec.message() + "'");
+      co_return std::pair<std::string, std::int64_t>{};
+    }
+    const std::string mine = created.path.substr(created.path.rfind('/') + 1);
+    const std::int64_t seq = sequence_of(mine);
+    auto give_up = [&](const std::string& why) -> asio::awaitable<std::pair<std::string, std::int64_t>> {
+      co_await s.async_delete(created.path, -1, asio::as_tuple(asio::use_awaitable));
+      res.send("acquire_error", 0, "'" + why + "'");
+      co_return std::pair<std::string, std::int64_t>{};
+    };
+    for (;;) {
+      if (stopping) co_return co_await give_up("Operation canceled");
+      auto [gec, kids] = co_await s.async_get_children(cfg.path, asio::as_tuple(asio::use_awaitable));
+      if (gec) co_return co_await give_up("get_children: " + gec.message());
+      std::vector<std::string> ahead;  // in queue order
+      for (auto& k : kids.children)
+        if (sequence_of(k) >= 0 && sequence_of(k) < seq) ahead.push_back(k);
+      std::sort(ahead.begin(), ahead.end(), [](auto& x, auto& y) { return sequence_of(x) < sequence_of(y); });
+      if (ahead.empty()) co_return std::pair<std::string, std::int64_t>{created.path, seq};
+      // grant-on-any-predecessor watches every node ahead and takes the first deletion as the
+      // grant; data-change-as-grant watches the one right ahead (as it should) and takes a
+      // change of its data as the grant
+      if (mutant("data-change-as-grant")) ahead.erase(ahead.begin(), ahead.end() - 1);
+      std::vector<zklock::watch> ws(ahead.size());
+      bool gone = false;
+      for (std::size_t i = 0; i < ahead.size(); ++i) {
+        auto [eec, st] = co_await s.async_exists(cfg.path + "/" + ahead[i], ws[i], asio::as_tuple(asio::use_awaitable));
+        if (eec) co_return co_await give_up("exists: " + eec.message());
+        if (!st) gone = true;
+      }
+      if (gone && mutant("grant-on-any-predecessor")) co_return std::pair<std::string, std::int64_t>{created.path, seq};
+      if (gone) continue;  // look again
+      // the first watch that fires (polled: a mutant's loop, not the library's)
+      std::optional<zklock::watch_event> ev;
+      while (!ev && !stopping && !stopped_session(s)) {
+        for (auto& w : ws)
+          if (w.fired()) {
+            auto [wec, e] = co_await w.async_wait(asio::as_tuple(asio::use_awaitable));
+            if (wec) co_return co_await give_up("watch: " + wec.message());
+            ev = e;
+            break;
+          }
+        if (!ev) co_await sleep(2ms);
+      }
+      if (!ev) continue;  // stopping, or the session ended (the next request says so)
+      if (ev->type == zklock::watch_event_type::deleted && mutant("grant-on-any-predecessor"))
+        co_return std::pair<std::string, std::int64_t>{created.path, seq};
+      if (ev->type == zklock::watch_event_type::changed && mutant("data-change-as-grant"))
+        co_return std::pair<std::string, std::int64_t>{created.path, seq};
+    }
+  }
+
+  // A section of the own lock: as hold() (grant, a register write every 10 ms, end), and the
+  // znode written behind a check op on our node back to back in between (a holder busy with its
+  // resource: a second holder granted meanwhile is followed by this one's znode write before the
+  // register's refusal reaches it); stops when the session is not connected or the register
+  // refuses a write; then deletes its node.
+  asio::awaitable<void> own_lock_section(resource_client& res, session_slot& ss) {
+    zklock::session& s = *ss.s;
+    res.send("acquire", 0);
+    auto [node, token] = co_await own_acquire(res, s);
+    if (node.empty()) {
+      if (!stopping && !ss.over()) co_await sleep(100ms);
+      co_return;
+    }
+    auto connected = [&] {
+      auto st = s.state();
+      return st == zklock::session_state::connected || st == zklock::session_state::reconnected;
+    };
+    const std::string granted = res.send("grant", token, node + " side=exclusive ev=0");
+    if (ok(granted)) {
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(zklock::fault::hold_ms_of(granted, cfg.hold_ms));
+      auto next_register = std::chrono::steady_clock::now() + 10ms;
+      for (;;) {
+        if (!connected()) {
+          res.send("lost", token, "status=" + std::string(zklock::to_string(s.state())));
+          break;
+        }
+        const bool last = std::chrono::steady_clock::now() >= until;
+        if (!last) {
+          const std::int64_t invoke = zklock::fault::mono_ns();
+          auto [rec, data] = co_await s.async_get_data(znode(), asio::as_tuple(asio::use_awaitable));
+          if (rec == zklock::zk_errc::no_node) {
+            co_await s.async_create(znode(), "0", zklock::create_mode::persistent, asio::as_tuple(asio::use_awaitable));
+            std::tie(rec, data) = co_await s.async_get_data(znode(), asio::as_tuple(asio::use_awaitable));
+          }
+          if (!rec) {
+            const std::int64_t read = std::atoll(data.data.c_str());
+            std::vector<zklock::multi_op> ops;
+            ops.push_back(zklock::multi_op::check(node, -1));
+            ops.push_back(zklock::multi_op::set_data(znode(), std::to_string(read + 1)));
+            auto [wec, results] = co_await s.async_multi(std::move(ops), asio::as_tuple(asio::use_awaitable));
+            const bool refused = wec && !results.empty() && results[0].ec == zklock::zk_errc::no_node;
+            report_znode(res, token, invoke, !wec && results.size() == 2 ? "ok" : refused ? "refused" : "indeterminate",
+                         read, !wec && results.size() == 2 ? results[1].stat.version : -1);
+            if (refused) {
+              res.send("lost", token, "refused by the znode's check op");
+              break;
+            }
+          } else {
+            co_await sleep(1ms);  // (a read that failed: not a busy loop)
+          }
+          if (std::chrono::steady_clock::now() < next_register) continue;
+          next_register = std::chrono::steady_clock::now() + 10ms;
+        }
+        if (!ok(res.send(last ? "end" : "write", token))) {
+          res.send("lost", token, "rejected");
+          break;
+        }
+        if (last) break;
+      }
+    } else {
+      res.send("lost", token, "rejected");
+    }
+    auto [dec] = co_await s.async_delete(node, -1, asio::as_tuple(asio::use_awaitable));
+    res.send("released", token, dec ? "'" + dec.message() + "'" : "ok");
+  }
+
   // One critical section; returns when it ended (normally, lost, or rejected). `ss`, `owner`:
   // the session and its owner, for the replies' directives (local-close).
   asio::awaitable<void> hold(zklock::lock_guard& g, resource_client& res, const std::shared_ptr<session_slot>& ss,
@@ -582,9 +730,20 @@ struct worker {
       if (cfg.recipe == "shared") ss->sm.emplace(*ss->s, cfg.path);
       else if (cfg.recipe == "semaphore") ss->sem.emplace(*ss->s, cfg.path, cfg.leases);
       else if (cfg.recipe == "election") ss->el.emplace(*ss->s, cfg.path, who);
-      else ss->m.emplace(*ss->s, cfg.path);
+      else {
+        // mutant skip-lock-delay: lock-delay 0 while the run's (the models') is on
+        zklock::mutex_options mo;
+        mo.lock_delay = std::chrono::milliseconds(mutant("skip-lock-delay") ? 0 : cfg.lock_delay_ms);
+        ss->m.emplace(*ss->s, cfg.path, mo);
+      }
       while (!stopping) {
         if (ss->over()) break;
+        if (own_lock()) {
+          co_await own_lock_section(res, *ss);
+          if (!cfg.loop) break;
+          co_await sleep(std::chrono::milliseconds(rng() % 20));
+          continue;
+        }
         // mutant read-as-write: takes the read side for a section it reports (and uses) as a writer's
         const bool write_side = static_cast<int>(mix() % 100) < cfg.write_percent || mutant("read-as-write");
         directive(res.send("acquire", 0, cfg.recipe == "shared" ? (write_side ? "write" : "read") : ""), ss, res);
@@ -671,9 +830,9 @@ struct worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 8 || argc > 12) {
+  if (argc < 8 || argc > 13) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
-                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [mutant:NAME]]\n";
+                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [threads:N] [lockdelay:MS] [mutant:NAME]]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -692,8 +851,9 @@ int main(int argc, char** argv) {
       continue;
     }
     if (opt.rfind("threads:", 0) == 0 && (c.threads = std::atoi(opt.c_str() + 8)) >= 1) continue;
+    if (opt.rfind("lockdelay:", 0) == 0 && (c.lock_delay_ms = std::atoi(opt.c_str() + 10)) >= 0) continue;
     if (opt.rfind("sessions:", 0) != 0 || (c.sessions = std::atoi(opt.c_str() + 9)) < 1) {
-      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N, threads:N or mutant:NAME)\n";
+      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N, threads:N, lockdelay:MS or mutant:NAME)\n";
       return 2;
     }
   }
