@@ -163,11 +163,14 @@ TEST_CASE("sessions on strands of their own, one 4-thread io_context: connects, 
           ++failures;
           continue;
         }
-        auto [cec, created] = co_await s.async_create(path, "x", create_mode::ephemeral, asio::as_tuple(asio::use_awaitable));
+        // A path per round: a destroyed session's close (and its node's delete) ends on the
+        // loop after the destructor returned.
+        const std::string node = path + "-" + std::to_string(r);
+        auto [cec, created] = co_await s.async_create(node, "x", create_mode::ephemeral, asio::as_tuple(asio::use_awaitable));
         for (int k = 0; k < 5; ++k) {
-          co_await s.async_exists(path, asio::as_tuple(asio::use_awaitable));
+          co_await s.async_exists(node, asio::as_tuple(asio::use_awaitable));
           co_await s.async_get_children("/", asio::as_tuple(asio::use_awaitable));
-          co_await s.async_set_data(path, std::to_string(k), -1, asio::as_tuple(asio::use_awaitable));
+          co_await s.async_set_data(node, std::to_string(k), -1, asio::as_tuple(asio::use_awaitable));
         }
         if (cec) ++failures;
         if (r % 2 == 1) co_await s.async_close(asio::as_tuple(asio::use_awaitable));  // closed first, or not
