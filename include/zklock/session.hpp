@@ -73,9 +73,9 @@ struct session_options {
   /// ACL for nodes this session creates. creator_all needs digest_auth.
   acl_policy default_acl = acl_policy::open;
   /// Where the C client's log goes (and zklock's own lines). Default: lines at or above
-  /// log_threshold to stderr. Called on the session's executor; the C client's lines inside its
-  /// call, under the lock every session's calls into it take turns with: the sink must not wait
-  /// for another thread that may be calling zklock.
+  /// log_threshold to stderr. Called on the session's executor, never under the lock every
+  /// session's calls into the C client take turns with (its lines are handed over once the
+  /// call returned): a slow sink delays its own session only.
   log_sink log;
   /// Lines less severe than this are dropped, for the default sink and for `log` alike.
   log_level log_threshold = log_level::warn;
@@ -165,9 +165,10 @@ class watch {
 /// Thread safety: distinct objects safe; a shared object is not: call it from its executor only
 /// (like every Asio I/O object). Distinct sessions may run on different threads at once (each
 /// on a strand of its own): their calls into the single-threaded C client, which keeps state of
-/// the process, take turns under one lock of the process, held for each call only (a close
-/// holds it while the C client waits for the server's answer to the close request: a round
-/// trip, 1.5 s at most once sent). All handlers complete through asio::post on their associated
+/// the process, take turns under one lock of the process, held for each call only and never
+/// across a wait on the server (a close included) or around user code (the log sink). An
+/// operation's cancellation may be emitted on any thread: it is carried to the session's
+/// executor. All handlers complete through asio::post on their associated
 /// executor (default: the session's executor), never inside the initiating call.
 ///
 /// Allocation: the handler is stored with its associated allocator, paid back before it runs
@@ -179,7 +180,9 @@ class watch {
 /// destroyed or closed. Destroying the session closes the ZooKeeper session on the session's
 /// executor: at once when destroyed there; destroyed on another thread (main, while a pool runs
 /// the io_context), the close is posted there, after the work the session has there already
-/// (the destructor never touches the engine off its executor).
+/// (the destructor never touches the engine off its executor). That close goes on as
+/// async_close's does, on the loop, within 1 s (its ephemeral nodes deleted by then, or, with a
+/// server that does not answer, at the session's expiry).
 ///
 /// Every operation takes any completion token (callbacks, use_awaitable, deferred, use_future,
 /// as_tuple(...)) and supports per-operation cancellation as documented on it. Bad paths
@@ -264,9 +267,13 @@ class basic_session {
         [impl = impl_](auto h) { detail::session_ops::connect(*impl, detail::void_handler(std::move(h))); }, token);
   }
 
-  /// Closes the session gracefully: the server ends it at once, deleting its ephemeral nodes.
+  /// Closes the session gracefully: the server ends it at once, deleting its ephemeral nodes,
+  /// and this completes once it has (they are gone from the server then). A server that does
+  /// not answer (stopped, a link that stopped moving bytes): completes within 1 s, without its
+  /// answer; the server ends the session when it expires. No thread waits meanwhile (the close
+  /// runs on the session's executor, as everything else), and other sessions do not notice.
   /// Pending operations complete with errc::session_closed. Handler: void(error_code).
-  /// Not cancellable (it does not wait for anything but the send of the close request).
+  /// Not cancellable (bounded: 1 s).
   template <class Token = detail::default_token_t<Executor>>
   auto async_close(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(

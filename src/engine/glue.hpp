@@ -31,23 +31,54 @@ namespace zklock::detail {
 // threads (strands of one io_context) would make them at once. Held by the thread making the
 // call, for the call only (and for copying what it returned), never across a wait of ours;
 // taken again by the same thread at no cost (a C callback, inside zookeeper_process, may start
-// a request). Uncontended, one lock and unlock per C call. The calls that block hold it while
-// they block: zookeeper_close, which waits for the answer to the close request (a round trip
-// and the server's commit of it; 1.5 s at most, and up to 3 s more to send it). zerror (a table
-// of constant strings) needs none.
+// a request). Uncontended, one lock and unlock per C call. Only around calls that cannot wait:
+// no user code runs under it (the log lines made meanwhile are handed to the sessions' sinks
+// once it is released, on the same thread), and no call that blocks is made (zookeeper_close
+// only where it neither sends nor waits: engine/close.cpp). Left: zookeeper_init2 resolves the
+// connect string's hosts (getaddrinfo) under it, as the C client re-resolves them after a
+// connection loss. zerror (a table of constant strings) needs none.
 inline constinit std::mutex c_client_mutex;
 inline constinit thread_local int c_client_depth = 0;
+
+// A log line made while this thread held the lock: the session it is for, and whether the C
+// client made it (summarised by log_client) or we did.
+struct deferred_log_line {
+  session_impl* session;
+  bool from_client;
+  log_level level;
+  std::string text;
+};
+inline thread_local std::vector<deferred_log_line> deferred_log;
+
+/// Hands the lines made under the lock to their sessions' sinks (the lock released).
+inline void deliver_deferred_log() {
+  while (!deferred_log.empty()) {
+    auto lines = std::move(deferred_log);
+    deferred_log.clear();
+    for (auto& l : lines) {
+      if (l.from_client)
+        l.session->log_client(l.level, l.text);
+      else
+        l.session->log(l.level, l.text);
+    }
+  }
+}
 
 struct c_client_lock {
   c_client_lock() {
     if (c_client_depth++ == 0) c_client_mutex.lock();
   }
   ~c_client_lock() {
-    if (--c_client_depth == 0) c_client_mutex.unlock();
+    if (--c_client_depth != 0) return;
+    c_client_mutex.unlock();
+    if (!deferred_log.empty()) deliver_deferred_log();
   }
   c_client_lock(const c_client_lock&) = delete;
   c_client_lock& operator=(const c_client_lock&) = delete;
 };
+
+/// Whether this thread holds the lock now (a log line then waits for its release).
+inline bool c_client_locked() noexcept { return c_client_depth > 0; }
 
 // The C client's accessors, each under the lock.
 inline int c_state(zhandle_t* zh) {
@@ -73,7 +104,8 @@ inline std::string c_current_server(zhandle_t* zh) {
 
 // The session whose C call is on the stack; routes the C client's log lines (its log callback
 // has no context argument). Everything runs on the session's executor, one call at a time, and
-// under the C client's lock.
+// under the C client's lock; the session outlives the guard, and so the lock's release, where
+// its lines are delivered.
 inline constinit thread_local session_impl* current_session = nullptr;
 
 struct in_session {
@@ -148,7 +180,7 @@ inline void log_callback(const char* message) {
   else if (m.find("ZOO_WARN@") != std::string_view::npos) level = log_level::warn;
   else if (m.find("ZOO_DEBUG@") != std::string_view::npos) level = log_level::debug;
   if (current_session)
-    current_session->log_client(level, m);
+    deferred_log.push_back({current_session, true, level, std::string(m)});  // (under the lock)
   else if (level <= log_level::warn)
     std::fprintf(stderr, "%s\n", message);
 }

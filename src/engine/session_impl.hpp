@@ -1,7 +1,9 @@
 // The session's engine: owns the zhandle_t of the single-threaded C client and drives it from
 // the executor. Private to the library (src/): users talk to zklock::session, whose header
 // reaches the engine only through detail/session_ops.hpp. Its definitions, by concern:
-//   lifecycle.cpp  connect, close, session state and its listeners
+//   session_state.cpp  the state, its listeners, session events, local expiry, validity
+//   connect.cpp    connect: resolving, the handle opened, the handshake checked
+//   close.cpp      close: the handle closed on the loop, never waiting on the server
 //   loop.cpp       the event loop (descriptor, timer, pump) and send_batch
 //   requests.cpp   the requests, all through submit()
 //   watches.cpp    the watch registry
@@ -39,6 +41,8 @@ struct _zhandle;  // the C client's handle
 
 namespace zklock::detail {
 
+struct closing_handle;  // engine/close.cpp
+
 class session_impl : public std::enable_shared_from_this<session_impl> {
  public:
   session_impl(asio::any_io_executor ex, session_options opts);
@@ -69,7 +73,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void close(void_handler h);
   void wait_state(session_state known, state_handler h);
   /// Closes the handle now (destructor path); pending operations complete with session_closed.
-  void shutdown() noexcept;
+  /// `loop_gone`: called while its io_context is being destroyed (nothing may be started on
+  /// it): the handle is closed at once, without the server's answer.
+  void shutdown(bool loop_gone = false) noexcept;
 
   // Operations. `watch` out-parameters are filled synchronously before the request is sent.
   void create(std::string path, std::string data, create_mode mode, create_handler h);
@@ -167,9 +173,11 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void drop_not_zookeeper();
   void next_endpoint_in_turn();
   void note_attempt();
-  void close_handle(error_code reason) noexcept;
+  /// Detaches the handle and closes it: at once when not connected; otherwise on the loop
+  /// (engine/close.cpp), returned then, its end awaited by async_close.
+  std::shared_ptr<closing_handle> close_handle(error_code reason) noexcept;
   /// Suspended: the session expires here when no server answered within the negotiated
-  /// timeout (lifecycle.cpp, "local expiry").
+  /// timeout (session_state.cpp, "local expiry").
   void arm_local_expiry();
   void expire_locally();
   void set_state(session_state s);
@@ -225,6 +233,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::uint64_t suspension_ = 0;          // one per suspension: a stale timer finds another
   bool expiring_locally_ = false;
   pending<void(error_code)>::ptr connect_op_;
+  std::weak_ptr<closing_handle> closing_;  // the last handle being closed on the loop
+  bool loop_gone_ = false;                 // see shutdown()
   std::vector<pending<void(error_code, session_state)>::ptr> state_waiters_;
   std::map<std::uint64_t, std::function<void(session_state)>> listeners_;
   std::uint64_t next_listener_ = 1;

@@ -104,7 +104,11 @@ void wait_watch(boost::intrusive_ptr<watch_state> w, watch_handler h) {
     post_completion(w->ex, std::move(h), error_code(errc::session_closed), watch_event{});
     return;
   }
-  owner->wait_watch(std::move(w), std::move(h));
+  // From any thread, as every entry point (its cancellation relayed to the executor too).
+  auto ex = owner->executor();
+  on_executor(ex, std::move(h), [owner = std::move(owner), w = std::move(w)](auto h) mutable {
+    owner->wait_watch(std::move(w), std::move(h));
+  });
 }
 
 }  // namespace session_ops

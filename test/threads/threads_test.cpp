@@ -1,6 +1,7 @@
 // Threads: operations started on any thread, the session on a strand of a 4-thread io_context,
 // guards received and destroyed off the session's executor. Built with ThreadSanitizer (with
 // the library's sources instrumented) and run by every ctest: a data race fails the test.
+#include "../integration/cancel_races.hpp"
 #include "../integration/common.hpp"
 
 #include <zklock/multi_lock.hpp>
@@ -15,19 +16,7 @@ using namespace zklock;
 using zklock::test::zk_server;
 
 namespace {
-struct pool {
-  asio::io_context ioc;
-  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
-  std::vector<std::thread> threads;
-  explicit pool(int n) {
-    for (int i = 0; i < n; ++i) threads.emplace_back([this] { ioc.run(); });
-  }
-  ~pool() {
-    work.reset();
-    ioc.stop();
-    for (auto& t : threads) t.join();
-  }
-};
+using pool = zklock::test::thread_pool;
 
 // A server, and a session on a strand of a 4-thread io_context, connected from main; the
 // session is destroyed first, on main, while the io_context runs.
@@ -174,11 +163,14 @@ TEST_CASE("sessions on strands of their own, one 4-thread io_context: connects, 
           ++failures;
           continue;
         }
-        auto [cec, created] = co_await s.async_create(path, "x", create_mode::ephemeral, asio::as_tuple(asio::use_awaitable));
+        // A path per round: a destroyed session's close (and its node's delete) ends on the
+        // loop after the destructor returned.
+        const std::string node = path + "-" + std::to_string(r);
+        auto [cec, created] = co_await s.async_create(node, "x", create_mode::ephemeral, asio::as_tuple(asio::use_awaitable));
         for (int k = 0; k < 5; ++k) {
-          co_await s.async_exists(path, asio::as_tuple(asio::use_awaitable));
+          co_await s.async_exists(node, asio::as_tuple(asio::use_awaitable));
           co_await s.async_get_children("/", asio::as_tuple(asio::use_awaitable));
-          co_await s.async_set_data(path, std::to_string(k), -1, asio::as_tuple(asio::use_awaitable));
+          co_await s.async_set_data(node, std::to_string(k), -1, asio::as_tuple(asio::use_awaitable));
         }
         if (cec) ++failures;
         if (r % 2 == 1) co_await s.async_close(asio::as_tuple(asio::use_awaitable));  // closed first, or not
@@ -191,4 +183,24 @@ TEST_CASE("sessions on strands of their own, one 4-thread io_context: connects, 
   CHECK(finished == sessions);
   CHECK(failures == 0);
   CHECK(log_lines > 0);  // the C client did log
+}
+
+TEST_CASE_METHOD(strand_session,
+                 "cancelled on pool threads: op || timer, tsan",
+                 "[threads][cancel]") {
+  // The parallel group cancels the loser on the thread that ran the winner's completion, any of
+  // the four: the cancellation reaches the engine through the strand only.
+  session holder{asio::make_strand(p.ioc), options_for(srv.connect_string())};
+  holder.async_connect(asio::use_future).get();
+  {
+    auto held = zklock::test::hold_locks(holder, "/tsan-cancel");
+    zklock::test::cancel_race_counts counts;
+    zklock::test::run_cancel_races(p.ioc, s, held, "/tsan-cancel", 4, 20, counts, 240s);
+    CHECK(counts.finished == 4);
+    if (!counts.errors.empty()) WARN("first: " << counts.errors.front());
+    CHECK(counts.unexpected == 0);
+    CHECK(counts.timer_won > 0);
+  }
+  holder.async_close(asio::use_future).get();
+  s.async_close(asio::use_future).get();
 }

@@ -43,7 +43,7 @@ using watch_handler = asio::any_completion_handler<void(error_code, watch_event)
 // hide the POSIX one from unqualified calls.
 namespace session_ops {
 
-// Lifecycle and state (src/session_lifecycle.cpp).
+// Lifecycle and state (src/engine/session_state.cpp, connect.cpp, close.cpp).
 ZKLOCK_API std::shared_ptr<session_impl> make_session(asio::any_io_executor ex, session_options opts);
 /// Closes the handle on the session's executor (the session object's destructor): at once when
 /// called there, posted there otherwise; pending operations complete with session_closed.
