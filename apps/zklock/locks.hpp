@@ -46,6 +46,8 @@ boost::asio::awaitable<lock_walk> walk_locks(zklock::session& s, const locks_opt
 
 // "0x1000a3f2e5c0007"
 std::string session_str(std::int64_t id);
+// "12.3s"
+std::string age_str(double seconds);
 // A JSON string of bytes (a byte outside UTF-8 as \u00XX).
 std::string json_string(std::string_view s);
 std::string json_number(double v);
