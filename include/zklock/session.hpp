@@ -34,8 +34,10 @@ struct session_stats {
   std::uint64_t max_queued_requests = 0;
   /// listings (unwatched get_children) that joined one of the same node still waiting to be sent
   std::uint64_t listings_coalesced = 0;
-  /// requests outstanding now, and waiting in the session for room in the window now
-  std::uint64_t outstanding_requests = 0, queued_requests = 0;
+  /// requests outstanding now (sent, not answered)
+  std::uint64_t outstanding_requests = 0;
+  /// requests waiting in the session for room in the window now
+  std::uint64_t queued_requests = 0;
   std::uint64_t watch_events = 0;                  ///< events of every type
   std::uint64_t watch_events_by_type[5] = {};      ///< indexed by watch_event_type
   /// watch events of type `t` received
