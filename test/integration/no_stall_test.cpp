@@ -81,7 +81,7 @@ struct ticker {
   }
 };
 
-session_options quiet(const std::string& connect) {
+session_options quiet_session_options(const std::string& connect) {
   auto o = options_for(connect, 4000ms);
   o.log_threshold = log_level::error;  // the unanswered close's warning is expected
   return o;
@@ -95,13 +95,13 @@ TEST_CASE("a close against a SIGSTOPped server blocks nothing: a timer on its io
   zk_server stopped(stoppable_server());
   zk_server healthy(stoppable_server());
   loop_thread other;
-  session bystander{other.ioc, quiet(healthy.connect_string())};
+  session bystander{other.ioc, quiet_session_options(healthy.connect_string())};
   bystander.async_connect(asio::use_future).get();
   for (bool destroy : {false, true}) {
     DYNAMIC_SECTION((destroy ? "destroyed" : "async_close")) {
       asio::io_context ioc;
       std::optional<session> s;
-      s.emplace(ioc, quiet(stopped.connect_string()));
+      s.emplace(ioc, quiet_session_options(stopped.connect_string()));
       bool connected = false;
       s->async_connect([&](error_code ec) { connected = !ec; });
       REQUIRE(run_until(ioc, [&] { return connected; }, 20s));
@@ -164,7 +164,7 @@ TEST_CASE("four closes at once against a SIGSTOPped server: a healthy session on
 
   asio::io_context ioc;
   std::vector<session> closing;
-  for (int i = 0; i < 4; ++i) closing.emplace_back(ioc, quiet(stopped.connect_string()));
+  for (int i = 0; i < 4; ++i) closing.emplace_back(ioc, quiet_session_options(stopped.connect_string()));
   int connected = 0;
   for (auto& s : closing) s.async_connect([&](error_code ec) { connected += !ec; });
   REQUIRE(run_until(ioc, [&] { return connected == 4; }, 20s));
