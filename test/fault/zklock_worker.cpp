@@ -214,6 +214,7 @@ struct worker {
   std::optional<zklock::session> probe;
   std::atomic<std::int64_t> probe_late_ns{0}, probe_call_ns{0};
   std::atomic<bool> probe_stop{false};
+  std::atomic<bool> probe_connected{false};  // (read by the reports, on the worker's strand)
   asio::cancellation_signal probe_cancel;
 
   worker(config c, asio::any_io_executor e, asio::any_io_executor p)
@@ -315,7 +316,7 @@ struct worker {
     auto ms = [](std::int64_t ns) { return std::to_string(double(ns) / 1e6); };
     owner.send("closed", 0, std::string("how=") + (close ? "async_close" : "destroy") + " took_ms=" +
                                 ms(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()) +
-                                " probe=" + (probe ? "1" : "0") + " probe_late_ms=" + ms(probe_late_ns) +
+                                " probe=" + (probe_connected ? "1" : "0") + " probe_late_ms=" + ms(probe_late_ns) +
                                 " probe_call_ms=" + ms(probe_call_ns));
   }
 
@@ -337,6 +338,7 @@ struct worker {
         asio::bind_cancellation_slot(probe_cancel.slot(), asio::as_tuple(asio::use_awaitable)));
     // (the report from the worker's strand: `res` is its, not this strand's)
     if (cec) asio::post(ex, [this, m = cec.message()] { res.send("note", 0, "probe session: " + m); });
+    probe_connected = !cec;
     asio::steady_timer t(pe);
     auto raise = [](std::atomic<std::int64_t>& m, std::chrono::steady_clock::duration d) {
       const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
@@ -352,6 +354,7 @@ struct worker {
       raise(probe_late_ns, woke - due);
       raise(probe_call_ns, std::chrono::steady_clock::now() - woke);
     }
+    probe_connected = false;
     if (!cec) co_await probe->async_close(asio::as_tuple(asio::use_awaitable));
     probe.reset();
   }
