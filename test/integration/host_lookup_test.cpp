@@ -306,6 +306,34 @@ TEST_CASE("a lookup that outlasts the connect timeout fails with connect_timeout
   CHECK(c.state() == session_state::disconnected);
 }
 
+TEST_CASE("a name that does not resolve among names that do: the others are tried and our warning names it with no "
+          "line of the C client's resolver",
+          "[integration][connect]") {
+  zk_server srv;
+  set_name("present.zklock.test", "127.0.0.1", 0ms);
+  auto port = std::to_string(srv.port());
+  auto opts = lookup_options(srv.connect_via("missing.zklock.test:" + port + ",present.zklock.test:" + port));
+  std::vector<std::string> lines;
+  opts.log_threshold = log_level::debug;
+  opts.log = [&](log_level, std::string_view line) { lines.emplace_back(line); };
+  asio::io_context ioc;
+  session s(ioc, opts);
+  std::optional<error_code> connected;
+  s.async_connect([&](error_code ec) { connected = ec; });
+  REQUIRE(run_until(ioc, [&] { return connected.has_value(); }, 30s));
+  INFO("async_connect: " << connected->message());
+  CHECK_FALSE(*connected);
+  auto logged = [&](std::string_view part) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != l.npos; });
+  };
+  for (const auto& l : lines) UNSCOPED_INFO(l);
+  CHECK(logged("cannot resolve the ZooKeeper host 'missing.zklock.test'"));
+  CHECK_FALSE(logged("resolve_hosts"));  // the C client's "ZOO_ERROR@resolve_hosts@947: getaddrinfo: ..."
+  CHECK_FALSE(logged("getaddrinfo"));
+  s.async_close([](error_code) {});
+  ioc.run_for(200ms);
+}
+
 TEST_CASE("localhost and an IPv6 literal in brackets connect", "[integration][connect]") {
   zk_server srv;
   asio::io_context ioc;
