@@ -13,7 +13,7 @@ resolved_server server(std::string host, std::uint16_t port, std::vector<std::st
 }
 }  // namespace
 
-TEST_CASE("numeric_host_list: every address, never a name; a dropped endpoint leaves the list", "[unit][connect]") {
+TEST_CASE("numeric_host_list: every address, never a name, and a dropped endpoint leaves the list", "[unit][connect]") {
   std::vector<resolved_server> servers{server("zk1", 2181, {"10.0.0.1:2181"}), server("127.0.0.1", 9000, {"127.0.0.1:9000"}),
                                        server("zk2", 2182, {"10.0.0.2:2182"})};
   CHECK(numeric_host_list(servers, {}) == "10.0.0.1:2181,127.0.0.1:9000,10.0.0.2:2182");
@@ -40,7 +40,7 @@ TEST_CASE("numeric_host_list: IPv6 addresses as the C client takes them, every a
   CHECK(host_list_entry("10.0.0.1:2181") == "10.0.0.1:2181");
 }
 
-TEST_CASE("refreshed: a server takes its new addresses; one that did not resolve keeps its old", "[unit][connect]") {
+TEST_CASE("refreshed: a server takes its new addresses and one that did not resolve keeps its old", "[unit][connect]") {
   std::vector<resolved_server> known{server("zk1", 2181, {"10.0.0.1:2181"}), server("zk2", 2181, {"10.0.0.2:2181"})};
   std::vector<resolved_server> fresh{server("zk1", 2181, {"10.0.0.11:2181"}), server("zk2", 2181, {})};
   auto r = refreshed(known, fresh);
