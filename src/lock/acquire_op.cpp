@@ -108,6 +108,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     auto list = [&] {
       s_->get_children(dir_->path, nullptr, children_handler([self](error_code ec, children_result r) {
                          self->heard_listing(ec, r);
+                         // A waiter in a deep queue evaluates the view's few names for its node, not
+                         // every name (the queue would cost the session O(N^2) otherwise).
+                         if (!ec && self->fsm_.takes_view_listing())
+                           return self->run(self->fsm_.on_children(ec, self->view_listing()));
                          self->run(self->fsm_.on_children(ec, r.children));
                        }));
     };
@@ -170,6 +174,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                                           fsm_.counted_as_readers())));
           break;
         case acquire_action::requeued:
+          heard_gone(a.path);  // (deleted by someone else)
           s_->log(log_level::warn, "zklock: lock node " + a.path +
                                        " was deleted by someone else while it waited; queueing again");
           break;
@@ -274,6 +279,10 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void heard_listing(error_code ec, const children_result& r) {
     if (!ec) view_->merge({r.stat.czxid, r.stat.pzxid}, r.children);
     else if (ec == zk_errc::no_node) view_->clear();
+  }
+  std::vector<std::string> view_listing() const {
+    return view_->listing_for(node_name(fsm_.node()), fsm_.kind(), static_cast<std::size_t>(fsm_.max_watched()),
+                              fsm_.counted_as_readers());
   }
   void heard_gone(const std::string& path) {
     if (parent_path(path) == dir_->path) view_->gone(node_name(path));

@@ -279,6 +279,16 @@ class acquire_fsm {
   enum class own_watch { none, setting, set };
   own_watch own_node_watch() const noexcept { return own_; }
   int max_watched() const noexcept { return max_watched_; }
+  /// Our node's path once known (empty before its create's reply).
+  const std::string& node() const noexcept { return node_; }
+  /// A listing's reply may be given as the session's view trims it for our node
+  /// (dir_view::listing_for: the grant rule answers the same on it): we wait in the queue with
+  /// our node known, and nothing of ours needs every name (lock-delay's owners, a lease's
+  /// count, the try-lock's look, a lost create's node found by its prefix).
+  bool takes_view_listing() const noexcept {
+    return phase_ == phase::acquiring && !probing_ && !node_.empty() && !create_outcome_unknown_ &&
+           lock_delay_.count() == 0 && kind_ != lock_kind::lease;
+  }
   /// Writers' nodes proven downgraded: they block no reader (what ask_view's answer skips).
   const std::vector<std::string>& counted_as_readers() const noexcept { return downgraded_; }
 

@@ -54,8 +54,10 @@ class dir_view {
     merged_ = true;
     version_ = v;
     nodes_.clear();
+    marks_.clear();
     for (const auto& c : children)
       if (auto p = parse_contender(c)) nodes_.emplace(key{p->sequence, c}, p->kind);
+      else if (c.starts_with(mark_prefix)) marks_.push_back(c);
     ++merges_;
     return true;
   }
@@ -67,6 +69,7 @@ class dir_view {
   /// The dir is gone (a listing's no_node): so is every node that was in it.
   void clear() noexcept {
     nodes_.clear();
+    marks_.clear();
     merged_ = false;
   }
 
@@ -97,6 +100,25 @@ class dir_view {
     return r;
   }
 
+  /// A listing as one waiter needs it (acquire_fsm evaluates it as the whole): the head, its
+  /// downgrade mark when the latest listing had it, our node `own` when still here, and our
+  /// nearest `k` + 1 blockers (one more than a window: it says the queue is deeper). The grant
+  /// rule gives the same answer on it as on the whole listing, for O(log N + K) instead of each
+  /// waiter parsing every name of a deep queue. Not for what needs every name (lock-delay's
+  /// owners, a lease's count, finding a node by its prefix).
+  std::vector<std::string> listing_for(std::string_view own, lock_kind kind, std::size_t k,
+                                       const std::vector<std::string>& counted_as_readers = {}) const {
+    auto b = nearest(own, kind, k + 1, counted_as_readers);
+    std::vector<std::string> r = std::move(b.names);
+    if (!b.head.empty() && b.head != own && std::find(r.begin(), r.end(), b.head) == r.end()) r.push_back(b.head);
+    if (!b.head.empty()) {
+      auto mark = downgrade_mark_name(b.head);
+      if (!mark.empty() && std::find(marks_.begin(), marks_.end(), mark) != marks_.end()) r.push_back(mark);
+    }
+    if (contains(own)) r.emplace_back(own);
+    return r;
+  }
+
   std::size_t size() const noexcept { return nodes_.size(); }
   bool contains(std::string_view name) const {
     auto seq = lock_sequence(name);
@@ -111,7 +133,9 @@ class dir_view {
     std::string name;
     bool operator<(const key& o) const { return sequence != o.sequence ? sequence < o.sequence : name < o.name; }
   };
+  static constexpr std::string_view mark_prefix = "zklock-downgraded-";
   std::map<key, lock_kind> nodes_;
+  std::vector<std::string> marks_;  // the latest listing's downgrade marks (a writer's)
   listing_version version_{};
   bool merged_ = false;
   std::uint64_t merges_ = 0;

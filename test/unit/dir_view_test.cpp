@@ -93,3 +93,18 @@ TEST_CASE("dir view: a deep queue answers in O(log N + K), whoever asks", "[unit
     REQUIRE_FALSE(b.more);
   }
 }
+
+TEST_CASE("dir view: a listing trimmed for one waiter gives the grant rule's answer of the whole", "[unit][view]") {
+  dir_view v;
+  std::vector<std::string> listing;
+  for (int i = 0; i < 50; ++i) listing.push_back(i % 3 == 0 ? w(i) : r(i));
+  listing.push_back("zklock-downgraded-0000000000");  // the head writer's mark
+  v.merge({1, 1}, listing);
+  auto t = v.listing_for(r(40), lock_kind::read, 2);
+  // the head and its mark, our nearest 2 + 1 writers, our node
+  CHECK(t == std::vector<std::string>{w(33), w(36), w(39), w(0), "zklock-downgraded-0000000000", r(40)});
+  CHECK(v.listing_for(w(0), lock_kind::write, 2) == std::vector<std::string>{"zklock-downgraded-0000000000", w(0)});
+  v.gone(r(40));
+  CHECK(v.listing_for(r(40), lock_kind::read, 2).back() != r(40));  // our node gone: not shown
+  CHECK(v.listing_for(w(3), lock_kind::write, 2) == std::vector<std::string>{w(0), r(1), r(2), "zklock-downgraded-0000000000", w(3)});
+}

@@ -86,6 +86,7 @@ struct sim : driver_rules {
   detail::dir_view view;
   std::int64_t listings_made = 0;  // a listing's version (the order the server answers them in)
   int view_asks = 0;
+  bool trim_listings = true;  // a waiter's listing as the view trims it for its node (as the runner gives it)
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
@@ -457,6 +458,7 @@ struct sim : driver_rules {
           break;
         case acquire_action::requeued:
           --requests;
+          view.gone(node_name(a.path));  // (as the runner does)
           ++requeues;
           if (children.count(std::string(node_name(a.path)))) forbid("queued again while our node exists: " + a.path);
           break;
@@ -500,6 +502,9 @@ struct sim : driver_rules {
   acquire_fsm::actions children_reply(error_code ec, std::int64_t version, const std::vector<std::string>& snapshot) {
     if (!ec) view.merge({1, version}, snapshot);
     else if (ec == zk_errc::no_node) view.clear();
+    if (!ec && trim_listings && fsm.takes_view_listing())
+      return fsm.on_children(ec, view.listing_for(node_name(fsm.node()), fsm.kind(),
+                                                  static_cast<std::size_t>(fsm.max_watched()), fsm.counted_as_readers()));
     return fsm.on_children(ec, snapshot);
   }
   void backoff_delete_due() {
