@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
   put("window", std::to_string(window));
   put("sessions", std::to_string(waiter_sessions));
   std::string error;
+  bool finished = false;
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(timeout_s));
 
   asio::co_spawn(
@@ -235,6 +236,7 @@ int main(int argc, char** argv) {
         for (auto& x : ss) co_await x->async_close(asio::use_awaitable);
       },
       [&](std::exception_ptr e) {
+        finished = true;
         if (!e) return;
         try {
           std::rethrow_exception(e);
@@ -243,8 +245,10 @@ int main(int argc, char** argv) {
         }
         for (auto& x : ss) x->async_close([](zklock::error_code) {});
       });
-  while (ioc.run_one_for(std::chrono::milliseconds(200)))
-    if (clock_type::now() > deadline + std::chrono::seconds(5)) break;
+  // Until the run is over (a listing of a deep dir may take longer than a pause here), then
+  // until nothing is left to do (the sessions' closes).
+  while (clock_type::now() < deadline + std::chrono::seconds(5))
+    if (!ioc.run_one_for(std::chrono::milliseconds(200)) && finished) break;
   put("ok", error.empty() ? "1" : "0");
   if (!error.empty()) put("error", error);
   std::string line, json = "{";

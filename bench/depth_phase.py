@@ -108,7 +108,7 @@ def run(args, root, build, log, phase):
 
 
 def describe(r):
-    if not r.get("ok"):
+    if not r.get("ok") or "queue_s" not in r:
         return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], r.get("error"),
                                                    "alive" if r.get("server_alive") else "DEAD")
     return ("%s N=%d%s queue %.2f s, drain %.0f releases/s, %s req/release, %s events/release, %.0f us CPU/release, "
@@ -133,7 +133,7 @@ def summary(results):
                                                             "events/r", "CPU us/r", "KB/waiter", "server",
                                                             "window max/queued/coalesced")]
     for r in rows:
-        if not r.get("ok"):
+        if not r.get("ok") or "queue_s" not in r:
             lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], r.get("error"),
                                                              "alive" if r.get("server_alive") else "DEAD"))
             continue
