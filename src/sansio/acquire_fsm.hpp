@@ -59,7 +59,8 @@
 //    node gone before that reply is judged by the session its name claims
 //    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
 //    about its own successors' delay). Every blocker of a listing counts, not only the watched
-//    ones: one outside the window that a later listing lacks vanished unheard, and is judged
+//    ones: one outside the window that a later listing (or the session's view, when the window
+//    moves: on_view) lacks vanished unheard, and is judged
 //    the same way (by its name's claim), so a holder whose session ended delays every waiter
 //    that was queued behind it;
 //  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
