@@ -169,10 +169,13 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                          if (!ec && w && !self->fsm_.done()) self->wait(std::move(w));
                        }));
           break;
-        case acquire_action::ask_view:
-          run(fsm_.on_view(view_->nearest(node_name(a.path), fsm_.kind(), static_cast<std::size_t>(fsm_.max_watched()),
-                                          fsm_.counted_as_readers())));
+        case acquire_action::ask_view: {
+          auto v = view_->nearest(node_name(a.path), fsm_.kind(), static_cast<std::size_t>(fsm_.max_watched()),
+                                  fsm_.counted_as_readers());
+          v.alone = view_.use_count() == 1;  // (no other acquire of this session on the dir)
+          run(fsm_.on_view(v));
           break;
+        }
         case acquire_action::requeued:
           heard_gone(a.path);  // (deleted by someone else)
           s_->log(log_level::warn, "zklock: lock node " + a.path +

@@ -195,6 +195,8 @@ acquire_fsm::actions acquire_fsm::on_view(const view_blockers& v) {
   if (phase_ != phase::acquiring || unconfirmed_ || in_flight_.contains(request::list) ||
       in_flight_.contains(request::watch))
     return {};
+  // The view hears only our own watches: what lies beyond our window is better listed.
+  if (v.alone) return list_again();
   actions out;
   // Lock-delay: blockers of our listings that the view no longer has went unheard by us (a
   // watched one's own event or reply still comes): judged as a later listing's absence is.

@@ -38,6 +38,10 @@ struct view_blockers {
   /// The first contender of the view: a writer whose downgrade a reader may have to check
   /// (acquire_fsm.hpp, step 5). Empty when the view has none.
   std::string head;
+  /// No other acquire of the session waits on the dir: the view hears only the asker's own
+  /// watches, so every name beyond its window may be gone unheard, and one listing costs less
+  /// than asking each of them (acquire_fsm lists then). Set by the view's keeper (the runner).
+  bool alone = false;
 };
 
 class dir_view {

@@ -49,6 +49,26 @@ TEST_CASE("a queue deeper than K: the window moves up when a watched blocker goe
   CHECK(s.lists == lists);
 }
 
+TEST_CASE("a waiter alone on the dir in its session lists when its window moves: nobody of its session hears the rest",
+          "[unit][lock][handoff][depth]") {
+  // (one waiter per session, as processes contend: probing each name beyond the window, each
+  // possibly gone unheard, would cost more than the one listing)
+  sim s(lock_mode::wait, 2);
+  s.view_alone = true;
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign(), n3 = s.add_foreign();
+  s.run();
+  int lists = s.lists;
+  s.delete_foreign(n0);
+  s.delete_foreign(n1);
+  s.delete_foreign(n2);
+  s.drain();
+  CHECK(s.lists == lists + 1);
+  CHECK(s.watch_requests.size() == 2);  // no watch asked of a name gone unheard
+  CHECK(s.fsm.watching_last_blocker());
+  check_granted_when_gone(s, n3);
+  CHECK(s.lists == lists + 1);
+}
+
 TEST_CASE("a deep waiter moves its window along the session's view, one watch per release and no listing",
           "[unit][lock][handoff][depth]") {
   // 200 contenders ahead of us, served in order; the session hears each one go (its other

@@ -86,7 +86,10 @@ struct sim : driver_rules {
   detail::dir_view view;
   std::int64_t listings_made = 0;  // a listing's version (the order the server answers them in)
   int view_asks = 0;
-  bool trim_listings = true;  // a waiter's listing as the view trims it for its node (as the runner gives it)
+  bool trim_listings = true;
+  // The session has no other acquire on the dir (view_blockers::alone): off by default, as if
+  // its other waiters watched the rest of the queue.
+  bool view_alone = false;  // a waiter's listing as the view trims it for its node (as the runner gives it)
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
@@ -427,12 +430,15 @@ struct sim : driver_rules {
               [this] { return fsm.on_stat(zk_errc::connection_loss, 0); }));
           break;
         }
-        case acquire_action::ask_view:  // the runner's answer, at once (no request)
+        case acquire_action::ask_view: {  // the runner's answer, at once (no request)
           --requests;
           ++view_asks;
-          apply(fsm.on_view(view.nearest(node_name(a.path), fsm.kind(), static_cast<std::size_t>(fsm.max_watched()),
-                                         fsm.counted_as_readers())));
+          auto v = view.nearest(node_name(a.path), fsm.kind(), static_cast<std::size_t>(fsm.max_watched()),
+                                fsm.counted_as_readers());
+          v.alone = view_alone;
+          apply(fsm.on_view(v));
           break;
+        }
         case acquire_action::wait_reconnect:
           waiting_reconnect = true;
           --requests;
