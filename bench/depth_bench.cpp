@@ -1,11 +1,13 @@
-// zklock-depth-bench: N waiters on one lock path from ONE session, behind a holder of the same
-// session: all N acquires start at once (a burst), then the holder releases and every grant
+// zklock-depth-bench: N waiters on one lock path from ONE session (--waiter-sessions S: spread
+// over S sessions of this process, waiter i on session i mod S), behind a holder of the first:
+// all N acquires start at once (a burst), then the holder releases and every grant
 // releases at once (the drain). Prints one line of key=value pairs (and --json FILE):
 //   queue_s            burst start -> all N nodes made and every waiter waiting (nothing in flight)
 //   drain_releases_per_s, drain_s
 //   requests_per_release, events_per_release, cpu_us_per_release (the drain, this process)
 //   kb_per_waiter      resident memory grown during the burst, per waiter
-//   max_outstanding, max_queued, listings_coalesced (the session's window, session_stats)
+//   max_outstanding, max_queued, listings_coalesced (the sessions' windows, session_stats: the
+//   most of any session, and the sum of the coalesced listings)
 //   ok=0 with error=... when the burst or the drain failed (a server that died, a timeout)
 // Same keys as the Curator peer's --kind depth (bench/peers/curator/CuratorBench.java).
 // --sessions N instead connects N sessions in this process (one io_context) and prints
@@ -19,6 +21,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -100,13 +103,14 @@ int main(int argc, char** argv) {
   int waiters = 1000;
   std::size_t window = zklock::session_options{}.max_outstanding_requests;
   double timeout_s = 300;
-  int sessions = 0, drain_releases = 0;
+  int sessions = 0, drain_releases = 0, waiter_sessions = 1;
   app.add_option("--drain-releases", drain_releases,
                  "measure the drain over its first this many releases, then close the session (0: all N)");
   app.add_option("--sessions", sessions, "instead: connect this many sessions, report memory and descriptors per session");
   app.add_option("--connect", connect, "ZooKeeper hosts");
   app.add_option("--path", path, "lock path");
   app.add_option("--waiters", waiters, "acquires started at once behind the holder");
+  app.add_option("--waiter-sessions", waiter_sessions, "spread the waiters over this many sessions (1)");
   app.add_option("--window", window, "session_options::max_outstanding_requests");
   app.add_option("--timeout-s", timeout_s, "give up (ok=0) after this long in all");
   app.add_option("--json", json_file, "also write the result as JSON");
@@ -119,7 +123,25 @@ int main(int argc, char** argv) {
   o.session_timeout = std::chrono::seconds(20);
   o.max_outstanding_requests = window;
   o.log_threshold = zklock::log_level::error;
-  zklock::session s(ioc.get_executor(), o);
+  if (waiter_sessions < 1) waiter_sessions = 1;
+  std::vector<std::unique_ptr<zklock::session>> ss;
+  for (int i = 0; i < waiter_sessions; ++i) ss.push_back(std::make_unique<zklock::session>(ioc.get_executor(), o));
+  zklock::session& s = *ss[0];
+  // the sessions' counters, summed (the window's maxima: the most of any session)
+  auto stats = [&ss] {
+    zklock::session_stats sum;
+    for (auto& x : ss) {
+      auto st = x->stats();
+      sum.requests_sent += st.requests_sent;
+      sum.watch_events += st.watch_events;
+      sum.outstanding_requests += st.outstanding_requests;
+      sum.queued_requests += st.queued_requests;
+      sum.listings_coalesced += st.listings_coalesced;
+      sum.max_outstanding_requests = std::max(sum.max_outstanding_requests, st.max_outstanding_requests);
+      sum.max_queued_requests = std::max(sum.max_queued_requests, st.max_queued_requests);
+    }
+    return sum;
+  };
   std::vector<std::pair<std::string, std::string>> out;
   auto put = [&](const std::string& k, const std::string& v) { out.emplace_back(k, v); };
   auto num = [](double v) {
@@ -130,20 +152,22 @@ int main(int argc, char** argv) {
   put("impl", "zklock");
   put("waiters", std::to_string(waiters));
   put("window", std::to_string(window));
+  put("sessions", std::to_string(waiter_sessions));
   std::string error;
+  bool finished = false;
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(timeout_s));
 
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await s.async_connect(asio::use_awaitable);
+        for (auto& x : ss) co_await x->async_connect(asio::use_awaitable);
         zklock::mutex head(s, path);
         auto held = co_await head.async_acquire(asio::use_awaitable);
         std::vector<std::unique_ptr<zklock::mutex>> ms;
         ms.reserve(waiters);
-        for (int i = 0; i < waiters; ++i) ms.push_back(std::make_unique<zklock::mutex>(s, path));
+        for (int i = 0; i < waiters; ++i) ms.push_back(std::make_unique<zklock::mutex>(*ss[i % waiter_sessions], path));
         const long rss0 = rss_kb();
-        const auto sent0 = s.stats().requests_sent;
+        const auto sent0 = stats().requests_sent;
         int granted = 0, failed = 0;
         bool closing = false;
         const int measured = drain_releases > 0 && drain_releases < waiters ? drain_releases : waiters;
@@ -161,7 +185,7 @@ int main(int argc, char** argv) {
         asio::steady_timer t(ioc);
         // queued: every node made and its waiter waiting (nothing left in flight or in the window)
         for (;;) {
-          auto st = s.stats();
+          auto st = stats();
           if (failed || clock_type::now() > deadline) break;
           if (st.queued_requests == 0 && st.outstanding_requests == 0) {
             auto [ec, ch] = co_await s.async_get_children(path, asio::as_tuple(asio::use_awaitable));
@@ -169,7 +193,7 @@ int main(int argc, char** argv) {
               error = "list: " + ec.message();
               break;
             }
-            if (ch.children.size() == static_cast<std::size_t>(waiters) + 1 && s.stats().outstanding_requests == 0) break;
+            if (ch.children.size() == static_cast<std::size_t>(waiters) + 1 && stats().outstanding_requests == 0) break;
           }
           t.expires_after(std::chrono::milliseconds(5));
           co_await t.async_wait(asio::use_awaitable);
@@ -180,7 +204,7 @@ int main(int argc, char** argv) {
           co_return;
         }
         const long rss1 = rss_kb();
-        auto st1 = s.stats();
+        auto st1 = stats();
         put("queue_s", num(secs(t1 - t0)));
         put("kb_per_waiter", num(double(rss1 - rss0) / waiters));
         put("queue_requests", std::to_string(st1.requests_sent - sent0));
@@ -193,7 +217,7 @@ int main(int argc, char** argv) {
         }
         const auto t3 = clock_type::now();
         const double c1 = cpu_s();
-        auto st2 = s.stats();
+        auto st2 = stats();
         const int done = granted;
         if (done < measured) {
           if (error.empty()) error = "drain: " + std::to_string(done) + " of " + std::to_string(measured) + " granted";
@@ -209,19 +233,22 @@ int main(int argc, char** argv) {
         put("max_queued", std::to_string(st2.max_queued_requests));
         put("listings_coalesced", std::to_string(st2.listings_coalesced));
         closing = true;  // the waiters not measured complete with session_closed
-        co_await s.async_close(asio::use_awaitable);
+        for (auto& x : ss) co_await x->async_close(asio::use_awaitable);
       },
       [&](std::exception_ptr e) {
+        finished = true;
         if (!e) return;
         try {
           std::rethrow_exception(e);
         } catch (const std::exception& x) {
           if (error.empty()) error = x.what();
         }
-        s.async_close([](zklock::error_code) {});
+        for (auto& x : ss) x->async_close([](zklock::error_code) {});
       });
-  while (ioc.run_one_for(std::chrono::milliseconds(200)))
-    if (clock_type::now() > deadline + std::chrono::seconds(5)) break;
+  // Until the run is over (a listing of a deep dir may take longer than a pause here), then
+  // until nothing is left to do (the sessions' closes).
+  while (clock_type::now() < deadline + std::chrono::seconds(5))
+    if (!ioc.run_one_for(std::chrono::milliseconds(200)) && finished) break;
   put("ok", error.empty() ? "1" : "0");
   if (!error.empty()) put("error", error);
   std::string line, json = "{";

@@ -31,6 +31,9 @@ def add_args(ap):
                    help="waiters on one path from one session (1000,5000,10000,20000)")
     g.add_argument("--depth-impls", default="zklock,curator", metavar="I,I", help="zklock,curator")
     g.add_argument("--depth-heap", default="512m", help="the servers' JVM heap (-Xmx; 512m)")
+    g.add_argument("--depth-sessions", default="20000=4", metavar="N=S,...",
+                   help="zklock: the waiters of a run of N spread over S sessions of one process (20000=4); "
+                        "one session otherwise (Curator: always one client)")
     g.add_argument("--depth-window", type=int, help="zklock's session_options::max_outstanding_requests (its default)")
     g.add_argument("--depth-timeout-s", type=int, default=300, help="give up on one run after this long (300)")
     g.add_argument("--depth-drain", type=int, default=0, metavar="M",
@@ -67,6 +70,7 @@ def run(args, root, build, log, phase):
         return []
     sweep = [int(x) for x in args.depth_sweep.split(",") if x.strip()]
     impls = [x for x in args.depth_impls.split(",") if x.strip()]
+    spread = dict((int(a), int(b)) for a, b in (x.split("=") for x in args.depth_sessions.split(",") if "=" in x))
     results = []
     env_opts = os.environ.get("ZK_SERVER_JAVA_OPTS", "")
     os.environ["ZK_SERVER_JAVA_OPTS"] = (env_opts + " -Xmx%s" % args.depth_heap).strip()
@@ -81,6 +85,8 @@ def run(args, root, build, log, phase):
                         cmd = [os.path.join(build, "bench/zklock-depth-bench"), "--connect", srv.connect,
                                "--path", "/depth", "--waiters", str(n), "--json", jf,
                                "--timeout-s", str(args.depth_timeout_s), "--drain-releases", str(args.depth_drain)]
+                        if spread.get(n, 1) > 1:
+                            cmd += ["--waiter-sessions", str(spread[n])]
                         if args.depth_window:
                             cmd += ["--window", str(args.depth_window)]
                     else:
@@ -102,12 +108,13 @@ def run(args, root, build, log, phase):
 
 
 def describe(r):
-    if not r.get("ok"):
+    if not r.get("ok") or "queue_s" not in r:
         return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], r.get("error"),
                                                    "alive" if r.get("server_alive") else "DEAD")
-    return ("%s N=%d queue %.2f s, drain %.0f releases/s, %s req/release, %s events/release, %.0f us CPU/release, "
+    return ("%s N=%d%s queue %.2f s, drain %.0f releases/s, %s req/release, %s events/release, %.0f us CPU/release, "
             "%.1f KB/waiter (server %s)") % (
-        r["impl"], r["waiters"], r["queue_s"], r["drain_releases_per_s"], fmt(r.get("requests_per_release")),
+        r["impl"], r["waiters"], " (%d sessions)" % r["sessions"] if r.get("sessions", 1) > 1 else "", r["queue_s"],
+        r["drain_releases_per_s"], fmt(r.get("requests_per_release")),
         fmt(r.get("events_per_release")), r.get("cpu_us_per_release") or 0, r.get("kb_per_waiter") or 0,
         "alive" if r.get("server_alive") else "DEAD")
 
@@ -122,18 +129,19 @@ def summary(results):
         return []
     lines = ["", "Depth: N waiters on one path from one session (a burst, then the drain); server -Xmx%s"
              % rows[0].get("server_heap"),
-             "%-8s %6s %8s %10s %9s %9s %9s %8s %7s  %s" % ("impl", "N", "queue s", "releases/s", "req/rel",
+             "%-8s %6s %4s %8s %10s %9s %9s %9s %8s %7s  %s" % ("impl", "N", "sess", "queue s", "releases/s", "req/rel",
                                                             "events/r", "CPU us/r", "KB/waiter", "server",
                                                             "window max/queued/coalesced")]
     for r in rows:
-        if not r.get("ok"):
+        if not r.get("ok") or "queue_s" not in r:
             lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], r.get("error"),
                                                              "alive" if r.get("server_alive") else "DEAD"))
             continue
         win = "%s/%s/%s" % (r.get("max_outstanding", "-"), r.get("max_queued", "-"), r.get("listings_coalesced", "-")) \
             if r["impl"] == "zklock" else "-"
-        lines.append("%-8s %6d %8.2f %10.0f %9s %9s %9.0f %8.1f %7s  %s" % (
-            r["impl"], r["waiters"], r["queue_s"], r["drain_releases_per_s"], fmt(r.get("requests_per_release")),
+        lines.append("%-8s %6d %4d %8.2f %10.0f %9s %9s %9.0f %8.1f %7s  %s" % (
+            r["impl"], r["waiters"], r.get("sessions", 1), r["queue_s"], r["drain_releases_per_s"],
+            fmt(r.get("requests_per_release")),
             fmt(r.get("events_per_release")), r.get("cpu_us_per_release") or 0, r.get("kb_per_waiter") or 0,
             "alive" if r.get("server_alive") else "DEAD", win))
     z = {r["waiters"]: r for r in rows if r["impl"] == "zklock" and r.get("ok")}
@@ -142,6 +150,9 @@ def summary(results):
                      "(target <= 10 x %.2f + 2 = %.2f s)" % (
                          z[10000]["cpu_us_per_release"] / z[1000]["cpu_us_per_release"], z[10000]["queue_s"],
                          z[1000]["queue_s"], 10 * z[1000]["queue_s"] + 2))
+    if 20000 in z:
+        lines.append("zklock at 20,000 (%d sessions): drain %.0f releases/s (target >= 500)"
+                     % (z[20000].get("sessions", 1), z[20000]["drain_releases_per_s"]))
     return lines
 
 

@@ -103,6 +103,17 @@ void session_impl::fail_queued(error_code reason) {
   for (auto& q : window_.take_all()) q.fail(ec);
 }
 
+std::shared_ptr<dir_view> session_impl::view_of(const std::string& dir) {
+  auto& slot = views_[dir];
+  auto v = slot.lock();
+  if (!v) slot = v = std::make_shared<dir_view>();
+  if (views_.size() > views_swept_at_) {  // dirs no acquire waits on any more
+    std::erase_if(views_, [](const auto& e) { return e.second.expired(); });
+    views_swept_at_ = 2 * views_.size() + 16;
+  }
+  return v;
+}
+
 void session_impl::create(std::string path, std::string data, create_mode mode, create_handler h) {
   auto op = pending<void(error_code, create_result)>::make(std::move(h), ex_, write_cancellation);
   if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);

@@ -21,6 +21,7 @@
 #include "engine/lock_metrics.hpp"
 #include "engine/log_summary.hpp"
 #include "engine/server_list.hpp"
+#include "sansio/dir_view.hpp"
 #include "sansio/request_window.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -35,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +70,9 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::chrono::steady_clock::time_point valid_until() const noexcept;
   /// Counters for benchmarks and tests.
   session_stats stats() const noexcept;
+  /// The session's view of lock dir `dir` (sansio/dir_view.hpp), shared by its acquires there:
+  /// it lives while one of them holds it, and goes with the last.
+  std::shared_ptr<dir_view> view_of(const std::string& dir);
   /// The locks' metrics (src/engine/lock_metrics.hpp): thread-safe.
   lock_metrics_registry& lock_metrics() const noexcept { return lock_metrics_; }
 
@@ -257,6 +262,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   std::unordered_set<watch_state*> watches_;  // holds one reference each
   std::unordered_multiset<const watch_state*> removals_;  // watches whose removal is on its way
   std::vector<std::shared_ptr<void>> owed_;     // see keep_owed
+  std::unordered_map<std::string, std::weak_ptr<dir_view>> views_;  // see view_of
+  std::size_t views_swept_at_ = 16;  // views_ is swept of ended views when it grows past this
   log_summary log_summary_;
 
   // A request waiting in the window (see submit): how to send it, fail it, whether anyone still

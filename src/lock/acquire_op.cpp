@@ -31,6 +31,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         fsm_(dir_->path,
              dir_->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), s_->session_id()) : new_client_id(),
              p.mode, p.kind, dir_->max_leases, dir_->max_watched),
+        view_(s_->view_of(dir_->path)),
         owner_(p.owner),
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
@@ -106,6 +107,11 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
     auto list = [&] {
       s_->get_children(dir_->path, nullptr, children_handler([self](error_code ec, children_result r) {
+                         self->heard_listing(ec, r);
+                         // A waiter in a deep queue evaluates the view's few names for its node, not
+                         // every name (the queue would cost the session O(N^2) otherwise).
+                         if (!ec && self->fsm_.takes_view_listing())
+                           return self->run(self->fsm_.on_children(ec, self->view_listing()));
                          self->run(self->fsm_.on_children(ec, r.children));
                        }));
     };
@@ -132,6 +138,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           // The nearest blocker by getData, the others by getChildren (acquire_fsm.hpp, step 4).
           auto& w = blocker_watches_[a.path];
           auto on_set = [self, path = a.path](error_code ec, const node_stat& st) {
+            if (ec == zk_errc::no_node) self->heard_gone(path);
             auto it = self->blocker_watches_.find(path);
             auto w = it == self->blocker_watches_.end() ? nullptr : it->second;
             if (ec && it != self->blocker_watches_.end()) self->blocker_watches_.erase(it);
@@ -162,7 +169,15 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
                          if (!ec && w && !self->fsm_.done()) self->wait(std::move(w));
                        }));
           break;
+        case acquire_action::ask_view: {
+          auto v = view_->nearest(node_name(a.path), fsm_.kind(), static_cast<std::size_t>(fsm_.max_watched()),
+                                  fsm_.counted_as_readers());
+          v.alone = view_.use_count() == 1;  // (no other acquire of this session on the dir)
+          run(fsm_.on_view(v));
+          break;
+        }
         case acquire_action::requeued:
+          heard_gone(a.path);  // (deleted by someone else)
           s_->log(log_level::warn, "zklock: lock node " + a.path +
                                        " was deleted by someone else while it waited; queueing again");
           break;
@@ -262,6 +277,20 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     }
   }
 
+  // The session's view of the dir (sansio/dir_view.hpp): a listing's reply, merged once
+  // however many contenders it answers (its version says); a node of the dir known gone.
+  void heard_listing(error_code ec, const children_result& r) {
+    if (!ec) view_->merge({r.stat.czxid, r.stat.pzxid}, r.children);
+    else if (ec == zk_errc::no_node) view_->clear();
+  }
+  std::vector<std::string> view_listing() const {
+    return view_->listing_for(node_name(fsm_.node()), fsm_.kind(), static_cast<std::size_t>(fsm_.max_watched()),
+                              fsm_.counted_as_readers());
+  }
+  void heard_gone(const std::string& path) {
+    if (parent_path(path) == dir_->path) view_->gone(node_name(path));
+  }
+
   // Follows one of our watches (a blocker's, our node's, the lease dir's) until it fires.
   void wait(boost::intrusive_ptr<watch_state> w) {
     ptr self(this);
@@ -274,6 +303,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
       if (ec == errc::session_closed) return self->run(self->fsm_.on_expired(errc::session_closed));
       if (ec || ev.type == watch_event_type::not_watching) return;
       if (w == self->own_watch_) self->own_watch_ = nullptr;  // spent
+      if (ev.type == watch_event_type::deleted) self->heard_gone(w->path);
       self->run(self->fsm_.on_watch_event(w->path, ev.type == watch_event_type::deleted ? watch_change::deleted
                                                    : ev.type == watch_event_type::child ? watch_change::children_changed
                                                                                          : watch_change::data_changed));
@@ -373,6 +403,9 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   std::shared_ptr<session_impl> s_;
   std::int64_t session_id_ = 0;  // the ZooKeeper session the acquire started on
   acquire_fsm fsm_;
+  // The session's view of the dir (sansio/dir_view.hpp), kept while we run: our listings are
+  // merged into it, what our watches hear go is taken out, and it moves our window (ask_view).
+  std::shared_ptr<dir_view> view_;
   std::optional<owner_id> owner_;
   std::string node_data_;      // what our node is created with
   asio::steady_timer timer_;

@@ -24,10 +24,15 @@
 //     When every blocker of the listing is watched, the deletion of the last one is our grant,
 //     with no request (no node can get ahead of ours), provided our own node's watch is set
 //     (step 2); while it is being set again (a write spent it) one exists on our node decides,
-//     behind that watch's request. When the queue ahead is deeper than K,
-//     the deletion of a watched blocker lists again: the window moves up while K-1 blockers still
-//     stand between us and the lock, so the listing is off the handoff path in a queue served in
-//     order. Each node is watched by at most the K waiters behind it: K events per release.
+//     behind that watch's request. When the queue ahead is deeper than K, the deletion of a
+//     watched blocker moves the window up without listing: the session's view of the dir
+//     (dir_view.hpp: what its listings showed, less what it heard go) names our nearest blockers
+//     still there (ask_view, answered by on_view), and the new ones are watched with single
+//     requests; a name gone unheard answers no_node and leaves the view. The window moves while
+//     K-1 blockers still stand between us and the lock, off the handoff path in a queue served in
+//     order, and costs the same at any depth. We list again only when we must: after a
+//     reconnect (unconfirmed_), a data change, our node or the dir gone. Each node is watched by
+//     at most the K waiters behind it: K events per release.
 //     A data change never grants: the event carries only its type, so a release cannot be told
 //     from a foreign write (Curator's Revoker writes "__REVOKE__" into the holder's node). It
 //     makes us list again, which watches that blocker again while it is there.
@@ -54,7 +59,8 @@
 //    node gone before that reply is judged by the session its name claims
 //    (lock_delay_client_id: only its creator names a node, so only it could lie, and then only
 //    about its own successors' delay). Every blocker of a listing counts, not only the watched
-//    ones: one outside the window that a later listing lacks vanished unheard, and is judged
+//    ones: one outside the window that a later listing (or the session's view, when the window
+//    moves: on_view) lacks vanished unheard, and is judged
 //    the same way (by its name's claim), so a holder whose session ended delays every waiter
 //    that was queued behind it;
 //  - when a blocker vanishes, one exists on its owner's beacon (check_session) says which: a
@@ -73,6 +79,7 @@
 // not delayed: lock-delay is a rule of the successors, not of the server.
 #pragma once
 
+#include "sansio/dir_view.hpp"
 #include "sansio/flag_set.hpp"
 #include "sansio/grant_rule.hpp"
 #include "sansio/node_delete_backoff.hpp"
@@ -106,6 +113,7 @@ struct acquire_action {
     sync_and_list,      ///< sync `dir`, then list it (pipelined): the listing sees every write of ours
     ensure_parents,     ///< create `dir` and its missing ancestors as containers
     watch_blocker,      ///< watch `path` (a blocker; several may go in one batch): see `nearest`
+    ask_view,           ///< no request: call on_view with the session's view's nearest blockers of our node `path`
     watch_own,          ///< getData with watch on `path`, our own node: its reply to on_own_watch_set
     watch_dir,          ///< getChildren with watch on `dir` (a lease: any holder's release matters)
     remove_watch,       ///< remove our watch on `path` (a blocker's, or the lease dir's)
@@ -203,6 +211,9 @@ class acquire_fsm {
   /// Reply to watch_blocker on `path` (its data is not read: it proves nothing), with its
   /// Stat's ephemeralOwner (`owner`; read for lock-delay only).
   actions on_watch_set(const std::string& path, error_code ec, std::int64_t owner = 0);
+  /// Answer to ask_view: the session's view of the dir (dir_view::nearest for our node, our
+  /// kind, max_watched() and counted_as_readers()).
+  actions on_view(const view_blockers& v);
   /// Reply to read_owner on `path`: the lease holder's ephemeralOwner (no_node: it went).
   actions on_owner(const std::string& path, error_code ec, std::int64_t owner);
   /// Reply to check_session for session `owner`: `beacon_owner` is the ephemeralOwner of the
@@ -269,6 +280,18 @@ class acquire_fsm {
   enum class own_watch { none, setting, set };
   own_watch own_node_watch() const noexcept { return own_; }
   int max_watched() const noexcept { return max_watched_; }
+  /// Our node's path once known (empty before its create's reply).
+  const std::string& node() const noexcept { return node_; }
+  /// A listing's reply may be given as the session's view trims it for our node
+  /// (dir_view::listing_for: the grant rule answers the same on it): we wait in the queue with
+  /// our node known, and nothing of ours needs every name (lock-delay's owners, a lease's
+  /// count, the try-lock's look, a lost create's node found by its prefix).
+  bool takes_view_listing() const noexcept {
+    return phase_ == phase::acquiring && !probing_ && !node_.empty() && !create_outcome_unknown_ &&
+           lock_delay_.count() == 0 && kind_ != lock_kind::lease;
+  }
+  /// Writers' nodes proven downgraded: they block no reader (what ask_view's answer skips).
+  const std::vector<std::string>& counted_as_readers() const noexcept { return downgraded_; }
 
  private:
   // granting: won, checked against the session (and its contact refreshed) before the grant
@@ -317,6 +340,7 @@ class acquire_fsm {
   actions requeue();                  // queue again with a new node (our node is gone)
   void drop_waiting_grant() noexcept;  // a grant waiting behind a watch removal is void
   actions list_again();               // list (unless a listing is in flight already)
+  actions move_window();              // the nearest blockers from the session's view (or a listing when we must)
   actions watch_own();                // set the watch on our node
   actions remove_blocker_watches();   // every blocker watch set: remove it
   bool blocker_requests_pending() const;  // a blocker's getData or removal in flight
@@ -382,6 +406,7 @@ class acquire_fsm {
   // is no grant until a listing shows our node again.
   bool unconfirmed_ = false;
   std::vector<std::string> downgraded_;  // writers' nodes whose downgrade mark proved them readers
+  std::string head_checked_;  // the head writer whose downgrade mark a view's answer made us check
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
   delete_backoff delete_backoff_;  // cleanup deletes sent again after the server refused them for now

@@ -167,20 +167,79 @@ acquire_fsm::actions acquire_fsm::after_blocker_gone() {
   if (watching) {
     // Blockers of the latest listing not watched (a queue deeper than K): the window moves up
     // now, while the watched ones still stand between us and the lock.
-    if (!all_watched_) return list_again();
+    if (!all_watched_) return move_window();
     return {};
   }
   if (blocker_requests_pending()) return {};  // a removal on its way decides (after_watch_removed)
-  // The last blocker of the latest listing went: nobody blocks us (none can get ahead of us).
   // Not while a listing is on its way (it decides), nor after a reconnect (unconfirmed_).
-  if (all_watched_ && !unconfirmed_ && !in_flight_.contains(request::list) && !in_flight_.contains(request::watch)) {
-    // A grant with no request stands on our node's watch: set, our node's deletion would have
-    // been heard before this event. Being set again (a write spent it), our node may be gone
-    // already: one exists, behind the watch's request, decides (on_stat).
-    if (watch_own_node_ && own_ != own_watch::set) return confirm_own_node();
-    return acquired();
+  if (unconfirmed_ || in_flight_.contains(request::list) || in_flight_.contains(request::watch)) return list_again();
+  // Blockers of the latest listing we do not watch may still be there: the view says.
+  if (!all_watched_) return move_window();
+  // The last blocker of the latest listing went: nobody blocks us (none can get ahead of us).
+  // A grant with no request stands on our node's watch: set, our node's deletion would have
+  // been heard before this event. Being set again (a write spent it), our node may be gone
+  // already: one exists, behind the watch's request, decides (on_stat).
+  if (watch_own_node_ && own_ != own_watch::set) return confirm_own_node();
+  return acquired();
+}
+
+acquire_fsm::actions acquire_fsm::move_window() {
+  // A listing on its way decides; after a reconnect only a listing confirms our node.
+  if (in_flight_.contains(request::list) || in_flight_.contains(request::watch)) return {};
+  if (unconfirmed_ || node_.empty()) return list_again();
+  return {{acquire_action::ask_view, node_}};
+}
+
+acquire_fsm::actions acquire_fsm::on_view(const view_blockers& v) {
+  // (an answer that a listing, a reconnect or the end overtook: they decide)
+  if (phase_ != phase::acquiring || unconfirmed_ || in_flight_.contains(request::list) ||
+      in_flight_.contains(request::watch))
+    return {};
+  // The view hears only our own watches: what lies beyond our window is better listed.
+  if (v.alone) return list_again();
+  actions out;
+  // Lock-delay: blockers of our listings that the view no longer has went unheard by us (a
+  // watched one's own event or reply still comes): judged as a later listing's absence is.
+  if (lock_delay_.count() > 0) {
+    const auto floor = v.more && !v.names.empty() ? lock_sequence(v.names.front()).value_or(0) : -1;
+    std::vector<std::string> gone;
+    for (const auto& [path, owner] : owners_) {
+      auto name = node_name(path);
+      if (blockers_.count(path) || lock_sequence(name).value_or(-1) <= floor ||
+          std::find(v.names.begin(), v.names.end(), name) != v.names.end() ||
+          std::find(downgraded_.begin(), downgraded_.end(), name) != downgraded_.end())
+        continue;
+      gone.push_back(path);
+    }
+    for (const auto& path : gone) {
+      auto more = blocker_vanished(path);
+      out.insert(out.end(), more.begin(), more.end());
+    }
   }
-  return list_again();
+  for (std::size_t i = 0; i < v.names.size(); ++i) {
+    auto path = join_path(dir_, v.names[i]);
+    if (lock_delay_.count() > 0) owners_.emplace(path, 0);
+    if (!blockers_.emplace(path, blocker_watch::setting).second) continue;
+    acquire_action a{acquire_action::watch_blocker, path};
+    a.nearest = i + 1 == v.names.size();
+    out.push_back(std::move(a));
+  }
+  all_watched_ = !v.more;
+  // A reader whose window reached the head writer: its downgrade (a mark no listing of ours may
+  // have shown yet) is checked once, two exists behind the watch (step 5).
+  if (kind_ == lock_kind::read && !v.head.empty() && v.head != head_checked_ &&
+      std::find(v.names.begin(), v.names.end(), v.head) != v.names.end() &&
+      !in_flight_.contains(request::check_downgrade)) {
+    head_checked_ = v.head;
+    in_flight_.insert(request::check_downgrade);
+    out.push_back({acquire_action::check_downgrade, join_path(dir_, v.head)});
+  }
+  if (v.names.empty()) {
+    // Nothing of the listing left in the view: watched ones still going decide, else the grant.
+    auto rest = after_blocker_gone();
+    out.insert(out.end(), rest.begin(), rest.end());
+  }
+  return out;
 }
 
 acquire_fsm::actions acquire_fsm::on_dir_watch_set(error_code ec, const std::vector<std::string>& children) {

@@ -138,3 +138,53 @@ TEST_CASE_METHOD(server_fixture, "requests waiting in the window fail with sessi
     CHECK(s.stats().requests_sent <= 4u + 1);
   });
 }
+
+TEST_CASE_METHOD(proxied_fixture, "a drain of 300 waiters on one session: no listing on a handoff",
+                 "[integration][window][depth]") {
+  // The waiters' windows (K = 2) move along the session's view of the dir (src/sansio/dir_view.hpp):
+  // once every waiter has its listing and watches, no release makes anyone list the dir again.
+  // Listings are counted by the proxy (getChildren2 on the dir), never timed.
+  constexpr int n = 300;
+  const std::string path = "/locks/depth";
+  auto& s = connect_proxied();
+  auto& holder = connect();
+  run_test(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        mutex head(holder, path);
+        auto g = co_await head.async_acquire(asio::use_awaitable);
+        mutex_options o;
+        o.watched_blockers = 2;
+        std::vector<std::unique_ptr<mutex>> ms;
+        int granted = 0, released = 0;
+        std::vector<error_code> errors;
+        for (int i = 0; i < n; ++i) {
+          ms.push_back(std::make_unique<mutex>(s, path, o));
+          ms.back()->async_acquire([&](error_code ec, lock_guard g) {
+            ++granted;
+            if (ec) errors.push_back(ec);
+            g.async_release([&](error_code) { ++released; });
+          });
+        }
+        for (;;) {  // the queue formed: every node made, every listing and watch answered
+          auto ch = co_await holder.async_get_children(path, asio::use_awaitable);
+          auto st = s.stats();
+          if (ch.children.size() == n + 1 && st.outstanding_requests == 0 && st.queued_requests == 0) break;
+          co_await sleep_for(50ms);
+        }
+        co_await sleep_for(200ms);
+        proxy.count_requests(12, path);  // getChildren2 of the dir
+        const auto sent_before = s.stats().requests_sent;
+        co_await g.async_release(asio::use_awaitable);
+        while (released < n) co_await sleep_for(10ms);
+        CHECK(errors.empty());
+        CHECK(granted == n);
+        CHECK(proxy.requests_counted() == 0);
+        const double per_release = double(s.stats().requests_sent - sent_before) / n;
+        INFO("requests per release: " << per_release);
+        CHECK(per_release < 4);  // the release's delete, a watch as the window moves, a check now and then
+        auto left = co_await holder.async_get_children(path, asio::use_awaitable);
+        CHECK(left.children.empty());
+      },
+      120s);
+}

@@ -60,6 +60,14 @@ class tcp_proxy {
   /// what came with it in the same read reaches the server: its reply is lost for certain.
   /// Once; -1 disarms it.
   void cut_at_request(std::int32_t opcode) { cut_opcode_ = opcode; }
+  /// Counts from now on the requests of type `opcode` (ZooKeeper's OpCode: 12 is
+  /// getChildren2) on node `path` that clients send through the proxy (requests_counted).
+  void count_requests(std::int32_t opcode, std::string path) {
+    count_opcode_ = opcode;
+    count_path_ = std::move(path);
+    counted_ = 0;
+  }
+  int requests_counted() const { return counted_; }
   /// How many times cut_at_request cut.
   int cuts() const { return cuts_; }
   int connections_accepted() const { return accepted_; }
@@ -76,7 +84,7 @@ class tcp_proxy {
 
   // Whether the client's bytes `in` end a request of type `opcode`. Frames: a 4-byte big-endian
   // length, then the request: a header (xid, type) but in the connection's first frame.
-  static bool ends_request_of(link& l, std::string_view in, std::int32_t opcode) {
+  bool ends_request_of(link& l, std::string_view in, std::int32_t opcode) {
     auto be32 = [&l](std::size_t at) {
       std::uint32_t v = 0;
       for (std::size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<unsigned char>(l.unparsed[at + i]);
@@ -87,6 +95,10 @@ class tcp_proxy {
     while (l.unparsed.size() >= 4 && l.unparsed.size() - 4 >= be32(0)) {
       std::size_t frame = 4 + be32(0);
       if (l.connect_read && frame >= 12 && static_cast<std::int32_t>(be32(8)) == opcode) found = true;
+      // a request's path: after its header, a 4-byte length and the bytes
+      if (l.connect_read && frame >= 16 && count_opcode_ >= 0 && static_cast<std::int32_t>(be32(8)) == count_opcode_ &&
+          frame >= 16 + be32(12) && l.unparsed.compare(16, be32(12), count_path_) == 0 && be32(12) == count_path_.size())
+        ++counted_;
       l.connect_read = true;
       l.unparsed.erase(0, frame);
     }
@@ -149,6 +161,9 @@ class tcp_proxy {
   int accepted_ = 0;
   std::int32_t cut_opcode_ = -1;  // cut_at_request
   int cuts_ = 0;
+  std::int32_t count_opcode_ = -1;  // count_requests
+  std::string count_path_;
+  int counted_ = 0;
   std::list<std::shared_ptr<link>> links_;
 };
 

@@ -58,8 +58,9 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own, and two bl
   CHECK(s.fsm.own_node_watch() == acquire_fsm::own_watch::none);
 
   // Behind three (the queue served in order): the two nearest watched. The holder goes
-  // unheard; the first waiter's deletion moves the window up (one listing, while its
-  // predecessor still stands ahead); its predecessor's deletion is the grant, with no listing.
+  // unheard; the first waiter's deletion moves the window up (along the session's view, while
+  // its predecessor still stands ahead: the holder's watch, asked, answers no_node); its
+  // predecessor's deletion is the grant, with no listing.
   sim t(lock_mode::wait);
   t.fsm.set_watch_own_node(false);
   auto h = t.add_foreign(), w1 = t.add_foreign(), w2 = t.add_foreign();
@@ -73,10 +74,10 @@ TEST_CASE("the semaphore's internal mutex watches no node of its own, and two bl
   t.delete_foreign(w1);
   t.drain();
   check_waiting_on(t, w2, true);
-  CHECK(t.requests == 4);  // one listing, before the handoff
+  CHECK(t.requests == 4);  // the holder's watch (no_node), before the handoff
   check_granted_when_gone(t, w2);
   CHECK(t.requests == 4);  // none on the handoff
-  CHECK(t.lists == 2);
+  CHECK(t.lists == 1);
   CHECK(t.watches.empty());
   CHECK(t.fsm.own_node_watch() == acquire_fsm::own_watch::none);
 

@@ -33,15 +33,86 @@ TEST_CASE("a queue deeper than K: the window moves up when a watched blocker goe
   s.delete_foreign(n1);
   s.drain();
   CHECK(s.lists == lists);
-  s.delete_foreign(n2);  // served in order: n3 holds now; we list while it does
+  int requests = s.requests;
+  s.delete_foreign(n2);  // served in order: n3 holds now; the window moves while it does
   s.drain();
-  CHECK(s.lists == lists + 1);
+  // No listing: the view still has n0 and n1 (their deletion unheard by this session), so
+  // their watches are asked and answer no_node, one request each, and they leave the view.
+  CHECK(s.lists == lists);
+  CHECK(s.requests == requests + 2);
+  CHECK_FALSE(s.view.contains(n0));
   CHECK(s.blocker_watches() == std::set<std::string>{join_path(s.dir, n3)});
   CHECK(s.fsm.watching_last_blocker());
   s.delete_foreign(n3);  // the handoff: one event, no listing
   s.drain();
   REQUIRE(s.completed);
+  CHECK(s.lists == lists);
+}
+
+TEST_CASE("a waiter alone on the dir in its session lists when its window moves: nobody of its session hears the rest",
+          "[unit][lock][handoff][depth]") {
+  // (one waiter per session, as processes contend: probing each name beyond the window, each
+  // possibly gone unheard, would cost more than the one listing)
+  sim s(lock_mode::wait, 2);
+  s.view_alone = true;
+  auto n0 = s.add_foreign(), n1 = s.add_foreign(), n2 = s.add_foreign(), n3 = s.add_foreign();
+  s.run();
+  int lists = s.lists;
+  s.delete_foreign(n0);
+  s.delete_foreign(n1);
+  s.delete_foreign(n2);
+  s.drain();
   CHECK(s.lists == lists + 1);
+  CHECK(s.watch_requests.size() == 2);  // no watch asked of a name gone unheard
+  CHECK(s.fsm.watching_last_blocker());
+  check_granted_when_gone(s, n3);
+  CHECK(s.lists == lists + 1);
+}
+
+TEST_CASE("a deep waiter moves its window along the session's view, one watch per release and no listing",
+          "[unit][lock][handoff][depth]") {
+  // 200 contenders ahead of us, served in order; the session hears each one go (its other
+  // waiters watch them: here the view is told, as their events would tell it).
+  constexpr int depth = 200;
+  sim s(lock_mode::wait, 2);
+  std::vector<std::string> ahead;
+  for (int i = 0; i < depth; ++i) ahead.push_back(s.add_foreign());
+  s.run();
+  CHECK(s.blocker_watches() ==
+        std::set<std::string>{join_path(s.dir, ahead[depth - 2]), join_path(s.dir, ahead[depth - 1])});
+  const int lists = s.lists, requests = s.requests;
+  for (int i = 0; i < depth - 2; ++i) {  // unwatched by us: heard by the session
+    s.erase_unheard(join_path(s.dir, ahead[i]));
+    s.view.gone(ahead[i]);
+  }
+  s.drain();
+  CHECK(s.requests == requests);
+  s.delete_foreign(ahead[depth - 2]);
+  s.drain();
+  CHECK(s.view_asks == 1);
+  CHECK(s.fsm.watching_last_blocker());
+  CHECK(s.requests == requests);  // the view had nothing left ahead but the watched one
+  check_granted_when_gone(s, ahead[depth - 1]);
+  CHECK(s.lists == lists);
+
+  // The same queue with the releases in order and our window moving with them: each release
+  // of a watched blocker costs one watch request (the next name), never a listing.
+  sim t(lock_mode::wait, 2);
+  std::vector<std::string> q;
+  for (int i = 0; i < depth; ++i) q.push_back(t.add_foreign());
+  t.run();
+  const int t_lists = t.lists, t_requests = t.requests;
+  // The waiters of this session behind each node hear it go: the view learns it (here, from
+  // the back: our window's nodes go first, as when the waiters ahead give up).
+  for (int i = depth - 1; i >= 1; --i) {
+    t.delete_foreign(q[i]);
+    t.drain();
+    REQUIRE_FALSE(t.completed);
+  }
+  CHECK(t.lists == t_lists);
+  CHECK(t.requests == t_requests + depth - 2);  // one watch per node that moved into the window
+  check_granted_when_gone(t, q[0]);
+  CHECK(t.lists == t_lists);
 }
 
 TEST_CASE("a reader watches the writers that block it, not the readers between", "[unit][lock][handoff][shared]") {

@@ -6,6 +6,7 @@
 
 #include "driver_rules.hpp"
 #include "sansio/acquire_fsm.hpp"
+#include "sansio/dir_view.hpp"
 #include <zklock/path.hpp>
 
 #include <boost/asio/error.hpp>
@@ -80,6 +81,15 @@ struct sim : driver_rules {
   bool completed = false, waiting_reconnect = false;
   int completions = 0;
   int requests = 0, lists = 0, syncs = 0, mark_checks = 0;
+  // The session's view of the dir (sansio/dir_view.hpp), kept as the runner keeps it: each
+  // listing's reply merged, each deletion heard (an event, a no_node reply) taken out.
+  detail::dir_view view;
+  std::int64_t listings_made = 0;  // a listing's version (the order the server answers them in)
+  int view_asks = 0;
+  bool trim_listings = true;
+  // The session has no other acquire on the dir (view_blockers::alone): off by default, as if
+  // its other waiters watched the rest of the queue.
+  bool view_alone = false;  // a waiter's listing as the view trims it for its node (as the runner gives it)
   bool lose_removals = false;  // remove_watch fails with connection loss (the C client keeps the watcher)
   bool connected = true;
   bool glue = false;           // answer wait_reconnect as the recipe does (property tests)
@@ -152,6 +162,7 @@ struct sim : driver_rules {
     auto event = [this, path, what, about_ours] {
       if (about_ours) --ours_news;
       if (about_ours && what == watch_change::deleted) heard_gone.insert(path);
+      if (what == watch_change::deleted) view.gone(node_name(path));
       return fsm.on_watch_event(path, what);
     };
     if (connected) {
@@ -245,6 +256,7 @@ struct sim : driver_rules {
     for (const auto& a : actions) {
       if (completed) forbid("an action after the completion");
       if (!connected && a.type != acquire_action::wait_reconnect && a.type != acquire_action::complete &&
+          a.type != acquire_action::ask_view &&
           a.type != acquire_action::check_grant && a.type != acquire_action::answer_early &&
           a.type != acquire_action::backoff_delete && a.type != acquire_action::report_cleanup_failed) {
         // sent while the connection is down: it fails without reaching the server
@@ -272,7 +284,7 @@ struct sim : driver_rules {
                                   [this, name] { children.erase(name), data.erase(name); }));
           auto snapshot = listing();
           ++lists;
-          replies.push_back(reply([this, snapshot] { return fsm.on_children({}, snapshot); },
+          replies.push_back(reply([this, snapshot, v = ++listings_made] { return children_reply({}, v, snapshot); },
                                   [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
         }
@@ -281,8 +293,8 @@ struct sim : driver_rules {
           ++lists;
           bool exists = dir_exists;
           replies.push_back(reply(
-              [this, snapshot, exists] {
-                return fsm.on_children(exists ? error_code{} : error_code(zk_errc::no_node), snapshot);
+              [this, snapshot, exists, v = ++listings_made] {
+                return children_reply(exists ? error_code{} : error_code(zk_errc::no_node), v, snapshot);
               },
               [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
@@ -291,7 +303,7 @@ struct sim : driver_rules {
           ++syncs;
           auto snapshot = listing();
           ++lists;
-          replies.push_back(reply([this, snapshot] { return fsm.on_children({}, snapshot); },
+          replies.push_back(reply([this, snapshot, v = ++listings_made] { return children_reply({}, v, snapshot); },
                                   [this] { return fsm.on_children(zk_errc::connection_loss, {}); }));
           break;
         }
@@ -312,6 +324,7 @@ struct sim : driver_rules {
           // lost: the C client registers a watcher only with a reply
           replies.push_back(reply(
               [this, exists, path = a.path] {
+                if (!exists) view.gone(node_name(path));
                 return fsm.on_watch_set(path, exists ? error_code{} : error_code(zk_errc::no_node));
               },
               [this, path = a.path] {
@@ -417,6 +430,15 @@ struct sim : driver_rules {
               [this] { return fsm.on_stat(zk_errc::connection_loss, 0); }));
           break;
         }
+        case acquire_action::ask_view: {  // the runner's answer, at once (no request)
+          --requests;
+          ++view_asks;
+          auto v = view.nearest(node_name(a.path), fsm.kind(), static_cast<std::size_t>(fsm.max_watched()),
+                                fsm.counted_as_readers());
+          v.alone = view_alone;
+          apply(fsm.on_view(v));
+          break;
+        }
         case acquire_action::wait_reconnect:
           waiting_reconnect = true;
           --requests;
@@ -442,6 +464,7 @@ struct sim : driver_rules {
           break;
         case acquire_action::requeued:
           --requests;
+          view.gone(node_name(a.path));  // (as the runner does)
           ++requeues;
           if (children.count(std::string(node_name(a.path)))) forbid("queued again while our node exists: " + a.path);
           break;
@@ -481,6 +504,15 @@ struct sim : driver_rules {
       }
     }
   }
+  // A listing's reply, merged into the view first (as the runner does).
+  acquire_fsm::actions children_reply(error_code ec, std::int64_t version, const std::vector<std::string>& snapshot) {
+    if (!ec) view.merge({1, version}, snapshot);
+    else if (ec == zk_errc::no_node) view.clear();
+    if (!ec && trim_listings && fsm.takes_view_listing())
+      return fsm.on_children(ec, view.listing_for(node_name(fsm.node()), fsm.kind(),
+                                                  static_cast<std::size_t>(fsm.max_watched()), fsm.counted_as_readers()));
+    return fsm.on_children(ec, snapshot);
+  }
   void backoff_delete_due() {
     if (!backoff_due) return;
     backoff_due = false;
@@ -517,6 +549,7 @@ struct sim : driver_rules {
         break;
       case acquire_action::refresh_contact: replies.push_back([this, loss] { return fsm.on_refreshed(loss); }); break;
       case acquire_action::wait_reconnect:
+      case acquire_action::ask_view:
       case acquire_action::requeued:
       case acquire_action::backoff_delete:
       case acquire_action::report_cleanup_failed:
