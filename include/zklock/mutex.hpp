@@ -120,7 +120,9 @@ class basic_mutex {
   /// was in flight, once it appears) and our watch removed, then the handler gets
   /// operation_aborted. While the session is disconnected that cleanup has to wait for the
   /// reconnect (or the expiry, which removes node and watch): a terminal or partial
-  /// cancellation completes at once then and the cleanup finishes in the background; a total
+  /// cancellation completes at once then and the cleanup finishes in the background.
+  /// Connected, it waits for the cleanup 500 ms at most (a server that stopped answering), or
+  /// until the connection drops, then completes, the cleanup going on. A total
   /// cancellation (Asio: nothing happened) completes only once the cleanup is done. The timeout
   /// of async_acquire_for behaves as terminal. Dropped connections are survived: a create lost in
   /// flight is found again by the unique id in the node name instead of being created twice.

@@ -36,7 +36,8 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
         node_data_(p.node_data ? *p.node_data : std::string(fsm_.node_data())),
         timer_(s_->executor()),
         backoff_timer_(s_->executor()),
-        delay_timer_(s_->executor()) {
+        delay_timer_(s_->executor()),
+        stop_timer_(s_->executor()) {
     fsm_.set_lock_delay(dir_->lock_delay);
     fsm_.set_watch_own_node(dir_->watch_own_node);
   }
@@ -239,6 +240,13 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
           timer_.cancel();
           fail(a.ec);
           break;
+        case acquire_action::wait_stop_answer:
+          // (the cleanup goes on after the answer: complete() cancels this wait)
+          stop_timer_.expires_after(a.delay);
+          stop_timer_.async_wait([self](error_code ec) {
+            if (!ec) self->run(self->fsm_.on_stop_answer_due());
+          });
+          break;
         case acquire_action::backoff_delete:
           // (the timer holds us: the cleanup must finish even when the caller was answered)
           backoff_timer_.expires_after(a.delay);
@@ -369,6 +377,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   void complete() {
     timer_.cancel();
     delay_timer_.cancel();
+    stop_timer_.cancel();
     listener_.reset();
     const auto& r = fsm_.result();
     if (r.ec) {
@@ -411,6 +420,7 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
   asio::steady_timer timer_;
   asio::steady_timer backoff_timer_;  // acquire_action::backoff_delete
   asio::steady_timer delay_timer_;  // acquire_action::start_lock_delay
+  asio::steady_timer stop_timer_;   // acquire_action::wait_stop_answer
   pending<void(error_code, lock_guard)>::ptr op_;
   boost::intrusive_ptr<watch_state> watch_;  // the lease dir's
   std::map<std::string, boost::intrusive_ptr<watch_state>> blocker_watches_;  // by the blocker's path

@@ -3,6 +3,8 @@
 // connection down a stop that may answer at once does, the cleanup going on behind.
 #include "sansio/acquire_fsm.hpp"
 
+#include <utility>
+
 namespace zklock::detail {
 
 acquire_fsm::actions acquire_fsm::on_timeout(bool connected) {
@@ -11,6 +13,8 @@ acquire_fsm::actions acquire_fsm::on_timeout(bool connected) {
 }
 
 acquire_fsm::actions acquire_fsm::on_suspended() {
+  // An at_once stop taken while connected: its cleanup now waits for the reconnect.
+  if (phase_ == phase::cleaning && early_reason_) return answer_stop_early();
   if (mode_ == lock_mode::wait) return {};
   return cancel(errc::connection_unavailable, stop_kind::at_once, false);
 }
@@ -107,11 +111,31 @@ acquire_fsm::actions acquire_fsm::cancel(error_code reason, stop_kind kind, bool
   }
   // While disconnected the cleanup waits for the reconnect (or the expiry, which removes our
   // node and watch): a stop that may answer at once does, and the cleanup finishes behind.
-  if (phase_ == phase::cleaning && kind == stop_kind::at_once && !connected && !answered_early_) {
-    answered_early_ = true;
-    out.push_back({acquire_action::answer_early, {}, reason});
+  // Connected, it waits for the cleanup at most stop_answer_wait (a server may have stopped
+  // answering), and no longer once the connection drops (on_suspended).
+  if (phase_ == phase::cleaning && kind == stop_kind::at_once && !answered_early_) {
+    const bool armed = static_cast<bool>(early_reason_);
+    early_reason_ = reason;
+    if (!connected) {
+      auto early = answer_stop_early();
+      out.insert(out.end(), early.begin(), early.end());
+    } else if (!armed) {
+      acquire_action a{acquire_action::wait_stop_answer, {}};
+      a.delay = stop_answer_wait;
+      out.push_back(a);
+    }
   }
   return out;
+}
+
+acquire_fsm::actions acquire_fsm::on_stop_answer_due() {
+  if (phase_ != phase::cleaning || !early_reason_) return {};
+  return answer_stop_early();
+}
+
+acquire_fsm::actions acquire_fsm::answer_stop_early() {
+  answered_early_ = true;
+  return {{acquire_action::answer_early, {}, std::exchange(early_reason_, {})}};
 }
 
 acquire_fsm::actions acquire_fsm::finish_cleaning(actions out) {

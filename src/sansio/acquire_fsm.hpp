@@ -125,6 +125,7 @@ struct acquire_action {
     refresh_contact,    ///< exists `path` (our node) before the grant; its reply to on_refreshed
     requeued,           ///< our node `path` was deleted by someone else: we queue again (for the record)
     answer_early,       ///< the caller gets `ec` now; the cleanup goes on (its complete is nobody's)
+    wait_stop_answer,   ///< call on_stop_answer_due() after `delay` (stop_answer_wait): see stop_kind
     backoff_delete,       ///< call on_backoff_due() after `delay` (the server refused our cleanup delete for now)
     report_cleanup_failed,  ///< the server refused to delete `path` for good (`ec`): it stays, say so
     complete,           ///< the operation is over: see acquire_fsm::result()
@@ -163,8 +164,17 @@ struct grant_view {
 
 /// How a stop may answer its caller while the cleanup waits for the network:
 /// `total` only once the cleanup is done (Asio: nothing happened); `at_once` (terminal or
-/// partial cancellation, the timeout) at once while disconnected, the cleanup going on.
+/// partial cancellation, the timeout) at once while disconnected (or once the connection drops
+/// under the cleanup), the cleanup going on; while connected after the cleanup, or after
+/// stop_answer_wait, whichever comes first.
 enum class stop_kind { total, at_once };
+
+/// How long an at_once stop taken while connected waits for its cleanup before the caller is
+/// answered anyway (answer_early; the cleanup goes on: our node goes when the server answers,
+/// or with the session's expiry). A server that answers takes one round trip to clean up, far
+/// below it; one that stopped answering (a paused or overloaded server) would otherwise hold
+/// the caller until the client declares the connection lost, 2/3 of the session timeout.
+inline constexpr std::chrono::milliseconds stop_answer_wait{500};
 
 struct lock_result {
   error_code ec;
@@ -244,13 +254,18 @@ class acquire_fsm {
   actions on_expired(error_code ec = errc::session_expired);
   /// Stop: cancellation (operation_aborted) or timeout (errc::lock_timeout). Cleans up (our
   /// node, our watch) before completing with `reason`; with stop_kind::at_once and the
-  /// connection down (`connected` false) the caller is answered at once (answer_early).
+  /// connection down (`connected` false) the caller is answered at once (answer_early), and
+  /// with it up after stop_answer_wait (wait_stop_answer) or when the connection drops, if the
+  /// cleanup is not done by then.
   actions cancel(error_code reason, stop_kind kind = stop_kind::total, bool connected = true);
+  /// The delay asked by wait_stop_answer has passed: a caller not answered yet is now.
+  actions on_stop_answer_due();
   /// The timed acquire's time ran out. Not connected, ZooKeeper could not be asked, which says
   /// nothing of contention: connection_unavailable rather than lock_timeout.
   actions on_timeout(bool connected);
   /// The connection dropped (the session may live). A try-acquire never waits, not for a
-  /// reconnect either: it gives up at once (connection_unavailable), cleaning up behind.
+  /// reconnect either: it gives up at once (connection_unavailable), cleaning up behind. A
+  /// cleanup behind an at_once stop not answered yet answers it now (answer_early).
   actions on_suspended();
   /// Reply to check_grant. A grant is checked against the session it was won on: one that
   /// arrives after that session was closed, expired or replaced (its state event still queued)
@@ -349,6 +364,7 @@ class acquire_fsm {
   actions busy();  // a try-lock's probe saw a blocker: lock_busy, nothing written
   actions fail(error_code ec);          // clean up, then complete with ec
   actions finish_cleaning_if_idle();
+  actions answer_stop_early();  // answer_early with early_reason_, now spent
   actions finish_cleaning(actions out);  // `out`, then finish_cleaning_if_idle's
   actions after_watch_removed();  // our watch is gone: grant, look again, or go on cleaning
   actions create_and_list();
@@ -409,6 +425,7 @@ class acquire_fsm {
   std::string head_checked_;  // the head writer whose downgrade mark a view's answer made us check
   refresh refresh_ = refresh::not_sent;
   bool answered_early_ = false;
+  error_code early_reason_;  // an at_once stop's reason, its caller not answered yet (empty: none)
   delete_backoff delete_backoff_;  // cleanup deletes sent again after the server refused them for now
   // Lock-delay: the owner sessions of the blockers of our listings (or, for a lease, the
   // holders we read; 0 until known or when never watched), the checks of vanished ones' sessions in flight, the delay running, and a grant

@@ -62,15 +62,16 @@ TEST_CASE("cancelled on pool threads: op || timer, every operation kind",
   holder.async_close(asio::use_future).get();
 }
 
-// Known to fail (hidden: run it by name): with the session's server stopped (SIGSTOP: the
-// connection stays up, nothing answers), `acquire || 50 ms timer` completes only when the session
-// gives up on the server, 6.3 s here (session timeout 4 s), where a cancellation answers at once
-// and cleans up in the background. The same with the coroutine on the session's io_context run
-// by one thread. Seen first by the fault harness's threads mode (the deadline completing
-// 2.2-2.6 s late under kill-leader, restart-ensemble and ensemble-gone).
-TEST_CASE("op || timer while the server is stopped: the acquire answers its cancellation at once",
-          "[.][known-bug][integration][threads][cancel]") {
-  zk_server srv;
+// With the session's server stopped (SIGSTOP: the connection stays up, nothing answers), the
+// acquire's cleanup cannot finish (our create is unanswered): a terminal cancellation taken
+// while connected answers after stop_answer_wait (500 ms, src/sansio/acquire_fsm.hpp) at most,
+// the cleanup going on behind. Before that bound it completed only when the session gave up on
+// the server, 6.3 s here (session timeout 4 s). Once the server answers again our node goes.
+// Seen first by the fault harness's threads mode (the deadline completing 2.2-2.6 s late under
+// kill-leader, restart-ensemble and ensemble-gone).
+TEST_CASE("op || timer while the server is stopped: the acquire answers its cancellation within stop_answer_wait",
+          "[integration][threads][cancel]") {
+  zk_server srv{own_server()};
   test::thread_pool pool(4);
   session s{asio::make_strand(pool.ioc), options_for(srv.connect_string())};
   session holder{asio::make_strand(pool.ioc), options_for(srv.connect_string())};
@@ -83,13 +84,20 @@ TEST_CASE("op || timer while the server is stopped: the acquire answers its canc
   auto took = asio::co_spawn(asio::make_strand(pool.ioc), [&]() -> asio::awaitable<double> {
     asio::steady_timer t(co_await asio::this_coro::executor, 50ms);
     const auto start = std::chrono::steady_clock::now();
-    co_await (m.async_acquire(tuple_awaitable) || t.async_wait(tuple_awaitable));
+    auto r = co_await (m.async_acquire(tuple_awaitable) || t.async_wait(tuple_awaitable));
+    CHECK(r.index() == 1);  // the deadline won
     co_return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }, asio::use_future).get();
   srv.resume();
   std::cout << "acquire || 50 ms timer, the server stopped: completed after " << took << " ms" << std::endl;
-  CHECK(took < 1000);
+  // the deadline (50 ms) + stop_answer_wait (500 ms) + a margin for a loaded machine; the
+  // session's connection-loss verdict (2/3 of 4 s) comes well after it
+  CHECK(took < 50 + 500 + 1000);
+  CHECK(took >= 50);
+  // our node, created once the server runs again, is deleted: the holder's is the only one
+  CHECK(children_settle(holder, "/cancel-stopped", 1));
   g = lock_guard();
+  CHECK(children_settle(holder, "/cancel-stopped", 0));
   s.async_close(asio::use_future).get();
   holder.async_close(asio::use_future).get();
 }

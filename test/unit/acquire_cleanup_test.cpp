@@ -78,3 +78,81 @@ TEST_CASE("a cleanup delete throttled until the retries run out is reported", "[
   CHECK(s.cleanup_failures == 1);
   REQUIRE(s.completed);
 }
+
+// A stop that may answer at once (terminal or partial cancellation, the timeout) taken while
+// connected, whose cleanup waits for a server that does not answer (a create in flight here).
+namespace {
+void stopped_with_create_unanswered(sim& s, error_code reason) {
+  s.add_foreign();
+  s.apply(s.fsm.start());  // the create and its listing: unanswered
+  if (reason == errc::lock_timeout)
+    s.apply(s.fsm.on_timeout(true));
+  else
+    s.apply(s.fsm.cancel(reason, stop_kind::at_once, true));
+  CHECK(s.early_answers == 0);  // a server that answers cleans up in one round trip
+  CHECK_FALSE(s.completed);
+}
+void check_cleaned_up_behind(sim& s, error_code reason) {
+  if (!s.connected) s.reconnect();
+  s.drain();
+  REQUIRE(s.completed);  // the cleanup is done, after the answer
+  CHECK(s.fsm.result().ec == reason);
+  CHECK(s.ours() == 0);
+  CHECK(s.blocker_watches().empty());
+  CHECK(s.violation == "");
+}
+}  // namespace
+
+TEST_CASE("an at_once stop whose connection drops under its cleanup is answered then, the cleanup behind",
+          "[unit][lock][cancel][fault]") {
+  sim s;
+  stopped_with_create_unanswered(s, boost::asio::error::operation_aborted);
+  s.drop_connection([] { return true; });  // the create reached the server
+  s.apply(s.fsm.on_suspended());
+  CHECK(s.early_answers == 1);
+  CHECK(s.fsm.answered_early());
+  CHECK_FALSE(s.completed);
+  check_cleaned_up_behind(s, boost::asio::error::operation_aborted);
+}
+
+TEST_CASE("an at_once stop waits for its cleanup at most stop_answer_wait, the cleanup behind",
+          "[unit][lock][cancel][fault]") {
+  for (error_code reason : {error_code(boost::asio::error::operation_aborted), error_code(errc::lock_timeout)}) {
+    CAPTURE(reason.message());
+    sim s;
+    stopped_with_create_unanswered(s, reason);
+    REQUIRE(s.stop_answer_due);  // the runner's timer, stop_answer_wait
+    s.stop_answer_wait_over();
+    CHECK(s.early_answers == 1);
+    CHECK(s.fsm.answered_early());
+    CHECK_FALSE(s.completed);
+    // the connection dropping later answers nobody twice
+    s.drop_connection([] { return true; });
+    s.apply(s.fsm.on_suspended());
+    CHECK(s.early_answers == 1);
+    check_cleaned_up_behind(s, reason);
+  }
+  SECTION("a cleanup done within the wait answers after it: the wait's end is nothing then") {
+    sim s;
+    stopped_with_create_unanswered(s, boost::asio::error::operation_aborted);
+    s.drain();
+    REQUIRE(s.completed);
+    s.stop_answer_wait_over();
+    CHECK(s.early_answers == 0);
+    CHECK(s.ours() == 0);
+    CHECK(s.violation == "");
+  }
+  SECTION("a total cancellation waits for the cleanup, however long") {
+    sim s;
+    s.add_foreign();
+    s.apply(s.fsm.start());
+    s.apply(s.fsm.cancel(boost::asio::error::operation_aborted, stop_kind::total, true));
+    CHECK_FALSE(s.stop_answer_due);
+    s.drop_connection([] { return true; });
+    s.apply(s.fsm.on_suspended());
+    CHECK(s.early_answers == 0);
+    CHECK_FALSE(s.completed);
+    check_cleaned_up_behind(s, boost::asio::error::operation_aborted);
+    CHECK(s.early_answers == 0);
+  }
+}

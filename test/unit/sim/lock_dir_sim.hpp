@@ -116,6 +116,8 @@ struct sim : driver_rules {
   // delete_node: the server refuses it for now (throttled_op: the node stays), when it says so
   std::function<bool()> throttle_delete;
   bool backoff_due = false;  // a backoff_delete's delay is running
+  // wait_stop_answer's wait is running; it passed (the caller may be answered while connected)
+  bool stop_answer_due = false, stop_answer_fired = false;
 
   /// `max_watched`: K, the blockers the machine watches at once.
   explicit sim(lock_mode mode = lock_mode::wait, int max_watched = detail::default_watched_blockers)
@@ -258,7 +260,8 @@ struct sim : driver_rules {
       if (!connected && a.type != acquire_action::wait_reconnect && a.type != acquire_action::complete &&
           a.type != acquire_action::ask_view &&
           a.type != acquire_action::check_grant && a.type != acquire_action::answer_early &&
-          a.type != acquire_action::backoff_delete && a.type != acquire_action::report_cleanup_failed) {
+          a.type != acquire_action::backoff_delete && a.type != acquire_action::report_cleanup_failed &&
+          a.type != acquire_action::wait_stop_answer) {
         // sent while the connection is down: it fails without reaching the server
         ++requests;
         queue_lost(a);
@@ -470,11 +473,16 @@ struct sim : driver_rules {
           break;
         case acquire_action::answer_early:
           --requests;
-          if (connected) forbid("a caller answered before the cleanup while connected");
+          if (connected && !stop_answer_fired) forbid("a caller answered before the cleanup while connected");
           if (++early_answers > 1) forbid("a caller answered early twice");
           if (a.ec != errc::connection_unavailable && a.ec != boost::asio::error::operation_aborted &&
               a.ec != errc::lock_timeout)
             forbid("answered early with " + a.ec.message());
+          break;
+        case acquire_action::wait_stop_answer:
+          --requests;
+          if (stop_answer_due) forbid("a second stop answer wait while one runs");
+          stop_answer_due = true;
           break;
         case acquire_action::backoff_delete:
           --requests;
@@ -512,6 +520,13 @@ struct sim : driver_rules {
       return fsm.on_children(ec, view.listing_for(node_name(fsm.node()), fsm.kind(),
                                                   static_cast<std::size_t>(fsm.max_watched()), fsm.counted_as_readers()));
     return fsm.on_children(ec, snapshot);
+  }
+  // The wait asked by wait_stop_answer passed (stop_answer_wait).
+  void stop_answer_wait_over() {
+    if (!stop_answer_due) return;
+    stop_answer_due = false;
+    stop_answer_fired = true;
+    apply(fsm.on_stop_answer_due());
   }
   void backoff_delete_due() {
     if (!backoff_due) return;
@@ -552,6 +567,7 @@ struct sim : driver_rules {
       case acquire_action::ask_view:
       case acquire_action::requeued:
       case acquire_action::backoff_delete:
+      case acquire_action::wait_stop_answer:
       case acquire_action::report_cleanup_failed:
       case acquire_action::check_grant:
       case acquire_action::answer_early:
