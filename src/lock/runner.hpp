@@ -11,8 +11,12 @@
 // machine's notify and complete requests (a leader becomes the operation's result).
 //
 // Machine: `std::vector<request> on(const input&)`. Hook: `op_type` (the pending operation,
-// pending<void(error_code, ...)>) and on_outcome. The runner lives while anything it asked for
-// is in flight (each callback holds it).
+// pending<void(error_code, ...)>) and on_outcome. Session: session_impl, or anything with its
+// few calls (create, remove, exists, get_data, get_children, sync, multi, wait_watch,
+// remove_watch, state, executor, a send_batch, and an await_connection(session, owner, f)
+// found by ADL): the unit tests' simulated session (test/unit/sim/session_sim.hpp) drives the
+// same runner against an in-memory server. The runner lives while anything it asked for is in
+// flight (each callback holds it).
 #pragma once
 
 #include "engine/hooks.hpp"
@@ -34,14 +38,14 @@
 
 namespace zklock::detail {
 
-template <class Machine, class Hook>
-class runner : public std::enable_shared_from_this<runner<Machine, Hook>> {
+template <class Machine, class Hook, class Session = session_impl>
+class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session>> {
  public:
   using op_type = typename Hook::op_type;
   using op_ptr = typename op_type::ptr;
   static constexpr std::size_t slots = 4;  // watch slots, and as many timer slots
 
-  runner(std::shared_ptr<session_impl> s, op_ptr op, Machine m, Hook h)
+  runner(std::shared_ptr<Session> s, op_ptr op, Machine m, Hook h)
       : s_(std::move(s)), op_(std::move(op)), machine_(std::move(m)), hook_(std::move(h)) {}
 
   /// Hooks the operation's cancellation (on the executor: cancelled -> the machine), then
@@ -63,13 +67,13 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook>> {
 
   Machine& machine() noexcept { return machine_; }
   Hook& hook() noexcept { return hook_; }
-  session_impl& session() noexcept { return *s_; }
+  Session& session() noexcept { return *s_; }
   op_type* op() noexcept { return op_.get(); }
 
  private:
   void run(const std::vector<sansio::request>& step) {
     if (step.empty()) return;
-    session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
+    typename Session::send_batch together(s_.get());  // what one input asks for goes in one segment
     for (const auto& r : step) carry_out(r);
   }
 
@@ -110,7 +114,8 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook>> {
         if (auto& t = timers_.at(r.slot)) t->cancel();
         return;
       case sansio::request::await_connection:
-        return detail::await_connection(s_, this->shared_from_this(), [tag = r.tag](runner& self, session_state now) {
+        // (unqualified: a simulated session brings its own, found by ADL)
+        return await_connection(s_, this->shared_from_this(), [tag = r.tag](runner& self, session_state now) {
           error_code ec = is_connected(now) ? error_code{} : session_end_error(now, /*ran_on_session=*/true);
           self.feed({.type = sansio::input::connection, .tag = tag, .ec = ec});
         });
@@ -153,7 +158,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook>> {
     });
   }
 
-  std::shared_ptr<session_impl> s_;
+  std::shared_ptr<Session> s_;
   op_ptr op_;
   Machine machine_;
   Hook hook_;
@@ -165,8 +170,8 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook>> {
 /// Starts an operation of a runner from any thread: on the session's executor (on_executor,
 /// which relays the caller's cancellation there), its pending made from `h`, then
 /// `make(op)` gives the runner (null: it completed `op` itself) and its first step.
-template <class Signature, class Handler, class Make>
-void start_operation(const std::shared_ptr<session_impl>& s, Handler h, Make make) {
+template <class Signature, class Session, class Handler, class Make>
+void start_operation(const std::shared_ptr<Session>& s, Handler h, Make make) {
   on_executor(s->executor(), std::move(h), [s, make = std::move(make)](auto h) mutable {
     auto op = pending<Signature>::make(std::move(h), s->executor());
     make(std::move(op));
