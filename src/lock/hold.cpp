@@ -184,58 +184,68 @@ void hold::complete_lost_waiters(error_code ec) {
 void hold::run(const hold_fsm::actions& actions) {
   for (const auto& a : actions) {
     switch (a.type) {
-      case hold_action::send_release:
-        send_release();
-        break;
-      case hold_action::report_lost:
-        deadline_timer_.cancel();
-        metrics_.lost();
-        complete_lost_waiters(a.ec);  // errc::lock_lost naming its cause
-        remove_downgrade_mark();  // no longer a holder: readers must not count on it
-        lost_signal_.emit(asio::cancellation_type::terminal);
-        break;
-      case hold_action::complete_release:
-        if (auto w = std::move(release_waiter_)) w->complete(a.ec);
-        break;
-      case hold_action::backoff_release:
-        // The session keeps us meanwhile (the delete is still owed): a strong reference is no cycle.
-        backoff_timer_.expires_after(a.delay);
-        backoff_timer_.async_wait([self = shared_from_this()](error_code ec) {
-          if (!ec) self->run(self->fsm_.on_backoff_due());
-        });
-        break;
-      case hold_action::arm_timer:
+      case sansio::request::timer:
+        if (a.slot == hold_fsm::backoff_timer) {
+          // The session keeps us meanwhile (the delete is still owed): a strong reference is no cycle.
+          backoff_timer_.expires_after(a.after);
+          backoff_timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->run(self->fsm_.on_backoff_due());
+          });
+          break;
+        }
         deadline_timer_.expires_at(a.at);
         deadline_timer_.async_wait([weak = weak_from_this()](error_code ec) {
           if (ec) return;
           if (auto self = weak.lock()) self->check_clock();
         });
         break;
-      case hold_action::stop_timer:
-        deadline_timer_.cancel();
+      case sansio::request::cancel_timer:
+        (a.slot == hold_fsm::backoff_timer ? backoff_timer_ : deadline_timer_).cancel();
         break;
-      case hold_action::send_keepalive:
+      case sansio::request::exists:  // the keepalive: exists on our node
         send_keepalive();
         break;
-      case hold_action::deadline_near:
-        for (auto it = deadline_waiters_.begin(); it != deadline_waiters_.end(); ++it)
-          if (it->id == a.waiter) {
-            auto op = std::move(it->op);
-            deadline_waiters_.erase(it);
-            op->complete({});
-            break;
-          }
+      case sansio::request::notify:
+        on_outcome(a);
         break;
-      case hold_action::report_release_failed:
-        // Nobody may wait for the outcome (a guard destroyed without release): never silent.
-        s_->log(log_level::error, delete_refused_message(node_, a.ec));
-        break;
+      default: break;  // (hold_fsm makes no other request)
     }
   }
   // (callers hold a strong reference: dropping this one never destroys us mid-call)
   if (owed_ && !fsm_.release_owed()) {
     owed_ = false;
     s_->drop_owed(this);
+  }
+}
+
+void hold::on_outcome(const sansio::request& a) {
+  switch (a.outcome_kind<hold_outcome>()) {
+    case hold_outcome::send_release:
+      send_release();
+      break;
+    case hold_outcome::report_lost:
+      deadline_timer_.cancel();
+      metrics_.lost();
+      complete_lost_waiters(a.ec);  // errc::lock_lost naming its cause
+      remove_downgrade_mark();  // no longer a holder: readers must not count on it
+      lost_signal_.emit(asio::cancellation_type::terminal);
+      break;
+    case hold_outcome::complete_release:
+      if (auto w = std::move(release_waiter_)) w->complete(a.ec);
+      break;
+    case hold_outcome::deadline_near:
+      for (auto it = deadline_waiters_.begin(); it != deadline_waiters_.end(); ++it)
+        if (it->id == a.id) {
+          auto op = std::move(it->op);
+          deadline_waiters_.erase(it);
+          op->complete({});
+          break;
+        }
+      break;
+    case hold_outcome::report_release_failed:
+      // Nobody may wait for the outcome (a guard destroyed without release): never silent.
+      s_->log(log_level::error, delete_refused_message(node_, a.ec));
+      break;
   }
 }
 

@@ -133,6 +133,8 @@ class hold : public std::enable_shared_from_this<hold> {
   void follow_node_watch();
   void send_keepalive();
   void run(const hold_fsm::actions& actions);
+  /// hold_fsm's notify requests (hold_outcome).
+  void on_outcome(const sansio::request& a);
   void send_release();
   /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
@@ -144,6 +146,8 @@ class hold : public std::enable_shared_from_this<hold> {
   void remove_downgrade_mark();
   // revocation (src/lock/revocation.cpp)
   void run_revocation(const revocation_fsm::actions& actions);
+  /// revocation_outcome::complete_waiters: every revocation waiter gets `ec`.
+  void complete_revocation_waiters(error_code ec);
   /// A revocation read of `generation` answered through our node's watch (not a local hold).
   void read_through_node_watch(std::uint64_t generation);
   /// Answers a revocation read (`generation`; 0: none) with what a read of our node said.
@@ -169,8 +173,8 @@ class hold : public std::enable_shared_from_this<hold> {
   std::vector<deadline_waiter> deadline_waiters_;
   std::uint64_t next_waiter_ = 0;
   pending<void(error_code)>::ptr release_waiter_;
-  asio::steady_timer deadline_timer_;  // hold_action::arm_timer: the deadline, the keepalive, a waiter
-  asio::steady_timer backoff_timer_;  // a delete the server refused for now (hold_action::backoff_release)
+  asio::steady_timer deadline_timer_;  // hold_fsm::clock_timer: the deadline, the keepalive, a waiter
+  asio::steady_timer backoff_timer_;  // hold_fsm::backoff_timer: a delete the server refused for now
   asio::cancellation_signal lost_signal_;
   // While a release is owed the guard may be gone (release_pending), and the session listener
   // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so

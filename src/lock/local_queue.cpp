@@ -108,17 +108,20 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
 
   void run(const local_queue_fsm::actions& actions) {
     for (const auto& a : actions) {
-      switch (a.type) {
-        case local_action::acquire_node: acquire_node(a.try_once); break;
-        case local_action::cancel_node:
+      if (a.type == sansio::request::get_children) {  // the queue's listing, with its child watch
+        watch_queue();
+        continue;
+      }
+      switch (a.outcome_kind<local_outcome>()) {
+        case local_outcome::acquire_node: acquire_node(a.value != 0); break;
+        case local_outcome::cancel_node:
           if (node_cancel_) node_cancel_->emit(asio::cancellation_type::terminal);
           break;
-        case local_action::release_node: release_node(); break;
-        case local_action::watch_queue: watch_queue(); break;
-        case local_action::grant: grant(a.waiter, a.generation); break;
-        case local_action::fail: finish(a.waiter, a.ec); break;
-        case local_action::lose_holder:
-          if (auto h = holder_.held.lock(); h && holder_id_ == a.waiter) h->local_session_ended(node_lost_ ? node_lost_ : a.ec);
+        case local_outcome::release_node: release_node(); break;
+        case local_outcome::grant: grant(a.id, a.value); break;
+        case local_outcome::fail: finish(a.id, a.ec); break;
+        case local_outcome::lose_holder:
+          if (auto h = holder_.held.lock(); h && holder_id_ == a.id) h->local_session_ended(node_lost_ ? node_lost_ : a.ec);
           break;
       }
     }

@@ -1,5 +1,5 @@
 // Revocation, Curator's protocol: the holder's side (hold::wait_revoked carries out
-// revocation_fsm's actions for lock_guard::async_wait_revoked) and the requester's
+// revocation_fsm's requests and outcomes for lock_guard::async_wait_revoked) and the requester's
 // (async_request_revoke, async_revoke_holders: "__REVOKE__" written into the holders' nodes).
 #include "lock/hold.hpp"
 #include "lock/lock_dir.hpp"
@@ -40,8 +40,8 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
   std::weak_ptr<hold> weak = weak_from_this();
   for (const auto& a : actions) {
     switch (a.type) {
-      case revocation_action::read_data: {
-        const auto g = a.generation;
+      case sansio::request::get_data: {  // our node's data, with a watch: tagged with its generation
+        const auto g = a.tag;
         if (!is_local()) {
           read_through_node_watch(g);
           break;
@@ -68,8 +68,8 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         revocation_.watch = *registered;
         break;
       }
-      case revocation_action::remove_watch: {
-        const auto g = a.generation;
+      case sansio::request::remove_watch: {
+        const auto g = a.tag;
         if (!is_local()) {
           // our node's watch stays for the hold's life: nothing to remove
           if (revocation_.watching == g) revocation_.watching = 0;
@@ -82,26 +82,28 @@ void hold::run_revocation(const revocation_fsm::actions& actions) {
         }));
         break;
       }
-      case revocation_action::await_connection:
+      case sansio::request::await_connection:
         // (an ended session: the hold's end completes the waiters)
         detail::await_connection(s_, weak, [](hold& self, session_state st) {
           if (is_connected(st)) self.run_revocation(self.revocation_.fsm.on_connected());
         });
         break;
-      case revocation_action::check_node:
-        check_node();
+      case sansio::request::notify:
+        if (a.outcome_kind<revocation_outcome>() == revocation_outcome::check_node) check_node();
+        else complete_revocation_waiters(a.ec);
         break;
-      case revocation_action::complete_waiters: {
-        auto waiters = std::move(revocation_.waiters);
-        revocation_.waiters.clear();
-        for (auto& w : waiters) w->complete(a.ec);
-        if (revocation_.kept_data && !a.ec) {
-          revocation_.unheard = revocation_.unheard || waiters.empty();
-          write_back_kept_data();
-        }
-        break;
-      }
+      default: break;  // (revocation_fsm makes no other request)
     }
+  }
+}
+
+void hold::complete_revocation_waiters(error_code ec) {
+  auto waiters = std::move(revocation_.waiters);
+  revocation_.waiters.clear();
+  for (auto& w : waiters) w->complete(ec);
+  if (revocation_.kept_data && !ec) {
+    revocation_.unheard = revocation_.unheard || waiters.empty();
+    write_back_kept_data();
   }
 }
 

@@ -30,7 +30,7 @@ void release_all(std::vector<release_ticket> tickets, asio::any_io_executor ex, 
 }
 
 namespace {
-// The multi_lock operation: carries out multi_fsm's actions (src/sansio/multi_fsm.hpp).
+// The multi_lock operation: carries out multi_fsm's outcomes (src/sansio/multi_fsm.hpp).
 class multi_acquire : public chained_acquire<multi_acquire, multi_guard> {
  public:
   multi_acquire(std::vector<multi_lock_item> items, pending<void(error_code, multi_guard)>::ptr op,
@@ -45,22 +45,22 @@ class multi_acquire : public chained_acquire<multi_acquire, multi_guard> {
  private:
   void run(const multi_fsm::actions& actions) {
     for (const auto& a : actions) {
-      switch (a.type) {
-        case multi_action::acquire:
-          step(items_[a.index].dir, lock_mode::wait, items_[a.index].kind, &multi_acquire::on_one);
+      if (a.type == sansio::request::complete) {
+        if (a.ec) {
+          taken_.clear();
+          op_->complete(a.ec, multi_guard{});
+        } else {
+          op_->complete({}, multi_guard(std::move(taken_)));
+        }
+        continue;
+      }
+      const auto i = static_cast<std::size_t>(a.id);
+      switch (a.outcome_kind<multi_outcome>()) {
+        case multi_outcome::acquire:
+          step(items_[i].dir, lock_mode::wait, items_[i].kind, &multi_acquire::on_one);
           break;
-        case multi_action::release:
-          taken_[a.index].async_release([self = shared_from_this(), i = a.index](error_code) {
-            self->run(self->fsm_.on_released(i));
-          });
-          break;
-        case multi_action::complete:
-          if (a.ec) {
-            taken_.clear();
-            op_->complete(a.ec, multi_guard{});
-          } else {
-            op_->complete({}, multi_guard(std::move(taken_)));
-          }
+        case multi_outcome::release:
+          taken_[i].async_release([self = shared_from_this(), i](error_code) { self->run(self->fsm_.on_released(i)); });
           break;
       }
     }

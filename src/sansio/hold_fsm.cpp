@@ -5,22 +5,16 @@
 namespace zklock::detail {
 
 namespace {
-hold_action arm_timer_at(std::chrono::steady_clock::time_point at) {
-  hold_action a{hold_action::arm_timer, {}};
-  a.at = at;
-  return a;
+sansio::request arm_timer_at(std::chrono::steady_clock::time_point at) {
+  return sansio::request::timer_at(hold_fsm::tag::clock, hold_fsm::clock_timer, at);
 }
-hold_action deadline_near(std::uint64_t waiter) {
-  hold_action a{hold_action::deadline_near, {}};
-  a.waiter = waiter;
-  return a;
-}
+sansio::request deadline_near(std::uint64_t waiter) { return sansio::request::outcome(hold_outcome::deadline_near, waiter); }
 }  // namespace
 
 void hold_fsm::complete(actions& out, error_code ec) {
   if (!caller_waits_) return;
   caller_waits_ = false;
-  out.push_back({hold_action::complete_release, ec});
+  out.push_back(sansio::request::outcome(hold_outcome::complete_release, 0, ec));
 }
 
 hold_fsm::actions hold_fsm::lose(error_code why) {
@@ -28,14 +22,14 @@ hold_fsm::actions hold_fsm::lose(error_code why) {
   status_ = lock_status::lost;
   lost_ = why;
   deadline_waiters_.clear();  // report_lost answers them
-  return {{hold_action::report_lost, why}};
+  return {sansio::request::outcome(hold_outcome::report_lost, 0, why)};
 }
 
 hold_fsm::actions hold_fsm::send_if_connected() {
   if (delete_ != delete_state::wanted || link_ != link::connected) return {};
   delete_ = delete_state::in_flight;
   ++attempts_;
-  return {{hold_action::send_release, {}}};
+  return {sansio::request::outcome(hold_outcome::send_release)};
 }
 
 hold_fsm::actions hold_fsm::on_suspended() {
@@ -96,7 +90,7 @@ hold_fsm::actions hold_fsm::release(bool caller_waits) {
   actions out;
   const bool was_lost = status_ == lock_status::lost;
   if (status_ == lock_status::released) {
-    if (caller_waits) out.push_back({hold_action::complete_release, errc::already_released});
+    if (caller_waits) out.push_back(sansio::request::outcome(hold_outcome::complete_release, 0, errc::already_released));
     return out;
   }
   status_ = lock_status::released;
@@ -153,14 +147,14 @@ hold_fsm::actions hold_fsm::on_release_reply(error_code ec) {
   } else if (auto delay = backoff_.after_refusal(ec)) {
     // Refused for now (node_delete_backoff.hpp): the caller, if any, keeps waiting for the outcome.
     delete_ = delete_state::backoff;
-    out.push_back({hold_action::backoff_release, ec, *delay});
+    out.push_back(sansio::request::timer_after(tag::backoff_due, backoff_timer, *delay));
   } else {
     // Refused for good (no_auth: the lock dir's ACL lacks DELETE; or the backoffs ran out): our
     // node blocks the lock until the session ends. Never counted as done, never silent.
     delete_ = delete_state::failed;
     failure_ = ec;
     complete(out, ec);
-    out.push_back({hold_action::report_release_failed, ec});
+    out.push_back(sansio::request::outcome(hold_outcome::report_release_failed, 0, ec));
   }
   return out;
 }
@@ -173,7 +167,7 @@ hold_fsm::actions hold_fsm::on_backoff_due() {
 
 hold_fsm::actions hold_fsm::on_clock(const hold_clock& c) {
   if ((status_ != lock_status::held && status_ != lock_status::maybe_lost) || c.ended)
-    return {{hold_action::stop_timer, {}}};
+    return {sansio::request::stop_timer(clock_timer)};
   if (!local_ && c.valid_until <= c.now) return on_deadline();
   actions out;
   // async_wait_deadline: the deadline is within its lead and no reply has moved it on
@@ -196,7 +190,7 @@ hold_fsm::actions hold_fsm::on_clock(const hold_clock& c) {
   auto refresh = contact_refresh_due(c.last_acknowledged, c.session_timeout);
   if (refresh <= c.now && c.connected && !keepalive_in_flight_) {
     keepalive_in_flight_ = true;
-    out.push_back({hold_action::send_keepalive, {}});
+    out.push_back(sansio::request::exists_of(tag::keepalive, {}));
   }
   if (refresh > c.now) next = std::min(next, refresh);
   out.push_back(arm_timer_at(next));

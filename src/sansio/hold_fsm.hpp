@@ -2,7 +2,8 @@
 // validity deadline with its keepalive, and the release. Inputs: the session's state changes,
 // the clock (on_clock: a timer fired, a state changed, a reply came), the keepalive's reply, the
 // release request, the release's reply; outputs: arm the timer, send a keepalive, report the
-// loss, send the release, complete the release. The mutex's `hold` carries the actions out;
+// loss, send the release, complete the release (request.hpp's requests and hold_outcome). The
+// mutex's `hold` carries them out;
 // unit tests walk every interleaving without a server.
 //
 // Rules it keeps:
@@ -33,6 +34,7 @@
 #pragma once
 
 #include "sansio/node_delete_backoff.hpp"
+#include "sansio/request.hpp"
 
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
@@ -62,28 +64,24 @@ struct hold_clock {
   bool ended = false;              ///< expired, closed or disconnected: its event is on its way
 };
 
-struct hold_action {
-  enum kind {
-    send_release,      ///< delete our node (the marking transaction or a plain delete)
-    report_lost,       ///< the lock is lost: tell the guard's lost waiters
-    complete_release,  ///< the caller of the release gets `ec`
-    backoff_release,     ///< call on_backoff_due() after `delay` (the server refused for now)
-    report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
-    arm_timer,         ///< call on_clock() at `at` (replaces the previous timer)
-    stop_timer,        ///< nothing to wait for: cancel the timer
-    send_keepalive,    ///< exists on our node; its reply goes to on_keepalive_reply()
-    deadline_near,     ///< async_wait_deadline waiter `waiter` is due: complete it (success)
-  };
-  kind type;
-  error_code ec;
-  std::chrono::milliseconds delay{0};
-  std::chrono::steady_clock::time_point at{};
-  std::uint64_t waiter = 0;
+/// What hold_fsm asks: request.hpp's requests (timer_at in `clock_timer`: on_clock(); stop_timer;
+/// timer_after in `backoff_timer`: on_backoff_due(), the server refused a delete for now;
+/// exists of our node, path empty: the keepalive, its reply to on_keepalive_reply()) and these
+/// outcomes (request::notify).
+enum class hold_outcome : std::uint8_t {
+  send_release,           ///< delete our node (the marking transaction or a plain delete)
+  report_lost,            ///< the lock is lost (`ec`): tell the guard's lost waiters
+  complete_release,       ///< the caller of the release gets `ec`
+  report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
+  deadline_near,          ///< async_wait_deadline waiter `id` is due: complete it (success)
 };
 
 class hold_fsm {
  public:
-  using actions = std::vector<hold_action>;
+  using actions = std::vector<sansio::request>;
+  /// The tags and slots of its requests.
+  enum tag : std::uint64_t { clock = 1, backoff_due, keepalive };
+  static constexpr std::uint8_t clock_timer = 0, backoff_timer = 1;
 
   /// A hold starts held (connected) or maybe_lost (granted while the connection dropped).
   /// `local`: a local queue's hold, which keeps no deadline of its own (see above).

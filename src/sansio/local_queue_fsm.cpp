@@ -6,9 +6,8 @@
 namespace zklock::detail {
 
 namespace {
-local_action act(local_action::kind k, std::uint64_t waiter = 0, error_code ec = {}, std::uint32_t generation = 0,
-                 bool try_once = false) {
-  return {k, waiter, ec, generation, try_once};
+sansio::request act(local_outcome k, std::uint64_t waiter = 0, error_code ec = {}, std::uint32_t value = 0) {
+  return sansio::request::outcome(k, waiter, ec, value);
 }
 }  // namespace
 
@@ -22,13 +21,13 @@ bool local_queue_fsm::may_hand_off() const noexcept {
 void local_queue_fsm::grant_head(actions& out) {
   holder_ = queue_.front().id;
   queue_.pop_front();
-  out.push_back({local_action::grant, *holder_, {}, grants_, false});
+  out.push_back(act(local_outcome::grant, *holder_, {}, grants_));
   ++grants_;
   // Learn early (while the holder works) whether another process waits: the next handoff
   // then needs no round trip.
   if (!queue_.empty() && others_ == others::unknown && !listing_) {
     listing_ = true;
-    out.push_back(act(local_action::watch_queue));
+    out.push_back(sansio::request::get_children_of(0, {}, queue_watch_slot));
   }
 }
 
@@ -36,11 +35,11 @@ void local_queue_fsm::release_node(actions& out) {
   node_ = node_state::releasing;
   others_ = others::unknown;
   listing_ = false;
-  out.push_back(act(local_action::release_node));
+  out.push_back(act(local_outcome::release_node));
 }
 
 void local_queue_fsm::fail_all(actions& out, error_code ec) {
-  for (const auto& w : queue_) out.push_back(act(local_action::fail, w.id, ec));
+  for (const auto& w : queue_) out.push_back(act(local_outcome::fail, w.id, ec));
   queue_.clear();
 }
 
@@ -48,7 +47,7 @@ void local_queue_fsm::next(actions& out) {
   if (holder_) {
     if (node_ == node_state::held && !queue_.empty() && others_ == others::unknown && !listing_) {
       listing_ = true;
-      out.push_back(act(local_action::watch_queue));
+      out.push_back(sansio::request::get_children_of(0, {}, queue_watch_slot));
     }
     return;
   }
@@ -57,7 +56,7 @@ void local_queue_fsm::next(actions& out) {
       release_node(out);
     } else if (node_ == node_state::acquiring && !cancel_sent_) {
       cancel_sent_ = true;
-      out.push_back(act(local_action::cancel_node));
+      out.push_back(act(local_outcome::cancel_node));
     }
     return;
   }
@@ -66,7 +65,7 @@ void local_queue_fsm::next(actions& out) {
       node_ = node_state::acquiring;
       cancel_sent_ = false;
       acquire_try_ = queue_.front().try_once;
-      out.push_back({local_action::acquire_node, 0, {}, 0, queue_.front().try_once});
+      out.push_back(act(local_outcome::acquire_node, 0, {}, queue_.front().try_once ? 1 : 0));
       return;
     case node_state::acquiring:
     case node_state::releasing:
@@ -80,7 +79,7 @@ void local_queue_fsm::next(actions& out) {
       } else if (grants_ < max_generations && others_ == others::unknown) {
         if (!listing_) {
           listing_ = true;
-          out.push_back(act(local_action::watch_queue));
+          out.push_back(sansio::request::get_children_of(0, {}, queue_watch_slot));
         }
       } else {
         release_node(out);  // someone else waits (or the generations ran out): queue again behind them
@@ -92,7 +91,7 @@ void local_queue_fsm::next(actions& out) {
 local_queue_fsm::actions local_queue_fsm::enqueue(std::uint64_t id, bool try_once) {
   actions out;
   if (try_once && (holder_ || !queue_.empty())) {
-    out.push_back(act(local_action::fail, id, errc::lock_busy));
+    out.push_back(act(local_outcome::fail, id, errc::lock_busy));
     return out;
   }
   queue_.push_back({id, try_once});
@@ -105,7 +104,7 @@ local_queue_fsm::actions local_queue_fsm::cancel(std::uint64_t id, error_code re
   auto it = std::find_if(queue_.begin(), queue_.end(), [id](const waiter& w) { return w.id == id; });
   if (it == queue_.end()) return out;
   queue_.erase(it);
-  out.push_back(act(local_action::fail, id, reason));
+  out.push_back(act(local_outcome::fail, id, reason));
   next(out);
   return out;
 }
@@ -127,7 +126,7 @@ local_queue_fsm::actions local_queue_fsm::on_node_acquired(error_code ec) {
     // A try-once acquire failed (busy, or no connection to ask through): its waiter (if still
     // there) fails with that; the others, queued behind it meanwhile, get a waiting acquire.
     if (!queue_.empty() && queue_.front().try_once) {
-      out.push_back(act(local_action::fail, queue_.front().id, ec));
+      out.push_back(act(local_outcome::fail, queue_.front().id, ec));
       queue_.pop_front();
     }
   } else if (!ec) {
@@ -159,7 +158,7 @@ local_queue_fsm::actions local_queue_fsm::on_node_lost(error_code session_end) {
   node_ = node_state::lost;
   others_ = others::unknown;
   listing_ = false;
-  if (holder_) out.push_back(act(local_action::lose_holder, *holder_, errc::lock_lost));
+  if (holder_) out.push_back(act(local_outcome::lose_holder, *holder_, errc::lock_lost));
   if (session_end) fail_all(out, session_end);
   next(out);
   return out;

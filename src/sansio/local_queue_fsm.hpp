@@ -35,6 +35,8 @@
 //    the node is released and the queue serves the acquires of a new session as at its start.
 #pragma once
 
+#include "sansio/request.hpp"
+
 #include <zklock/error.hpp>
 
 #include <cstdint>
@@ -44,26 +46,24 @@
 
 namespace zklock::detail {
 
-struct local_action {
-  enum kind {
-    acquire_node,  ///< acquire a node for the queue (`try_once`: never wait, nothing left when busy)
-    cancel_node,   ///< cancel the node acquire in flight (nobody waits for it any more)
-    release_node,  ///< release our node; report on_node_released once its delete is settled
-    watch_queue,   ///< list the lock dir with a child watch: report on_queue / on_queue_error
-    grant,         ///< waiter `waiter` holds the lock now, with local `generation` on this node
-    fail,          ///< waiter `waiter` completes with `ec` (left the queue)
-    lose_holder,   ///< the local holder `waiter`'s guard turns lost
-  };
-  kind type;
-  std::uint64_t waiter = 0;
-  error_code ec;
-  std::uint32_t generation = 0;
-  bool try_once = false;
+/// What local_queue_fsm asks beside its one request (watch_queue: request::get_children of the
+/// lock dir, path empty: the runner's, with a child watch in `queue_watch_slot`: report
+/// on_queue / on_queue_error, and on_queue_changed once it fires): its node's acquire and
+/// release are operations (lock runners), the rest its waiters' outcomes. As request::notify,
+/// `id` the waiter, `ec`, `value` the grant's generation or try_once.
+enum class local_outcome : std::uint8_t {
+  acquire_node,  ///< acquire a node for the queue (`value` 1: try_once, never wait, nothing left when busy)
+  cancel_node,   ///< cancel the node acquire in flight (nobody waits for it any more)
+  release_node,  ///< release our node; report on_node_released once its delete is settled
+  grant,         ///< waiter `id` holds the lock now, with local generation `value` on this node
+  fail,          ///< waiter `id` completes with `ec` (left the queue)
+  lose_holder,   ///< the local holder `id`'s guard turns lost (`ec`)
 };
 
 class local_queue_fsm {
  public:
-  using actions = std::vector<local_action>;
+  using actions = std::vector<sansio::request>;
+  static constexpr std::uint8_t queue_watch_slot = 0;
   /// The local generation fits in the fencing token's low 16 bits: a node grants at most this
   /// many local holders, then is given up (as for fairness) and a new one taken.
   static constexpr std::uint32_t max_generations = 1u << 16;

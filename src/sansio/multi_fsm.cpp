@@ -6,10 +6,10 @@ multi_fsm::actions multi_fsm::start() {
   if (phase_ != phase::idle) return {};
   if (count_ == 0) {
     phase_ = phase::done;
-    return {{multi_action::complete, 0, errc::path_empty}};
+    return {sansio::request::done(errc::path_empty)};
   }
   phase_ = phase::acquiring;
-  return {{multi_action::acquire, 0, {}}};
+  return {sansio::request::outcome(multi_outcome::acquire, 0)};
 }
 
 multi_fsm::actions multi_fsm::on_acquired(error_code ec) {
@@ -19,9 +19,9 @@ multi_fsm::actions multi_fsm::on_acquired(error_code ec) {
   if (ec) return roll_back(ec);
   if (taken_ == count_) {
     phase_ = phase::done;
-    return {{multi_action::complete, 0, {}}};
+    return {sansio::request::done({})};
   }
-  return {{multi_action::acquire, taken_, {}}};
+  return {sansio::request::outcome(multi_outcome::acquire, taken_)};
 }
 
 multi_fsm::actions multi_fsm::cancel(error_code reason) {
@@ -33,12 +33,12 @@ multi_fsm::actions multi_fsm::roll_back(error_code ec) {
   result_ = ec;
   if (taken_ == 0) {
     phase_ = phase::done;
-    return {{multi_action::complete, 0, ec}};
+    return {sansio::request::done(ec)};
   }
   phase_ = phase::rolling_back;
   releases_left_ = taken_;
   actions out;
-  for (std::size_t i = 0; i < taken_; ++i) out.push_back({multi_action::release, i, {}});
+  for (std::size_t i = 0; i < taken_; ++i) out.push_back(sansio::request::outcome(multi_outcome::release, i));
   return out;
 }
 
@@ -47,7 +47,7 @@ multi_fsm::actions multi_fsm::on_released(std::size_t index) {
   if (--releases_left_ > 0) return {};
   taken_ = 0;
   phase_ = phase::done;
-  return {{multi_action::complete, 0, result_}};
+  return {sansio::request::done(result_)};
 }
 
 }  // namespace zklock::detail

@@ -2,31 +2,33 @@
 // (in the caller's order: multi_lock sorts by path), and on an error, a cancellation or the
 // timeout give back every lock taken, and complete only once those releases are settled
 // (acknowledged by the server, or reported pending while the connection is down), so that
-// whoever runs next in the handler finds them free. The runner (src/recipes/multi_lock.cpp)
-// carries out the actions: one acquire at a time, the rollback's releases together.
+// whoever runs next in the handler finds them free. It speaks request.hpp: its acquires and
+// releases are notify outcomes (multi_outcome), its end request::complete. multi_lock.cpp
+// carries them out (one acquire at a time, the rollback's releases together): a composed
+// operation over lock runners, since what it starts are operations, not requests.
 #pragma once
+
+#include "sansio/request.hpp"
 
 #include <zklock/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace zklock::detail {
 
-struct multi_action {
-  enum kind {
-    acquire,   ///< acquire lock `index` (the next one)
-    release,   ///< give back lock `index` (rollback), and report on_released(index)
-    complete,  ///< the operation is over with `ec`; when ec is empty every lock is held
-  };
-  kind type;
-  std::size_t index = 0;
-  error_code ec;
+/// What multi_fsm asks beside its completion (request::complete): the sub-locks' acquires and
+/// releases are operations of their own (lock runners), not ZooKeeper requests, so they are its
+/// outcomes (request::notify, `id` the lock's index), carried out by multi_lock.cpp.
+enum class multi_outcome : std::uint8_t {
+  acquire,  ///< acquire lock `id` (the next one)
+  release,  ///< give back lock `id` (rollback), and report on_released(id)
 };
 
 class multi_fsm {
  public:
-  using actions = std::vector<multi_action>;
+  using actions = std::vector<sansio::request>;
 
   explicit multi_fsm(std::size_t count) noexcept : count_(count) {}
 

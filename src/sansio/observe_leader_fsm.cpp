@@ -15,6 +15,28 @@ namespace {
 bool lost_connection(const error_code& ec) { return ec == condition::connection_lost; }
 }  // namespace
 
+observe_leader_fsm::actions observe_leader_fsm::on(const sansio::input& in) {
+  static const std::vector<std::string> none;
+  switch (in.type) {
+    case sansio::input::reply:
+      switch (in.tag) {
+        case tag::children: return on_children(in.ec, in.children() ? in.children()->children : none);
+        case tag::data: {
+          auto d = in.data();
+          return on_data(in.ec, d ? std::string_view(d->data) : std::string_view(), d ? d->stat.ctime : 0);
+        }
+        case tag::exists: return on_exists(in.ec, in.node_exists());
+        case tag::watch_removed: return on_watch_removed(in.ec);
+        default: return {};
+      }
+    case sansio::input::watch_fired: return on_watch_fired(in.ec);
+    case sansio::input::timer_due: return on_restore_timeout();
+    case sansio::input::connection: return in.ec ? on_session_ended(in.ec) : on_connected();
+    case sansio::input::cancelled: return cancel(in.ec, in.total, in.connected);
+  }
+  return {};
+}
+
 observe_leader_fsm::actions observe_leader_fsm::start(session_state st) {
   if (auto ec = session_end_error(st)) {
     phase_ = phase::finished;
@@ -25,7 +47,7 @@ observe_leader_fsm::actions observe_leader_fsm::start(session_state st) {
 
 observe_leader_fsm::actions observe_leader_fsm::list() {
   phase_ = phase::listing;
-  return {{observe_action::list}};
+  return {sansio::request::get_children_of(tag::children, path_)};
 }
 
 observe_leader_fsm::actions observe_leader_fsm::decide(std::optional<leader_info> now) {
@@ -37,16 +59,16 @@ observe_leader_fsm::actions observe_leader_fsm::decide(std::optional<leader_info
   phase_ = phase::arming;
   if (known_) {
     purpose_ = purpose::leader;
-    return {{observe_action::watch_node, known_->node}};
+    return {sansio::request::get_data_of(tag::data, known_->node, watch_slot)};
   }
   purpose_ = purpose::nobody;
-  return {{observe_action::watch_children}};
+  return {sansio::request::get_children_of(tag::children, path_, watch_slot)};
 }
 
 observe_leader_fsm::actions observe_leader_fsm::remove_then(next then) {
   phase_ = phase::removing;
   then_ = then;
-  return {{observe_action::remove_watch}};
+  return {sansio::request::remove_watch_of(tag::watch_removed, watch_slot)};
 }
 
 observe_leader_fsm::actions observe_leader_fsm::await_connection(next then) {
@@ -56,7 +78,7 @@ observe_leader_fsm::actions observe_leader_fsm::await_connection(next then) {
   }
   phase_ = phase::awaiting_connection;
   then_ = then;
-  actions out{{observe_action::await_connection}};
+  actions out{sansio::request::connection(tag::connection)};
   if (early_completion_allowed(false)) {
     auto c = complete({}, std::nullopt);
     out.insert(out.end(), c.begin(), c.end());
@@ -73,7 +95,8 @@ observe_leader_fsm::actions observe_leader_fsm::complete(error_code ec, std::opt
   if (completed_) return {};
   completed_ = true;
   if (cancelled_) ec = cancel_reason_, r.reset();
-  return {{observe_action::complete, {}, ec, std::move(r)}};
+  completion_ = std::move(r);
+  return {sansio::request::done(ec)};
 }
 
 // A request answered after cancellation: the watch it may have set goes, then the completion.
@@ -93,20 +116,20 @@ observe_leader_fsm::actions observe_leader_fsm::on_children(error_code ec, const
     if (q.empty()) return decide(std::nullopt);
     head_ = leader_info{{}, join_path(path_, q.front().name), 0};
     phase_ = phase::reading_head;
-    return {{observe_action::read_head, head_->node}};
+    return {sansio::request::get_data_of(tag::data, head_->node)};
   }
   if (phase_ != phase::arming || purpose_ != purpose::nobody) return {};
   if (cancelled_) return after_cancel();
   if (ec == zk_errc::no_node) {
     // No path: watch for its creation (exists sets a watch on a missing node).
     purpose_ = purpose::creation;
-    return {{observe_action::watch_creation}};
+    return {sansio::request::exists_of(tag::exists, path_, watch_slot)};
   }
   if (lost_connection(ec)) return remove_then(next::list);
   if (ec) return fail(ec);
   if (queue_order(children).empty()) {
     phase_ = phase::watching;
-    return {{observe_action::wait_watch}};
+    return {sansio::request::wait_for(tag::watch_fired, watch_slot)};
   }
   return remove_then(next::list);  // a candidate came meanwhile: look again
 }
@@ -128,7 +151,7 @@ observe_leader_fsm::actions observe_leader_fsm::on_data(error_code ec, std::stri
       }
       phase_ = phase::arming;
       purpose_ = purpose::restore;
-      return {{observe_action::watch_node, head_->node}};
+      return {sansio::request::get_data_of(tag::data, head_->node, watch_slot)};
     }
     return decide(head_);
   }
@@ -139,8 +162,8 @@ observe_leader_fsm::actions observe_leader_fsm::on_data(error_code ec, std::stri
   if (purpose_ == purpose::leader ? (data == known_->identity || data == revoke_message) : data == revoke_message) {
     // Unchanged (the reply that set the watch still shows it): wait for the watch.
     phase_ = phase::watching;
-    actions out{{observe_action::wait_watch}};
-    if (purpose_ == purpose::restore) out.push_back({observe_action::arm_restore_timer});
+    actions out{sansio::request::wait_for(tag::watch_fired, watch_slot)};
+    if (purpose_ == purpose::restore) out.push_back(sansio::request::timer_after(tag::restore_due, restore_timer, restore_wait_));
     return out;
   }
   return remove_then(next::list);  // changed meanwhile (or written back): look again
@@ -153,13 +176,13 @@ observe_leader_fsm::actions observe_leader_fsm::on_exists(error_code ec, bool ex
   if (ec) return fail(ec);
   if (exists) return remove_then(next::list);  // created meanwhile (the watch is set on it)
   phase_ = phase::watching;
-  return {{observe_action::wait_watch}};
+  return {sansio::request::wait_for(tag::watch_fired, watch_slot)};
 }
 
 observe_leader_fsm::actions observe_leader_fsm::on_watch_fired(error_code ec) {
   if (phase_ != phase::watching) return {};
   actions out;
-  if (purpose_ == purpose::restore) out.push_back({observe_action::stop_restore_timer});
+  if (purpose_ == purpose::restore) out.push_back(sansio::request::stop_timer(restore_timer));
   auto next = ec ? fail(ec) : list();
   out.insert(out.end(), next.begin(), next.end());
   return out;
@@ -190,7 +213,7 @@ observe_leader_fsm::actions observe_leader_fsm::on_connected() {
   if (phase_ != phase::awaiting_connection) return {};
   if (std::exchange(remove_when_connected_, false)) {
     phase_ = phase::removing;  // then_ is still what comes after the removal
-    return {{observe_action::remove_watch}};
+    return {sansio::request::remove_watch_of(tag::watch_removed, watch_slot)};
   }
   if (cancelled_) {
     phase_ = phase::finished;
@@ -212,7 +235,7 @@ observe_leader_fsm::actions observe_leader_fsm::cancel(error_code reason, bool t
   actions out;
   switch (phase_) {
     case phase::watching:
-      if (purpose_ == purpose::restore) out.push_back({observe_action::stop_restore_timer});
+      if (purpose_ == purpose::restore) out.push_back(sansio::request::stop_timer(restore_timer));
       out.push_back(remove_then(next::complete).front());
       break;
     case phase::awaiting_connection:

@@ -1,7 +1,10 @@
 // Reading an election's leader, and waiting until it changes (election::async_leader and
 // async_observe), as a sans-I/O state machine. Inputs: replies, the watch's event, the
-// session's connection, the restore timer, cancellation; outputs: the requests to send, the
-// watch to wait for or remove, and the completion. election.cpp carries the actions out.
+// session's connection, the restore timer, cancellation (request.hpp's inputs, on(), or the
+// typed helpers below); outputs: request.hpp's requests (the reads, its one watch in slot 0
+// waited for and removed, the restore timer in slot 0, await_connection) and the completion,
+// with result(). The runner (src/lock/runner.hpp) carries them out; election.cpp's hook hands
+// the result to the caller.
 //
 // Steps: list the election path and read the head's data (its identity); again when the head
 // went between the two reads. async_leader completes with that. async_observe completes with
@@ -26,9 +29,12 @@
 //    the reconnect (the connection-lost condition, nothing else).
 #pragma once
 
+#include "sansio/request.hpp"
+
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,35 +43,23 @@
 
 namespace zklock::detail {
 
-struct observe_action {
-  enum kind {
-    list,              ///< getChildren(path), no watch: on_children
-    read_head,         ///< getData(node), no watch: on_data
-    watch_node,        ///< getData(node) with a data watch: on_data
-    watch_children,    ///< getChildren(path) with a child watch: on_children
-    watch_creation,    ///< exists(path) with a watch (the path is missing): on_exists
-    wait_watch,        ///< wait for the watch just set: on_watch_fired
-    remove_watch,      ///< remove the watch last set, if it is still registered: on_watch_removed
-    await_connection,  ///< on_connected() once connected again, on_session_ended() if it ends
-    arm_restore_timer,   ///< on_restore_timeout() after restore_wait
-    stop_restore_timer,  ///< the restore timer is not needed any more
-    complete,          ///< the caller gets `ec` and `leader`
-  };
-  kind type;
-  std::string node{};                   ///< read_head, watch_node
-  error_code ec{};                      ///< complete
-  std::optional<leader_info> leader{};  ///< complete
-};
-
 class observe_leader_fsm {
  public:
-  using actions = std::vector<observe_action>;
+  using actions = std::vector<sansio::request>;
   enum class mode { read_once, until_changed };
+  /// The tags of its requests, which come back with their answers.
+  enum tag : std::uint64_t { children = 1, data, exists, watch_removed, watch_fired, connection, restore_due };
+  static constexpr std::uint8_t watch_slot = 0, restore_timer = 0;
 
   /// `path`: the election path. read_once: async_leader (`known` unused); until_changed:
-  /// async_observe, completes when the leader differs from `known`.
-  observe_leader_fsm(std::string path, mode m, std::optional<leader_info> known = std::nullopt)
-      : path_(std::move(path)), mode_(m), known_(std::move(known)) {}
+  /// async_observe, completes when the leader differs from `known`. `restore_wait`: how long a
+  /// leader seen with a revocation request in its node has to write its identity back.
+  observe_leader_fsm(std::string path, mode m, std::optional<leader_info> known = std::nullopt,
+                     std::chrono::milliseconds restore_wait = std::chrono::milliseconds(0))
+      : path_(std::move(path)), mode_(m), known_(std::move(known)), restore_wait_(restore_wait) {}
+
+  /// Any answer of the runner, by its tag: the typed helpers below.
+  actions on(const sansio::input& in);
 
   /// Starts, with the session in `st` (an ended session completes at once, nothing sent).
   actions start(session_state st);
@@ -89,6 +83,8 @@ class observe_leader_fsm {
   /// only, which waits for the cleanup), `connected` (the session now).
   actions cancel(error_code reason, bool total, bool connected);
 
+  /// What request::complete completes with, beside its error (empty when not completed).
+  const std::optional<leader_info>& result() const noexcept { return completion_; }
   /// The caller has its completion.
   bool completed() const noexcept { return completed_; }
   /// Nothing is in flight and nothing is left to clean up.
@@ -113,6 +109,8 @@ class observe_leader_fsm {
   std::string path_;
   mode mode_;
   std::optional<leader_info> known_;
+  std::chrono::milliseconds restore_wait_;
+  std::optional<leader_info> completion_;  // see result()
   phase phase_ = phase::idle;
   purpose purpose_ = purpose::leader;
   next then_ = next::list;

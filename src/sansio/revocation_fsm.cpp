@@ -6,19 +6,19 @@ namespace zklock::detail {
 
 revocation_fsm::actions revocation_fsm::read() {
   watch_ = watch::reading;
-  return {{revocation_action::read_data, ++generation_, {}}};
+  return {sansio::request::get_data_of(++generation_, {}, watch_slot)};
 }
 
 revocation_fsm::actions revocation_fsm::remove() {
   watch_ = watch::removing;
   fired_while_removing_ = false;
-  return {{revocation_action::remove_watch, generation_, {}}};
+  return {sansio::request::remove_watch_of(generation_, watch_slot)};
 }
 
 revocation_fsm::actions revocation_fsm::complete(error_code ec) {
   if (waiters_ == 0) return {};
   waiters_ = 0;
-  return {{revocation_action::complete_waiters, 0, ec}};
+  return {sansio::request::outcome(revocation_outcome::complete_waiters, 0, ec)};
 }
 
 revocation_fsm::actions revocation_fsm::add_waiter() {
@@ -64,13 +64,13 @@ revocation_fsm::actions revocation_fsm::on_data(std::uint64_t generation, error_
     return out;
   }
   watch_ = watch::none;  // a failed read registers no watch
-  if (ec == zk_errc::no_node) return {{revocation_action::check_node, 0, {}}};
+  if (ec == zk_errc::no_node) return {sansio::request::outcome(revocation_outcome::check_node)};
   if (ec == condition::connection_lost) {
     if (waiters_ == 0) return {};
     if (connected) return read();
     watch_ = watch::awaiting_connection;
     after_ = after_connection::read;
-    return {{revocation_action::await_connection, 0, {}}};
+    return {sansio::request::connection()};
   }
   // The session is gone (the hold's end follows), or the server refused the read.
   return complete(ec == condition::session_lost ? error_code(errc::lock_lost) : ec);
@@ -83,14 +83,14 @@ revocation_fsm::actions revocation_fsm::on_watch_event(std::uint64_t generation,
     // Fired before the removal, whose reply decides what comes next (no_watcher; or a lost
     // connection, after which no watch is left to set again).
     fired_while_removing_ = true;
-    if (!ec && type == watch_event_type::deleted) return {{revocation_action::check_node, 0, {}}};
+    if (!ec && type == watch_event_type::deleted) return {sansio::request::outcome(revocation_outcome::check_node)};
     return {};
   }
   // reading: not registered yet, cannot fire
   if (watch_ != watch::set && !(watch_ == watch::awaiting_connection && after_ == after_connection::remove)) return {};
   watch_ = watch::none;  // a one-shot watch: fired, or taken with the session
   if (ec) return complete(ec == condition::session_lost ? error_code(errc::lock_lost) : ec);
-  if (type == watch_event_type::deleted) return {{revocation_action::check_node, 0, {}}};
+  if (type == watch_event_type::deleted) return {sansio::request::outcome(revocation_outcome::check_node)};
   // changed (or dropped by someone else's removal): read again while someone waits
   if (waiters_ > 0) return read();
   return {};
@@ -108,7 +108,7 @@ revocation_fsm::actions revocation_fsm::on_watch_removed(std::uint64_t generatio
     if (connected) return remove();
     watch_ = watch::awaiting_connection;
     after_ = after_connection::remove;
-    return {{revocation_action::await_connection, 0, {}}};
+    return {sansio::request::connection()};
   }
   // removed, already fired (no_watcher), or gone with the session
   watch_ = watch::none;

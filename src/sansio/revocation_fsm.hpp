@@ -18,6 +18,8 @@
 //    ignored (the node's deletion, or the session's end, takes the watch).
 #pragma once
 
+#include "sansio/request.hpp"
+
 #include <zklock/error.hpp>
 #include <zklock/types.hpp>
 
@@ -30,22 +32,19 @@ namespace zklock::detail {
 /// What Revoker.attemptRevoke writes into a holder's node (Curator's LockInternals.REVOKE_MESSAGE).
 inline constexpr std::string_view revoke_message = "__REVOKE__";
 
-struct revocation_action {
-  enum kind {
-    read_data,         ///< getData(our node) with a data watch; its reply and event carry `generation`
-    remove_watch,      ///< remove the data watch of `generation` (nobody waits any more)
-    await_connection,  ///< call on_connected() once the session is connected again
-    check_node,        ///< our node was not found: let the hold confirm it is gone (lost)
-    complete_waiters,  ///< complete every waiter with `ec` (empty: a revocation request)
-  };
-  kind type;
-  std::uint64_t generation = 0;
-  error_code ec;
+/// What revocation_fsm asks of the hold beside its requests (request.hpp): get_data of our node
+/// (path empty: the hold's node) with a data watch in `watch_slot`, its reply and the event of
+/// the watch it set carrying the read's generation as their tag (the runner waits for the watch
+/// a successful read set); remove_watch_of(generation); await_connection; and these outcomes.
+enum class revocation_outcome : std::uint8_t {
+  check_node,        ///< our node was not found: let the hold confirm it is gone (lost)
+  complete_waiters,  ///< complete every waiter with `ec` (empty: a revocation request)
 };
 
 class revocation_fsm {
  public:
-  using actions = std::vector<revocation_action>;
+  using actions = std::vector<sansio::request>;
+  static constexpr std::uint8_t watch_slot = 0;
 
   /// A waiter arrives while the hold holds (the runner completes it at once otherwise).
   actions add_waiter();
@@ -54,13 +53,13 @@ class revocation_fsm {
   /// The hold ended: lost (lock_lost) or released (already_released). Every waiter gets `ec`;
   /// later inputs are ignored.
   actions on_hold_ended(error_code ec);
-  /// Reply to read_data `generation`: the data and its version when `ec` is empty.
+  /// Reply to the read of `generation`: the data and its version when `ec` is empty.
   /// `connected`: the session is connected now (a read lost with the connection goes again).
   actions on_data(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version,
                   bool connected);
   /// The watch of `generation` fired (`ec`: the session ended and took it).
   actions on_watch_event(std::uint64_t generation, error_code ec, watch_event_type type);
-  /// Reply to remove_watch `generation`.
+  /// Reply to the removal of `generation`'s watch.
   actions on_watch_removed(std::uint64_t generation, error_code ec, bool connected);
   /// The session is connected again (after await_connection).
   actions on_connected();

@@ -178,8 +178,9 @@ TEST_CASE("a release the server throttles is sent again after a growing delay, a
     auto out = d.fsm.on_release_reply(zk_errc::throttled_op);
     d.in_flight = false;
     REQUIRE(out.size() == 1);
-    CHECK(out[0].type == hold_action::backoff_release);
-    delays.push_back(out[0].delay);
+    CHECK(out[0].type == sansio::request::timer);  // backoff_release
+    CHECK(out[0].slot == hold_fsm::backoff_timer);
+    delays.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(out[0].after));
     d.apply(out);
     CHECK(d.fsm.release_owed());  // the session keeps the hold meanwhile
     CHECK(d.completions == 0);    // the caller waits for the outcome

@@ -47,20 +47,30 @@ struct queue_driver : zklock::testing::driver_rules {
 
   void apply(const local_queue_fsm::actions& actions) {
     for (const auto& a : actions) {
-      switch (a.type) {
-        case local_action::acquire_node:
+      if (a.type == sansio::request::get_children) {
+        CHECK(a.path.empty());  // the lock dir (the runner's)
+        CHECK(a.slot == local_queue_fsm::queue_watch_slot);
+        if (node_ != node::held) forbid("watch_queue without holding the node");
+        if (listing) forbid("two listings at once");
+        listing = true;
+        ++requests;
+        continue;
+      }
+      REQUIRE(a.type == sansio::request::notify);
+      switch (a.outcome_kind<local_outcome>()) {
+        case local_outcome::acquire_node:
           if (node_ != node::none) forbid("a second node acquire while a node of ours may be in the dir");
           node_ = node::acquiring;
-          acquire_try = a.try_once;
+          acquire_try = a.value != 0;
           acquire_cancelled = false;
           acquire_doomed = session_ended;
           ++requests;
           break;
-        case local_action::cancel_node:
+        case local_outcome::cancel_node:
           if (node_ != node::acquiring) forbid("cancel_node without an acquire");
           acquire_cancelled = true;
           break;
-        case local_action::release_node:
+        case local_outcome::release_node:
           if (node_ != node::held && node_ != node::lost) forbid("release_node without a node");
           if (holder) forbid("node released under a local holder");
           node_ = node::releasing;
@@ -69,36 +79,30 @@ struct queue_driver : zklock::testing::driver_rules {
           known_no = false;
           ++requests;
           break;
-        case local_action::watch_queue:
-          if (node_ != node::held) forbid("watch_queue without holding the node");
-          if (listing) forbid("two listings at once");
-          listing = true;
-          ++requests;
-          break;
-        case local_action::grant: {
+        case local_outcome::grant: {
           if (node_ != node::held) forbid("grant without holding the node");
           if (holder) forbid("two local holders");
-          if (waiting.empty() || waiting.front() != a.waiter) forbid("grant out of FIFO order");
-          auto it = std::find(waiting.begin(), waiting.end(), a.waiter);
+          if (waiting.empty() || waiting.front() != a.id) forbid("grant out of FIFO order");
+          auto it = std::find(waiting.begin(), waiting.end(), a.id);
           if (it != waiting.end()) waiting.erase(it);
-          holder = a.waiter;
+          holder = a.id;
           ++grants_on_node;
           ++grants;
-          if (a.generation != grants_on_node - 1) forbid("generation is not the node's grant count");
+          if (a.value != grants_on_node - 1) forbid("generation is not the node's grant count");
           if (grants_on_node > max && !known_no) forbid("fairness bound: more local grants than allowed while others may wait");
-          ++completions[a.waiter];
+          ++completions[a.id];
           break;
         }
-        case local_action::fail: {
-          auto it = std::find(waiting.begin(), waiting.end(), a.waiter);
+        case local_outcome::fail: {
+          auto it = std::find(waiting.begin(), waiting.end(), a.id);
           if (it == waiting.end()) forbid("fail of a waiter not waiting");
           else waiting.erase(it);
-          ++completions[a.waiter];
-          result[a.waiter] = a.ec;
+          ++completions[a.id];
+          result[a.id] = a.ec;
           break;
         }
-        case local_action::lose_holder:
-          if (!holder || *holder != a.waiter) forbid("lose_holder of someone not holding");
+        case local_outcome::lose_holder:
+          if (!holder || *holder != a.id) forbid("lose_holder of someone not holding");
           break;
       }
     }

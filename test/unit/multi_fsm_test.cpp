@@ -35,21 +35,23 @@ struct multi_driver {
   void apply(const multi_fsm::actions& actions) {
     for (const auto& a : actions) {
       if (completions) violation = "an action after the completion";
-      switch (a.type) {
-        case multi_action::acquire:
+      if (a.type == sansio::request::complete) {
+        ++completions;
+        result = a.ec;
+        if (a.ec && !held.empty()) violation = "failed with locks still held";
+        if (!a.ec && held.size() != count) violation = "succeeded without every lock";
+        continue;
+      }
+      REQUIRE(a.type == sansio::request::notify);
+      switch (a.outcome_kind<multi_outcome>()) {
+        case multi_outcome::acquire:
           if (acquiring) violation = "two acquires at once";
-          if (a.index != held.size()) violation = "acquire out of order";
-          acquiring = a.index;
+          if (a.id != held.size()) violation = "acquire out of order";
+          acquiring = a.id;
           break;
-        case multi_action::release:
-          if (!held.count(a.index)) violation = "release of a lock not held";
-          releasing.push_back(a.index);
-          break;
-        case multi_action::complete:
-          ++completions;
-          result = a.ec;
-          if (a.ec && !held.empty()) violation = "failed with locks still held";
-          if (!a.ec && held.size() != count) violation = "succeeded without every lock";
+        case multi_outcome::release:
+          if (!held.count(a.id)) violation = "release of a lock not held";
+          releasing.push_back(a.id);
           break;
       }
     }

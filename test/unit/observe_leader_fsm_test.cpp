@@ -86,36 +86,56 @@ struct observer_driver {
   }
 
   void apply(const observe_leader_fsm::actions& as) {
+    using tag = observe_leader_fsm::tag;
     for (const auto& a : as) {
       switch (a.type) {
-        case observe_action::list: send(req::list); break;
-        case observe_action::read_head: send(req::read_head, a.node); break;
-        case observe_action::watch_node: send(req::watch_node, a.node); break;
-        case observe_action::watch_children: send(req::watch_children, path); break;
-        case observe_action::watch_creation: send(req::watch_creation, path); break;
-        case observe_action::wait_watch:
+        case sansio::request::get_children:
+          CHECK(a.path == path);
+          CHECK(a.tag == tag::children);
+          send(a.slot == sansio::request::no_slot ? req::list : req::watch_children, path);
+          break;
+        case sansio::request::get_data:
+          CHECK(a.tag == tag::data);
+          send(a.slot == sansio::request::no_slot ? req::read_head : req::watch_node, a.path);
+          break;
+        case sansio::request::exists:
+          CHECK(a.path == path);
+          CHECK(a.tag == tag::exists);
+          CHECK(a.slot == observe_leader_fsm::watch_slot);
+          send(req::watch_creation, path);
+          break;
+        case sansio::request::wait_watch:
+          CHECK(a.slot == observe_leader_fsm::watch_slot);
           CHECK_FALSE(waiting);
           waiting = true;
           break;
-        case observe_action::remove_watch:
+        case sansio::request::remove_watch:
+          CHECK(a.slot == observe_leader_fsm::watch_slot);
           waiting = false, event_due = false;
           if (!registered) {  // fired, or never registered: nothing to remove (the runner answers)
-            apply(fsm.on_watch_removed({}));
+            apply(fsm.on(sansio::input{.type = sansio::input::reply, .tag = a.tag}));
             break;
           }
           send(req::remove, registered->node);
           break;
-        case observe_action::await_connection:
+        case sansio::request::await_connection:
           CHECK_FALSE(awaiting_connection);
           awaiting_connection = true;
           break;
-        case observe_action::arm_restore_timer: timer = true; break;
-        case observe_action::stop_restore_timer: timer = false; break;
-        case observe_action::complete:
+        case sansio::request::timer:
+          CHECK(a.slot == observe_leader_fsm::restore_timer);
+          timer = true;
+          break;
+        case sansio::request::cancel_timer:
+          CHECK(a.slot == observe_leader_fsm::restore_timer);
+          timer = false;
+          break;
+        case sansio::request::complete:
           ++completions;
           ec = a.ec;
-          leader = a.leader;
+          leader = fsm.result();
           break;
+        default: FAIL("a request observe_leader_fsm never makes: " << int(a.type));
       }
     }
   }
@@ -143,7 +163,8 @@ struct observer_driver {
       case req::watch_children:
         if (!path_exists) return apply(fsm.on_children(zk_errc::no_node, {}));
         if (r == req::watch_children) set_watch({watch_kind::children, path});
-        return apply(fsm.on_children({}, names));
+        // the runner's form of the reply (request.hpp's input)
+        return apply(fsm.on({.type = sansio::input::reply, .tag = observe_leader_fsm::tag::children, .value = children_result{names, {}}}));
       case req::read_head:
       case req::watch_node: {
         const leader_info* found = nullptr;
@@ -152,11 +173,15 @@ struct observer_driver {
           if (node_path(seq) == in_flight_node) info = leader_info{data, in_flight_node, seq}, found = &*info;
         if (!found) return apply(fsm.on_data(zk_errc::no_node, {}, 0));
         if (r == req::watch_node) set_watch({watch_kind::data, in_flight_node});
-        return apply(fsm.on_data({}, found->identity, found->since));
+        node_stat st;
+        st.ctime = found->since;
+        return apply(fsm.on({.type = sansio::input::reply, .tag = observe_leader_fsm::tag::data, .value = data_result{found->identity, st}}));
       }
       case req::watch_creation:
         set_watch({watch_kind::creation, path});  // exists sets a watch either way
-        return apply(fsm.on_exists({}, path_exists));
+        return apply(fsm.on({.type = sansio::input::reply,
+                              .tag = observe_leader_fsm::tag::exists,
+                              .value = path_exists ? std::optional<node_stat>(node_stat{}) : std::nullopt}));
       case req::remove:
         registered.reset();
         return apply(fsm.on_watch_removed({}));
@@ -172,7 +197,7 @@ struct observer_driver {
     REQUIRE(event_due);
     event_due = false;
     waiting = false;
-    apply(fsm.on_watch_fired({}));
+    apply(fsm.on({.type = sansio::input::watch_fired, .tag = observe_leader_fsm::tag::watch_fired}));
   }
   void drop() {
     connected = false;
@@ -180,7 +205,7 @@ struct observer_driver {
   }
   void reconnect() {
     connected = true;
-    if (std::exchange(awaiting_connection, false)) apply(fsm.on_connected());
+    if (std::exchange(awaiting_connection, false)) apply(fsm.on({.type = sansio::input::connection}));
   }
   void start_and_settle() {
     apply(fsm.start(session_state::connected));
@@ -502,12 +527,14 @@ TEST_CASE("observe_leader_fsm: random walk: one watch, one completion, a change 
         case 8:
           if (!cancelled && pick(3) == 0) {
             cancelled = true;
-            d.apply(d.fsm.cancel(asio::error::operation_aborted, pick(2) == 0, d.connected));
+            d.apply(d.fsm.on({.type = sansio::input::cancelled, .ec = asio::error::operation_aborted, .total = pick(2) == 0, .connected = d.connected}));
             trace += "x";
           }
           break;
         case 9:
-          if (d.timer) d.timer = false, timed_out = true, d.apply(d.fsm.on_restore_timeout()), trace += "t";
+          if (d.timer)
+            d.timer = false, timed_out = true,
+            d.apply(d.fsm.on({.type = sansio::input::timer_due, .tag = observe_leader_fsm::tag::restore_due})), trace += "t";
           break;
         case 10: if (!d.connected && d.in_flight != observer_driver::req::none) d.answer(), trace += "l"; break;
       }

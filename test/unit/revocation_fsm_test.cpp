@@ -31,23 +31,31 @@ struct revocation_driver {
   void apply(const revocation_fsm::actions& as) {
     for (const auto& a : as) {
       switch (a.type) {
-        case revocation_action::read_data:
+        case sansio::request::get_data:
+          CHECK(a.path.empty());  // the hold's node
+          CHECK(a.slot == revocation_fsm::watch_slot);
           CHECK_FALSE(read_in_flight);
-          read_in_flight = a.generation;
+          read_in_flight = a.tag;
           ++reads;
           break;
-        case revocation_action::remove_watch:
+        case sansio::request::remove_watch:
+          CHECK(a.slot == revocation_fsm::watch_slot);
           CHECK_FALSE(remove_in_flight);
-          remove_in_flight = a.generation;
+          remove_in_flight = a.tag;
           ++removals;
           break;
-        case revocation_action::await_connection: awaiting_connection = true; break;
-        case revocation_action::check_node: check_node = true; break;
-        case revocation_action::complete_waiters:
-          ++completions;
-          last = a.ec;
-          if (!a.ec) ++revoked;
+        case sansio::request::await_connection: awaiting_connection = true; break;
+        case sansio::request::notify:
+          switch (a.outcome_kind<revocation_outcome>()) {
+            case revocation_outcome::check_node: check_node = true; break;
+            case revocation_outcome::complete_waiters:
+              ++completions;
+              last = a.ec;
+              if (!a.ec) ++revoked;
+              break;
+          }
           break;
+        default: FAIL("a request revocation_fsm never makes: " << int(a.type));
       }
     }
   }

@@ -19,7 +19,8 @@
 
 namespace zklock::testing {
 
-using detail::hold_action;
+using detail::hold_outcome;
+namespace sansio = detail::sansio;
 using detail::hold_fsm;
 
 /// Drives one hold_fsm and records what it asks for.
@@ -76,59 +77,65 @@ struct hold_driver : driver_rules {
 
   void apply(const hold_fsm::actions& actions) {
     for (const auto& a : actions) {
-      switch (a.type) {
-        case hold_action::send_release:
-          if (in_flight) forbid("a second release request while one is in flight");
-          in_flight = true;
-          ++sends;
-          break;
-        case hold_action::report_lost:
-          ++losts;
-          lost_error = a.ec;
-          if (a.ec != errc::lock_lost || lock_lost_cause(a.ec) == lost_cause::unknown)
-            forbid("a loss reported without its cause: " + a.ec.message());
-          break;
-        case hold_action::complete_release:
-          ++completions;
-          last_completion = a.ec;
-          break;
-        case hold_action::backoff_release:
-          if (backoff_pending) forbid("a second backoff while one is due");
-          if (in_flight) forbid("a backoff while a release is in flight");
-          backoff_pending = true;
-          ++retries;
-          break;
-        case hold_action::report_release_failed:
-          ++failures;
-          break;
-        case hold_action::arm_timer:
-          if (a.at > valid_until()) forbid("a timer armed past the validity deadline");
-          timer = a.at;
-          break;
-        case hold_action::stop_timer:
-          timer.reset();
-          break;
-        case hold_action::send_keepalive:
-          if (keepalive_in_flight) forbid("a second keepalive while one is in flight");
-          if (!connected || ended) forbid("a keepalive sent while the connection is down");
-          if (last_ack + session_timeout / 3 > now) forbid("a keepalive before a third of the session timeout passed");
-          keepalive_in_flight = true;
-          ++keepalives;
-          break;
-        case hold_action::deadline_near: {
-          auto it = deadline_waiters.find(a.waiter);
-          if (it == deadline_waiters.end()) {
-            forbid("a deadline waiter answered twice (or never added)");
+      if (a.type == sansio::request::timer && a.slot == detail::hold_fsm::backoff_timer) {  // backoff_release
+        if (a.tag != detail::hold_fsm::tag::backoff_due) forbid("a backoff timer with another tag");
+        if (backoff_pending) forbid("a second backoff while one is due");
+        if (in_flight) forbid("a backoff while a release is in flight");
+        backoff_pending = true;
+        ++retries;
+      } else if (a.type == sansio::request::timer) {  // arm_timer
+        if (a.slot != detail::hold_fsm::clock_timer || a.tag != detail::hold_fsm::tag::clock)
+          forbid("a timer of neither slot");
+        if (a.at > valid_until()) forbid("a timer armed past the validity deadline");
+        timer = a.at;
+      } else if (a.type == sansio::request::cancel_timer) {  // stop_timer
+        if (a.slot != detail::hold_fsm::clock_timer) forbid("the backoff timer stopped");
+        timer.reset();
+      } else if (a.type == sansio::request::exists) {  // send_keepalive
+        if (a.tag != detail::hold_fsm::tag::keepalive || !a.path.empty()) forbid("a keepalive not on our node");
+        if (keepalive_in_flight) forbid("a second keepalive while one is in flight");
+        if (!connected || ended) forbid("a keepalive sent while the connection is down");
+        if (last_ack + session_timeout / 3 > now) forbid("a keepalive before a third of the session timeout passed");
+        keepalive_in_flight = true;
+        ++keepalives;
+      } else if (a.type != sansio::request::notify) {
+        forbid("a request hold_fsm never makes");
+      } else {
+        switch (a.outcome_kind<hold_outcome>()) {
+          case hold_outcome::send_release:
+            if (in_flight) forbid("a second release request while one is in flight");
+            in_flight = true;
+            ++sends;
+            break;
+          case hold_outcome::report_lost:
+            ++losts;
+            lost_error = a.ec;
+            if (a.ec != errc::lock_lost || lock_lost_cause(a.ec) == lost_cause::unknown)
+              forbid("a loss reported without its cause: " + a.ec.message());
+            break;
+          case hold_outcome::complete_release:
+            ++completions;
+            last_completion = a.ec;
+            break;
+          case hold_outcome::report_release_failed:
+            ++failures;
+            break;
+          case hold_outcome::deadline_near: {
+            auto it = deadline_waiters.find(a.id);
+            if (it == deadline_waiters.end()) {
+              forbid("a deadline waiter answered twice (or never added)");
+              break;
+            }
+            if (valid_until() - it->second > now) forbid("a deadline waiter answered before its lead");
+            deadline_waiters.erase(it);
+            ++deadline_answers;
             break;
           }
-          if (valid_until() - it->second > now) forbid("a deadline waiter answered before its lead");
-          deadline_waiters.erase(it);
-          ++deadline_answers;
-          break;
         }
       }
       // The runner answers the waiters left with the loss (report_lost) or the release.
-      if (a.type == hold_action::report_lost) deadline_waiters.clear(), timer.reset();
+      if (a.type == sansio::request::notify && a.outcome_kind<hold_outcome>() == hold_outcome::report_lost)
+        deadline_waiters.clear(), timer.reset();
     }
   }
   // the delay of backoff_release passed
