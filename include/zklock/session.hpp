@@ -55,7 +55,11 @@ struct session_credentials {
 /// How a session connects, times out, authenticates and logs; given to basic_session's
 /// constructor and readable through basic_session::options().
 struct session_options {
-  /// "host:port[,host:port...][/chroot]".
+  /// "host:port[,host:port...][/chroot]"; a host is a name, an IPv4 address or an IPv6 address in
+  /// brackets ("[::1]:2181"). Names are looked up with asio's resolver (never on the loop, never
+  /// under a lock other sessions take), at each async_connect and again after a connection loss
+  /// (at most once a second while no server answers): a server whose name moved to another
+  /// address is followed. The C client is handed the addresses.
   std::string connect = "127.0.0.1:2181";
   /// Requested session timeout; the server clamps it to [2, 20] × its tickTime.
   std::chrono::milliseconds session_timeout{10000};
@@ -68,7 +72,8 @@ struct session_options {
   /// ping (every half tick); a follower that dies right after answering us may never tell it:
   /// add a tick to the margin where that matters.
   std::chrono::milliseconds validity_margin{0};
-  /// async_connect fails with errc::connect_timeout when no server accepted the session by then.
+  /// async_connect fails with errc::connect_timeout when no server accepted the session by then
+  /// (the lookup of the names included).
   std::chrono::milliseconds connect_timeout{10000};
   /// "user:password" for zoo_add_auth("digest", ...); empty for none.
   std::string digest_auth;
@@ -253,7 +258,10 @@ class basic_session {
   /// Opens a new ZooKeeper session and waits until it is established.
   /// Handler: void(error_code). Errors: errc::empty_connect_string, malformed_connect_string,
   /// path errors for the chroot, errc::connect_timeout (options().connect_timeout passed with no
-  /// server accepting), zk_errc::auth_failed, errc::already_connecting.
+  /// server accepting, or with a name still being looked up: the message names it),
+  /// errc::unresolvable_host (no host of the connect string resolved: the message names each,
+  /// with why; when some did, the others are tried and a warning names those that did not),
+  /// zk_errc::auth_failed, errc::already_connecting.
   /// Also restarts a session after it expired or was closed: the old handle is discarded and a
   /// new session (new id, no ephemerals) is created. A suspended session (connection lost, the
   /// session may still live on the server with its locks) is not replaced:

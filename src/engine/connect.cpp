@@ -1,6 +1,15 @@
-// Connecting: the connect string's hosts resolved, the C client's handle opened, the connect's
-// timeout and its error, the first answer of a handle checked (is it ZooKeeper's?), and the
-// endpoints that answered something else dropped from the handle's list.
+// Connecting: the connect string's host names looked up off the loop (asio's resolver), the C
+// client's handle opened on their numeric addresses, the connect's timeout and its error, the
+// first answer of a handle checked (is it ZooKeeper's?), and the C client's server list kept:
+// the names looked up again after a connection loss, the endpoints that answered something
+// else dropped.
+//
+// Why our own lookup: the C client resolves its host list with a blocking getaddrinfo in
+// zookeeper_init2, in zoo_set_servers, and (3.8, update_addrs) in every zookeeper_interest
+// while it has no socket, that is after each connection loss, before each attempt. Those calls
+// run on the loop and under the C-client lock of the process (glue.hpp): a slow DNS server
+// would stall this io_context and every session of the process, once per reconnect attempt.
+// It is handed numeric addresses only, which getaddrinfo parses without a lookup.
 #include "engine/contact.hpp"
 #include "engine/glue.hpp"
 #include "engine/handshake.hpp"
@@ -10,12 +19,8 @@
 
 #include <zklock/path.hpp>
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -28,74 +33,127 @@ namespace detail {
 
 namespace {
 
-// The servers of a connect string already validated (connect() checks it first).
-std::vector<connect_endpoint> endpoints_of(std::string_view connect) {
+// The parts of a connect string already validated (connect() checks it first).
+connect_string_parts parts_of(std::string_view connect) {
   error_code ignored;
-  return parse_connect_string(connect, ignored).endpoints;
+  return parse_connect_string(connect, ignored);
 }
 
-// Resolves a server as the C client does (getaddrinfo with AI_ADDRCONFIG, again without it
-// where the flag is refused). Returns getaddrinfo's code; `res` to be freed by the caller.
-int resolve(const connect_endpoint& e, addrinfo*& res) {
-  addrinfo hints{};
-  hints.ai_flags = AI_ADDRCONFIG;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_protocol = IPPROTO_TCP;
-  res = nullptr;
-  auto port = std::to_string(e.port);
-  int rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
-  if (rc == EAI_BADFLAGS || rc == EAI_ADDRFAMILY) {
-    hints.ai_flags = 0;
-    rc = ::getaddrinfo(e.host.c_str(), port.c_str(), &hints, &res);
-  }
-  return rc;
+// The least time between two lookups of the names while the C client is between connections
+// (it attempts a refused server every few milliseconds).
+constexpr std::chrono::seconds lookup_interval{1};
+
+// An address named as the C client names its current server: "127.0.0.1:2181", "[::1]:2181".
+std::string address_name(const asio::ip::address& a, std::uint16_t port) {
+  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(port) : a.to_string() + ":" + std::to_string(port);
 }
 
-// The hosts of `connect` that do not resolve, each with why ("'zk1.invalid': Name or service
-// not known"); empty when all resolve. Only after zookeeper_init failed, which resolved them
-// the same way (and says ENOENT, or EINVAL, without a name).
-std::string unresolvable_hosts(std::string_view connect) {
+// "'zk1.invalid': Host not found (authoritative); 'zk2.invalid': ..."
+std::string named_failures(const std::vector<resolved_server>& servers, const std::vector<std::string>& why) {
   std::string r;
-  for (const auto& e : endpoints_of(connect)) {
-    addrinfo* res = nullptr;
-    int rc = resolve(e, res);
-    if (res) ::freeaddrinfo(res);
-    if (rc != 0)
-      r += (r.empty() ? "'" : "; '") + e.host + "': " + (rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
-  }
-  return r;
-}
-
-// Each server of `connect` with every address it resolves to, named as the C client names its
-// current server ("127.0.0.1:2181", "[::1]:2181"), resolved as it resolves them.
-std::vector<resolved_server> resolve_servers(std::string_view connect) {
-  std::vector<resolved_server> r;
-  for (const auto& e : endpoints_of(connect)) {
-    auto& server = r.emplace_back(resolved_server{e, {}});
-    addrinfo* res = nullptr;
-    resolve(e, res);
-    for (addrinfo* a = res; a; a = a->ai_next) {
-      char text[INET6_ADDRSTRLEN] = {};
-      std::string name;
-      if (a->ai_family == AF_INET6) {
-        auto* in6 = reinterpret_cast<sockaddr_in6*>(a->ai_addr);
-        ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
-        name = "[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
-      } else if (a->ai_family == AF_INET) {
-        auto* in = reinterpret_cast<sockaddr_in*>(a->ai_addr);
-        ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-        name = std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
-      }
-      if (!name.empty() && std::find(server.addresses.begin(), server.addresses.end(), name) == server.addresses.end())
-        server.addresses.push_back(std::move(name));
-    }
-    if (res) ::freeaddrinfo(res);
-  }
+  for (std::size_t i = 0; i < servers.size(); ++i)
+    if (!why[i].empty()) r += (r.empty() ? "'" : "; '") + servers[i].server.host + "': " + why[i];
   return r;
 }
 
 }  // namespace
+
+// One lookup of every server of the connect string: an address is taken as it is, a name is
+// looked up with asio's resolver (getaddrinfo on a thread of the io_context's resolver service;
+// it completes on the session's executor). As the C client looks them up: AI_ADDRCONFIG, and
+// again without it when that fails.
+struct host_lookup : std::enable_shared_from_this<host_lookup> {
+  asio::ip::tcp::resolver resolver;
+  std::vector<resolved_server> servers;  // in the connect string's order
+  std::vector<std::string> failures;     // per server: why its name did not resolve, "" if it did
+  std::vector<char> waiting;             // per server: its lookup has not completed
+  std::size_t remaining = 0;
+  bool stopped = false;
+  std::function<void(host_lookup&)> done;
+
+  host_lookup(const asio::any_io_executor& ex, const std::vector<connect_endpoint>& endpoints)
+      : resolver(ex), failures(endpoints.size()), waiting(endpoints.size(), 0) {
+    for (const auto& e : endpoints) servers.push_back({e, {}});
+  }
+
+  // False when every server is an address: then done already (and `done` not called).
+  bool start() {
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      const auto& e = servers[i].server;
+      error_code ec;
+      auto address = asio::ip::make_address(e.host, ec);
+      if (!ec) {
+        servers[i].addresses.push_back(address_name(address, e.port));
+        continue;
+      }
+      waiting[i] = 1;
+      ++remaining;
+    }
+    if (remaining == 0) return false;
+    for (std::size_t i = 0; i < servers.size(); ++i)
+      if (waiting[i]) look_up(i, true);
+    return true;
+  }
+
+  void look_up(std::size_t i, bool addrconfig) {
+    using flags = asio::ip::resolver_base;
+    const auto& e = servers[i].server;
+    resolver.async_resolve(
+        e.host, std::to_string(e.port),
+        addrconfig ? flags::address_configured | flags::numeric_service : flags::numeric_service,
+        [self = shared_from_this(), i, addrconfig](error_code ec, asio::ip::tcp::resolver::results_type results) {
+          if (self->stopped) return;
+          // EAI_BADFLAGS and EAI_ADDRFAMILY (which asio reports as host_not_found) may be
+          // AI_ADDRCONFIG's doing: the C client tries once more without it, as we do.
+          if (ec && addrconfig && (ec == asio::error::invalid_argument || ec == asio::error::host_not_found))
+            return self->look_up(i, false);
+          auto& server = self->servers[i];
+          if (ec) self->failures[i] = ec.message();
+          for (const auto& entry : results) {
+            auto name = address_name(entry.endpoint().address(), entry.endpoint().port());
+            if (std::find(server.addresses.begin(), server.addresses.end(), name) == server.addresses.end())
+              server.addresses.push_back(std::move(name));
+          }
+          if (ec.value() == 0 && server.addresses.empty()) self->failures[i] = "no address";
+          self->waiting[i] = 0;
+          if (--self->remaining == 0 && self->done) std::exchange(self->done, nullptr)(*self);
+        });
+  }
+
+  void stop() noexcept {
+    stopped = true;
+    done = nullptr;
+    resolver.cancel();
+  }
+
+  // The names still being looked up: "'zk1.example'".
+  std::string waiting_names() const {
+    std::string r;
+    for (std::size_t i = 0; i < servers.size(); ++i)
+      if (waiting[i]) r += (r.empty() ? "'" : ", '") + servers[i].server.host + "'";
+    return r;
+  }
+};
+
+void session_impl::start_lookup(std::function<void(session_impl&, host_lookup&)> done) {
+  auto l = std::make_shared<host_lookup>(ex_, parts_of(opts_->connect).endpoints);
+  last_lookup_ = std::chrono::steady_clock::now();
+  lookup_ = l;
+  l->done = [weak = weak_from_this(), done = std::move(done)](host_lookup& l) {
+    auto self = weak.lock();
+    if (!self || self->lookup_.get() != &l) return;
+    auto keep = std::move(self->lookup_);
+    done(*self, l);
+  };
+  if (!l->start()) {
+    auto finish = std::exchange(l->done, nullptr);
+    finish(*l);
+  }
+}
+
+void session_impl::stop_lookup() noexcept {
+  if (auto l = std::move(lookup_)) l->stop();
+}
 
 void session_impl::connect(void_handler h) {
   auto op = pending<void(error_code)>::make(std::move(h), ex_);
@@ -118,22 +176,12 @@ void session_impl::connect(void_handler h) {
     return;
   }
   if (zh_) close_handle(errc::session_closed);  // the expired handle
-  open_handle();
-  if (!zh_) {
-    error_code ec(errno ? errno : EINVAL, boost::system::system_category());
-    // The C client fails when no host resolves, with ENOENT ("No such file or directory"):
-    // name them, and why.
-    if (auto why = unresolvable_hosts(opts_->connect); !why.empty())
-      ec = with_message(errc::unresolvable_host, "cannot resolve the ZooKeeper host " + why);
-    op->complete(ec);
-    set_state(session_state::disconnected);
-    return;
-  }
   connect_op_ = op;
   std::weak_ptr<session_impl> weak = weak_from_this();
   hook_cancel(*op, weak, [](session_impl& self, asio::cancellation_type) {
     auto c = std::move(self.connect_op_);
     self.connect_timer_.cancel();
+    self.stop_lookup();
     self.close_handle(asio::error::operation_aborted);
     self.set_state(session_state::disconnected);
     c->abort();
@@ -146,17 +194,51 @@ void session_impl::connect(void_handler h) {
     // Nothing logged here: the error names each server and its cause, and the summary's line
     // named them when they first failed; a third telling is noise.
     auto timeout_ec = self->connect_timeout_error();
+    self->stop_lookup();
     self->close_handle(errc::connect_timeout);
     self->set_state(session_state::disconnected);
     c->complete(timeout_ec);
   });
   set_state(session_state::connecting);
+  auto endpoints = parts_of(opts_->connect).endpoints;
+  has_names_ = std::any_of(endpoints.begin(), endpoints.end(), [](const connect_endpoint& e) {
+    error_code ec;
+    asio::ip::make_address(e.host, ec);
+    return bool(ec);
+  });
+  stop_lookup();  // one looking up again for the expired handle
+  start_lookup([](session_impl& self, host_lookup& l) { self.on_connect_lookup(l); });
+}
+
+// The connect's lookup is over (at once when the connect string names addresses only): the
+// handle opens on the addresses found; a name that found none fails the connect only when no
+// other did.
+void session_impl::on_connect_lookup(host_lookup& l) {
+  if (!connect_op_ || zh_) return;
+  servers_ = l.servers;
+  auto failed = named_failures(l.servers, l.failures);
+  auto hosts = numeric_host_list(servers_, {});
+  if (hosts.empty()) {
+    finish_connect(with_message(errc::unresolvable_host, "cannot resolve the ZooKeeper host " + failed));
+    set_state(session_state::disconnected);
+    return;
+  }
+  if (!failed.empty())
+    log(log_level::warn, "zklock: cannot resolve the ZooKeeper host " + failed + "; trying the other servers");
+  if (has_names_) log(log_level::info, "zklock: the ZooKeeper servers " + opts_->connect + " are at " + hosts);
+  open_handle(hosts);
+  if (!zh_) {
+    finish_connect(error_code(errno ? errno : EINVAL, boost::system::system_category()));
+    set_state(session_state::disconnected);
+    return;
+  }
   pump();
 }
 
 // errc::connect_timeout, with why: each server's last failure, or the one we wait for.
 error_code session_impl::connect_timeout_error() const {
   std::string cause = log_summary_.causes();
+  if (!zh_ && lookup_) cause = "the lookup of " + lookup_->waiting_names() + " did not finish";
   if (cause.empty() && zh_) {
     // Nothing failed: the server we are at has not answered yet (a dropped SYN, a listener
     // that does not accept, a server too busy to answer the handshake).
@@ -169,19 +251,16 @@ error_code session_impl::connect_timeout_error() const {
                       "could not connect to any ZooKeeper server within the connect timeout: " + cause);
 }
 
-void session_impl::open_handle() {
-  // Our own lookup of the hosts, outside the C client's lock (zookeeper_init2's is under it).
-  auto servers = resolve_servers(opts_->connect);
+void session_impl::open_handle(const std::string& hosts) {
   in_session guard(this);
   ++handle_generation_;
   ever_connected_ = false;
   dropped_in_send_ = false;
   not_zookeeper_.clear();
-  drop_pending_ = false;
+  list_stale_ = false;
   attempt_server_.clear();
-  servers_ = std::move(servers);
-  endpoints_.clear();
-  for (const auto& server : servers_) endpoints_.insert(server.addresses.begin(), server.addresses.end());
+  endpoints_ = all_addresses(servers_);
+  c_hosts_ = hosts;
   errno = 0;
   clientid_t resume{};
   if (opts_->resume) {
@@ -189,12 +268,11 @@ void session_impl::open_handle() {
     std::memcpy(resume.passwd, opts_->resume->password.data(), std::min(sizeof resume.passwd, opts_->resume->password.size()));
   }
   last_ack_ = std::chrono::steady_clock::now();  // the connect request goes after this
-  zh_ = zookeeper_init2(opts_->connect.c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
+  zh_ = zookeeper_init2((hosts + parts_of(opts_->connect).chroot).c_str(), global_watcher, static_cast<int>(opts_->session_timeout.count()),
                         opts_->resume ? &resume : nullptr, this, 0, log_callback);
   if (!zh_) return;
-  // By default the C client resolves the connect string's hosts again on every
-  // zookeeper_interest call (a socket, a netlink dump and file reads each time): resolve on
-  // connection loss only.
+  // By default the C client parses its host list again (getaddrinfo: a socket, a netlink dump
+  // and file reads each time) on every zookeeper_interest call: only between connections.
   zoo_set_servers_resolution_delay(zh_, -1);
   if (!opts_->digest_auth.empty()) {
     int rc = zoo_add_auth(zh_, "digest", opts_->digest_auth.data(),
@@ -206,6 +284,7 @@ void session_impl::open_handle() {
 // Completes a pending async_connect, if any.
 void session_impl::finish_connect(error_code ec) {
   if (!connect_op_) return;
+  if (!zh_) stop_lookup();  // the connect's own (a close, a shutdown)
   connect_timer_.cancel();
   auto c = std::move(connect_op_);
   c->complete(ec);
@@ -236,11 +315,11 @@ bool session_impl::reject_handshake() {
 // (check_handshake_answer dropped the connection): one unreachable server, reported once per
 // outage as the others are. A connect fails at once only when every endpoint answered so; a
 // reconnect never fails for it. While others are left, it leaves the C client's list once the
-// C client has let its connection go (drop_not_zookeeper): a reconnect would otherwise keep
+// C client has let its connection go (update_server_list): a reconnect would otherwise keep
 // choosing it (see engine/server_list.hpp) until the session expired.
 void session_impl::on_not_zookeeper(const std::string& server, const std::string& why) {
   not_zookeeper_[server] = why;
-  drop_pending_ = true;
+  list_stale_ = true;
   if (auto line = log_summary_.note_failure(server, "not a ZooKeeper server (" + why + ")")) log(line->level, line->text);
   if (ever_connected_ || !connect_op_ || endpoints_.empty()) return;
   std::string answers;
@@ -258,29 +337,54 @@ void session_impl::on_not_zookeeper(const std::string& server, const std::string
   set_state(session_state::disconnected);
 }
 
-// The endpoints that answered something else than ZooKeeper leave the handle's server list
-// (zoo_set_servers: the session, its id and its requests are kept), for the life of this
-// handle: a new session (async_connect) tries every server of the connect string again. Only
-// between connections (the C client's state 0, its socket closed and cleaned up): with a
-// socket open, zoo_set_servers would close it without that cleanup.
-void session_impl::drop_not_zookeeper() {
-  if (!drop_pending_ || !zh_ || c_state(zh_) != 0) return;
-  drop_pending_ = false;
+// The C client's server list follows servers_ (the names as last looked up) without the
+// endpoints that answered something else than ZooKeeper (zoo_set_servers: the session, its id
+// and its requests are kept), for the life of this handle: a new session (async_connect) tries
+// every server of the connect string again. Only between connections (the C client's state 0,
+// its socket closed and cleaned up): with a socket open, zoo_set_servers would close it without
+// that cleanup. Numeric addresses only: the C client's getaddrinfo never looks a name up.
+void session_impl::update_server_list() {
+  if (!zh_ || (!list_stale_ && !has_names_) || c_state(zh_) != 0) return;
+  look_up_again();
+  if (!list_stale_) return;
+  list_stale_ = false;
   std::set<std::string> dropped;
   for (const auto& [endpoint, why] : not_zookeeper_) dropped.insert(endpoint);
-  auto hosts = servers_without(servers_, dropped);
-  if (!hosts) return;  // dropped already, or none would be left
+  auto hosts = numeric_host_list(servers_, dropped);
+  if (hosts.empty() || hosts == c_hosts_) return;  // none would be left, or nothing changes
   int rc;
   {
     in_session guard(this);
-    rc = zoo_set_servers(zh_, hosts->c_str());
+    rc = zoo_set_servers(zh_, hosts.c_str());
   }
   if (rc != ZOK) {
-    log(log_level::error, std::string("zklock: zoo_set_servers(\"") + *hosts + "\") failed: " + zerror(rc));
+    log(log_level::error, "zklock: zoo_set_servers(\"" + hosts + "\") failed: " + zerror(rc));
     return;
   }
-  log(log_level::info, "zklock: endpoints that are not ZooKeeper servers are no longer tried by this session; servers: " +
-                           *hosts);
+  c_hosts_ = hosts;
+  log(log_level::info, std::string("zklock: ") +
+                           (dropped.empty() ? "the addresses of the ZooKeeper servers " + opts_->connect + " changed"
+                                            : "endpoints that are not ZooKeeper servers are no longer tried by this "
+                                              "session") +
+                           "; servers: " + hosts);
+}
+
+// The names are looked up again after a connection loss, and while no connection succeeds,
+// once per lookup_interval: a server that moved (a new address under its name) is found as
+// the C client would have found it; it now only parses addresses. A name that does not
+// resolve this time keeps its addresses (refreshed).
+void session_impl::look_up_again() {
+  if (!has_names_ || lookup_ || !zh_) return;
+  if (std::chrono::steady_clock::now() - last_lookup_ < lookup_interval) return;
+  start_lookup([gen = handle_generation_](session_impl& self, host_lookup& l) {
+    if (!self.zh_ || self.handle_generation_ != gen) return;
+    auto servers = refreshed(self.servers_, l.servers);
+    if (numeric_host_list(servers, {}) == numeric_host_list(self.servers_, {})) return;
+    self.servers_ = std::move(servers);
+    self.endpoints_ = all_addresses(self.servers_);
+    self.list_stale_ = true;
+    self.update_server_list();  // now if between connections, else at the next chance
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

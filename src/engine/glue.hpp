@@ -34,9 +34,9 @@ namespace zklock::detail {
 // a request). Uncontended, one lock and unlock per C call. Only around calls that cannot wait:
 // no user code runs under it (the log lines made meanwhile are handed to the sessions' sinks
 // once it is released, on the same thread), and no call that blocks is made (zookeeper_close
-// only where it neither sends nor waits: engine/close.cpp). Left: zookeeper_init2 resolves the
-// connect string's hosts (getaddrinfo) under it, as the C client re-resolves them after a
-// connection loss. zerror (a table of constant strings) needs none.
+// only where it neither sends nor waits: engine/close.cpp), and no name is looked up (the C client
+// parses its host list with getaddrinfo under it: it is handed numeric addresses only, the names
+// looked up off the loop, engine/connect.cpp). zerror (a table of constant strings) needs none.
 inline constinit std::mutex c_client_mutex;
 inline constinit thread_local int c_client_depth = 0;
 

@@ -165,7 +165,7 @@ void session_impl::check_handshake_answer() {
 // every endpoint is tried in turn, and the C client's pause after the last one of its list
 // comes once per round. Moving on until the current server is the failed one needs no
 // knowledge of the list's order, and stops after one full round when that endpoint has left
-// the list (drop_not_zookeeper) or the C client is choosing among a new list's servers.
+// the list (update_server_list) or the C client is choosing among a new list's servers.
 
 // Once per socket (the C client's server is the one it connects to while its socket is open).
 void session_impl::note_attempt() {
@@ -177,8 +177,7 @@ void session_impl::note_attempt() {
 void session_impl::next_endpoint_in_turn() {
   if (attempt_server_.empty() || !zh_ || c_state(zh_) != 0) return;
   std::string failed = std::exchange(attempt_server_, std::string{});
-  std::size_t count = 0;
-  for (const auto& server : servers_) count += server.addresses.size();
+  std::size_t count = 1 + std::count(c_hosts_.begin(), c_hosts_.end(), ',');
   in_session guard(this);
   for (std::size_t i = 0; i < count; ++i) {
     if (failed == c_current_server(zh_)) return;
@@ -211,7 +210,7 @@ void session_impl::process(int events) {
   recover_dropped_in_send(-1);  // before pump: see recover_dropped_in_send
   if (!zh_) return;
   next_endpoint_in_turn();  // both before pump's zookeeper_interest chooses the next server
-  drop_not_zookeeper();
+  update_server_list();
   pump();
 }
 

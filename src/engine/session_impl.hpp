@@ -2,7 +2,8 @@
 // the executor. Private to the library (src/): users talk to zklock::session, whose header
 // reaches the engine only through detail/session_ops.hpp. Its definitions, by concern:
 //   session_state.cpp  the state, its listeners, session events, local expiry, validity
-//   connect.cpp    connect: resolving, the handle opened, the handshake checked
+//   connect.cpp    connect: the hosts looked up off the loop, the handle opened, the handshake
+//                  checked, the C client's server list kept
 //   close.cpp      close: the handle closed on the loop, never waiting on the server
 //   loop.cpp       the event loop (descriptor, timer, pump) and send_batch
 //   requests.cpp   the requests, all through submit()
@@ -42,6 +43,7 @@ struct _zhandle;  // the C client's handle
 namespace zklock::detail {
 
 struct closing_handle;  // engine/close.cpp
+struct host_lookup;     // engine/connect.cpp
 
 class session_impl : public std::enable_shared_from_this<session_impl> {
  public:
@@ -160,7 +162,16 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
             boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call);
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
-  void open_handle();
+  /// Looks the connect string's host names up on asio's resolver (never on the loop, never
+  /// under the C client's lock); `done` runs on the executor with the lookup, unless stopped.
+  void start_lookup(std::function<void(session_impl&, host_lookup&)> done);
+  void stop_lookup() noexcept;
+  void on_connect_lookup(host_lookup& l);
+  /// After a connection loss, between the C client's connections: the names looked up again (at
+  /// most once per lookup_interval, one lookup at a time).
+  void look_up_again();
+  /// Opens the C client's handle on `hosts` (numeric addresses only, numeric_host_list).
+  void open_handle(const std::string& hosts);
   void finish_connect(error_code ec);
   error_code connect_timeout_error() const;
   bool reject_handshake();
@@ -168,9 +179,10 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   /// answer cannot be ZooKeeper's, as an unreachable server (engine/loop.cpp).
   void check_handshake_answer();
   void on_not_zookeeper(const std::string& server, const std::string& why);
-  /// Takes the endpoints of not_zookeeper_ out of the C client's server list, between
-  /// connections (engine/server_list.hpp).
-  void drop_not_zookeeper();
+  /// Hands the C client the server list it should have (servers_ as last looked up, without the
+  /// endpoints of not_zookeeper_), between connections (engine/server_list.hpp); starts a new
+  /// lookup when one is due.
+  void update_server_list();
   void next_endpoint_in_turn();
   void note_attempt();
   /// Detaches the handle and closes it: at once when not connected; otherwise on the loop
@@ -220,9 +232,13 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   // to ("HOST:PORT", as the C client names them), to know when none is left.
   std::uint64_t handshake_checked_ = 0;
   std::map<std::string, std::string> not_zookeeper_;  // endpoint -> what it answered
-  std::vector<resolved_server> servers_;              // the connect string's, resolved at zookeeper_init
+  std::vector<resolved_server> servers_;              // the connect string's, as last looked up
   std::set<std::string> endpoints_;                   // all their addresses
-  bool drop_pending_ = false;  // not_zookeeper_ grew: drop_not_zookeeper at the next chance
+  std::string c_hosts_;        // the C client's server list (numeric_host_list), as last handed over
+  bool list_stale_ = false;    // servers_ or not_zookeeper_ changed: update_server_list at the next chance
+  bool has_names_ = false;     // the connect string has host names (not only addresses): looked up again
+  std::shared_ptr<host_lookup> lookup_;  // the lookup in flight, if any
+  std::chrono::steady_clock::time_point last_lookup_{};
   // The endpoint of the C client's connection in progress or established ("HOST:PORT"), until
   // it fails and next_endpoint_in_turn has put the C client back on it; empty otherwise.
   std::string attempt_server_;

@@ -142,6 +142,10 @@ void session_impl::on_session_event(int zstate) {
     if (ever_connected_ && state_ != session_state::suspended) {
       suspended_at_ = std::chrono::steady_clock::now();
       arm_local_expiry();
+      // The server may have moved: its name is looked up again (off the loop; engine/connect.cpp).
+      asio::post(ex_, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->look_up_again();
+      });
     }
     if (ever_connected_) set_state(session_state::suspended);
   } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {

@@ -1,6 +1,7 @@
 #include "checker.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <tuple>
 
@@ -375,6 +376,19 @@ bool belongs_to(const std::string& who, const std::string& owner) {
 
 std::string ms(std::int64_t ns) { return std::to_string(ns / 1000000); }
 
+// The worker's own deadline (threads mode: acquire || timer) that ended an acquire, from its
+// acquire_error ("deadline=MS ..."), in ns; 0 when the library's error ended it.
+std::int64_t own_deadline_ns(const wait_span& w) {
+  if (w.how != "acquire_error") return 0;
+  const std::string v = extra_field(w.extra, "deadline");
+  return v.empty() ? 0 : std::int64_t(std::atoll(v.c_str())) * 1000000;
+}
+
+double field_ms(const std::string& extra, const std::string& key) {
+  const std::string v = extra_field(extra, key);
+  return v.empty() ? 0 : std::atof(v.c_str());
+}
+
 }  // namespace
 
 void check_fault_rules(run_result& r, const std::vector<record>& j, const std::vector<outage>& outages,
@@ -386,6 +400,16 @@ void check_fault_rules(run_result& r, const std::vector<record>& j, const std::v
     r.notes.push_back(std::move(note));
   };
   auto worst = [&](std::int64_t ns) { r.worst_fail_ms = std::max(r.worst_fail_ms, ns / 1e6); };
+  // An acquire its own deadline ended: the user cancelled it (the rules below do not judge it as
+  // a failure the fault made); true when it ended in time for a cancellation, else a failure.
+  auto ended_by_own_deadline = [&](const wait_span& w, const std::string& rule) {
+    const std::int64_t dl = own_deadline_ns(w);
+    if (!dl) return false;
+    if (w.to - w.from > dl + b.cancel_margin_ns)
+      fail(rule + ": " + w.who + "'s acquire, cancelled by its own deadline of " + ms(dl) + " ms, completed only " +
+           ms(w.to - w.from) + " ms after it was sent (bound: the deadline + " + ms(b.cancel_margin_ns) + " ms)");
+    return true;
+  };
 
   // ensemble-gone
   for (auto& o : outages) {
@@ -406,6 +430,7 @@ void check_fault_rules(run_result& r, const std::vector<record>& j, const std::v
                             " ms after every server went down (" + w.how + ")");
         continue;
       }
+      if (ended_by_own_deadline(w, "ENSEMBLE-GONE")) continue;
       worst(w.to - std::max(w.from, o.down));
       if (w.how != "acquire_error" || w.to > bound)
         fail("ENSEMBLE-GONE: " + w.who + "'s acquire (waiting since " + ms(w.from - o.down) +
@@ -455,6 +480,25 @@ void check_fault_rules(run_result& r, const std::vector<record>& j, const std::v
     }
   }
 
+  // pause-close: each close's report, 1.5 s after it began
+  for (auto& x : j) {
+    if (x.kind != "closed") continue;
+    const bool async = extra_field(x.extra, "how") == "async_close";
+    const double took = field_ms(x.extra, "took_ms");
+    const double stall = std::max(field_ms(x.extra, "probe_late_ms"), field_ms(x.extra, "probe_call_ms"));
+    if (async) r.close_ms = std::max(r.close_ms, took);
+    r.close_stall_ms = std::max(r.close_stall_ms, stall);
+    if (async && took > (b.close_bound_ns + b.outage_margin_ns) / 1e6)
+      fail("PAUSE-CLOSE: " + x.who + "'s async_close took " + std::to_string(int(took)) + " ms (bound " +
+           ms(b.close_bound_ns) + " + " + ms(b.outage_margin_ns) + " ms)");
+    if (!async && took > b.stall_bound_ns / 1e6)
+      fail("PAUSE-CLOSE: " + x.who + "'s session destroyed: its destructor returned only after " +
+           std::to_string(int(took)) + " ms");
+    if (stall > b.stall_bound_ns / 1e6)
+      fail("PAUSE-CLOSE: while " + x.who + "'s session closed (" + x.extra + "), the process's probe session stalled " +
+           std::to_string(int(stall)) + " ms (bound " + ms(b.stall_bound_ns) + " ms)");
+  }
+
   // operator-delete
   for (auto& d : deletions) {
     ++r.injected;
@@ -480,6 +524,7 @@ void check_fault_rules(run_result& r, const std::vector<record>& j, const std::v
     for (auto& w : waits) {
       if (!belongs_to(w.who, d.who) || !(w.from <= d.at && w.to > d.at)) continue;
       ++r.fault_waits;
+      if (ended_by_own_deadline(w, "OPERATOR-DELETE")) continue;
       if (w.how == "acquire_error")
         fail("OPERATOR-DELETE: " + w.who + "'s acquire failed (" + w.extra + ") " + ms(w.to - d.at) +
              " ms after its node " + d.node + " was deleted, instead of queueing again");

@@ -60,6 +60,10 @@ struct run_result {
   int fault_failures = 0;    // of those, the ones that broke the rule (must be 0)
   double worst_fail_ms = 0;  // the slowest failure or loss it expected, ms after the fault
   int grants_after_close = 0;   // local-close: acquires that succeeded after their session's close (must be 0)
+  // pause-close: the slowest async_close, and the closing process's probe session's worst
+  // stall (its timer's lateness or its session_id() call) during a close, ms
+  double close_ms = 0;
+  double close_stall_ms = 0;
   // operator-delete, local-close: overlaps with a holder after its node was deleted or its
   // session closed by its owner (reported; its writes after that are the fencing check's)
   int overlaps_ended = 0;
@@ -113,6 +117,19 @@ struct fault_bounds {
   std::int64_t deleted_holder_ns() const { return session_timeout_ns / 4; }
   // local-close: every acquire waiting on a closed (destroyed) session fails by then
   std::int64_t close_ns() const { return session_timeout_ns; }
+  // threads mode: an acquire ended by the worker's own deadline (acquire || timer, reported
+  // "deadline=MS") ends by its invoke + the deadline + this: the library answers a cancellation
+  // at once, without waiting for a server (one that waited for the outage would end at the
+  // session's expiry)
+  std::int64_t cancel_margin_ns = 500'000'000;
+  // pause-close: async_close completes by the library's bound against a server that does not
+  // answer (1 s, session.hpp) + outage_margin_ns; while sessions close, the closing process's
+  // probe session (idle, on another strand) is never stalled (its 5 ms timer late, or its
+  // session_id() call, which takes the C client's lock of the process) longer than
+  // stall_bound_ns: a close that blocked the thread or held that lock over its wait stalled
+  // everything 1.5 s per close; a loaded 2-core machine's timers are late by up to about 100 ms
+  std::int64_t close_bound_ns = 1'000'000'000;
+  std::int64_t stall_bound_ns = 500'000'000;
 };
 
 struct section {
@@ -195,6 +212,11 @@ void check(run_result& r, const std::vector<record>& j, const std::vector<pause_
 //    section open at `down` ends, by down + T + outage_margin;
 //  - close: no acquire of the closed session's contenders succeeds between the close and their
 //    next session's hello; every acquire of theirs waiting then fails by close_ns;
+//  - a close's "closed" report (pause-close): async_close took at most close_bound_ns +
+//    outage_margin_ns, and the probe was stalled at most stall_bound_ns;
+//  - an acquire the worker's own deadline ended ("deadline=MS", threads mode) is the user's
+//    cancellation, not a failure the outage or the deletion made: not judged as one, but it
+//    must end by its invoke + MS + cancel_margin_ns;
 //  - deletion: a holder's section ends with "lost" by deleted_holder_ns and its "lost_cause" is
 //    node_deleted; no wait of the node's owner that spans the deletion fails (it queues again).
 void check_fault_rules(run_result& r, const std::vector<record>& j, const std::vector<outage>& outages,

@@ -413,6 +413,47 @@ TEST_CASE("fault rules: outages, session closes and node deletions", "[fault][ch
     CHECK(noted(r, "ENSEMBLE-GONE: cur (token 9) held until 3200 ms"));
     CHECK_FALSE(r.zklock_ok());
   }
+  SECTION("ensemble-gone, operator-delete: an acquire its own deadline ended (threads mode) is the user's cancel") {
+    // b's acquire || timer (150 ms) ended 160 ms after it was sent: not the outage's failure;
+    // c's (100 ms) ended only at the expiry: its cancellation waited for the servers
+    journal j;
+    j.add("acquire", "b", 0, 1'200).add("acquire_error", "b", 0, 1'360, "deadline=150 'Connection timed out'");
+    j.add("acquire", "c", 0, 1'300).add("acquire_error", "c", 0, 3'000, "deadline=100 'Connection timed out'");
+    auto r = rules(j, {{1'000 * ms, 4'500 * ms}});
+    CHECK(r.fault_waits == 2);
+    CHECK(r.fault_failures == 1);
+    CHECK(noted(r, "ENSEMBLE-GONE: c's acquire, cancelled by its own deadline of 100 ms, completed only 1700 ms after it was sent"));
+    // the same report without the deadline: the library's error, not an expiry
+    journal k;
+    k.add("acquire", "b", 0, 1'200).add("acquire_error", "b", 0, 1'360, "'Connection timed out'");
+    CHECK(rules(k, {{1'000 * ms, 4'500 * ms}}).fault_failures == 1);
+    // a waiter whose node was deleted, its own deadline passing meanwhile: not a failure to queue again
+    journal d;
+    d.add("acquire", "c", 0, 3).add("acquire_error", "c", 0, 150, "deadline=140 'Connection timed out'");
+    CHECK(rules(d, {}, {{"/l/c", "c", false, 100 * ms}}).fault_failures == 0);
+  }
+  SECTION("pause-close: each close within its bound, the probe not stalled") {
+    journal j;
+    j.add("hello", "p.1", 0, 0, "0x1").add("hello", "p.2", 0, 0, "0x2");
+    j.add("close", "p.1", 0, 100, "async_close after 0 handlers").add("close", "p.2", 0, 100, "destroy after 0 handlers");
+    j.add("closed", "p.1", 0, 1'600, "how=async_close took_ms=1001.5 probe=1 probe_late_ms=12.0 probe_call_ms=0.3");
+    j.add("closed", "p.2", 0, 1'600, "how=destroy took_ms=0.2 probe=1 probe_late_ms=40.1 probe_call_ms=0.1");
+    auto r = rules(j, {});
+    CHECK(r.injected == 2);
+    CHECK(r.fault_failures == 0);
+    CHECK(r.close_ms == Approx(1001.5));
+    CHECK(r.close_stall_ms == Approx(40.1));
+    // a close that blocked: the probe's call waited 1,500 ms for the lock of the process
+    j.add("close", "q.1", 0, 100, "async_close after 0 handlers");
+    j.add("closed", "q.1", 0, 1'600, "how=async_close took_ms=2600 probe=1 probe_late_ms=3 probe_call_ms=1500");
+    j.add("close", "q.2", 0, 100, "destroy after 0 handlers");
+    j.add("closed", "q.2", 0, 1'600, "how=destroy took_ms=1502 probe=1 probe_late_ms=1 probe_call_ms=1");
+    r = rules(j, {});
+    CHECK(r.fault_failures == 3);
+    CHECK(noted(r, "PAUSE-CLOSE: q.1's async_close took 2600 ms"));
+    CHECK(noted(r, "PAUSE-CLOSE: while q.1's session closed"));
+    CHECK(noted(r, "PAUSE-CLOSE: q.2's session destroyed: its destructor returned only after 1502 ms"));
+  }
   SECTION("local-close: waiters fail, nobody is granted until the next session") {
     journal j;
     j.add("hello", "p", 0, 0, "0x1");

@@ -66,7 +66,8 @@ void add_run(run_result& t, const run_result& r) {
       &run_result::stale_after_taken, &run_result::worker_failures, &run_result::foreign_writes,
       &run_result::user_socket_stalls, &run_result::model_violations, &run_result::znode_writes);
   largest(&run_result::max_grant_delay_ms, &run_result::max_wait_ms, &run_result::max_concurrent,
-          &run_result::fair_max, &run_result::worst_fail_ms, &run_result::wait_grants_max,
+          &run_result::fair_max, &run_result::worst_fail_ms, &run_result::wait_grants_max, &run_result::close_ms,
+          &run_result::close_stall_ms,
           &run_result::rss_before_kb, &run_result::rss_after_kb);
   t.nodes_left += std::max(r.nodes_left, 0) + (r.nodes_left < 0);
   t.watches_left += std::max(r.watches_left, 0);
@@ -225,7 +226,11 @@ int main(int argc, char** argv) {
             std::cerr << "    fault rule: " << r.injected << " injected, " << r.fault_waits << " waits/sections checked, "
                       << r.fault_failures << " failed, worst " << fmt(r.worst_fail_ms) << " ms after the fault, "
                       << r.grants_after_close << " grants after a close, " << r.overlaps_ended
-                      << " overlaps after a holder's node was deleted or its session closed\n";
+                      << " overlaps after a holder's node was deleted or its session closed"
+                      << (r.close_ms > 0 || r.close_stall_ms > 0
+                              ? ", slowest async_close " + fmt(r.close_ms) + " ms, probe stalled " + fmt(r.close_stall_ms) + " ms"
+                              : std::string())
+                      << "\n";
           for (auto& n : r.notes) std::cerr << "    " << n << "\n";
           const bool caught = r.model_violations > 0;
           results.push_back(std::move(r));
@@ -329,6 +334,7 @@ int main(int argc, char** argv) {
              << ",\"injected\":" << t.injected << ",\"fault_checked\":" << t.fault_waits
              << ",\"fault_failures\":" << t.fault_failures << ",\"worst_fail_ms\":" << t.worst_fail_ms
              << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
+             << ",\"close_ms\":" << t.close_ms << ",\"close_stall_ms\":" << t.close_stall_ms
              << ",\"model_violations\":" << t.model_violations << ",\"znode_writes\":" << t.znode_writes
              << ",\"ok\":" << (ok ? "true" : "false") << "}";
         first = false;
@@ -336,8 +342,9 @@ int main(int argc, char** argv) {
           std::ostringstream row;
           row << std::left << std::setw(20) << s << std::setw(6) << runs << std::setw(10) << t.injected << std::setw(9)
               << t.fault_waits << std::setw(10) << t.fault_failures << std::setw(15) << fmt(t.worst_fail_ms)
-              << std::setw(14) << t.grants_after_close << std::setw(11) << t.overlaps_ended << t.stale_after_taken
-              << (ok ? "" : "  FAILED") << "\n";
+              << std::setw(14) << t.grants_after_close << std::setw(11) << t.overlaps_ended << std::setw(11)
+              << t.stale_after_taken << std::setw(10) << fmt(t.close_ms) << fmt(t.close_stall_ms) << (ok ? "" : "  FAILED")
+              << "\n";
           fault_rows.push_back(row.str());
         }
       }
@@ -348,8 +355,11 @@ int main(int argc, char** argv) {
         std::cout << "\nfault rules (ensemble-gone: every waiter fails with an expiry and every holder stops by the "
                      "outage + the session timeout + 1000 ms; local-close: no grant after the close, every waiter "
                      "fails within a session timeout; operator-delete: the holder stops within a quarter session "
-                     "timeout, lost with node_deleted, no waiter fails)\n"
-                  << "scenario            runs  injected  checked  failures  worst-fail-ms  grants-after  ended-ovl  ended-acc\n";
+                     "timeout, lost with node_deleted, no waiter fails; pause-close: local-close's rule, each async_close "
+                     "within 1000 + 1000 ms, the closing process's probe session stalled under 500 ms: close-ms the "
+                     "slowest async_close, stall-ms the probe's worst)\n"
+                  << "scenario            runs  injected  checked  failures  worst-fail-ms  grants-after  ended-ovl  ended-acc  "
+                     "close-ms  stall-ms\n";
         for (auto& row : fault_rows) std::cout << row;
       }
     }

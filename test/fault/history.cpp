@@ -9,15 +9,6 @@ namespace zklock::fault {
 
 namespace {
 
-// "key=value" in a record's extra text ("" when absent).
-std::string field(const std::string& extra, const std::string& key) {
-  for (std::size_t at = 0; (at = extra.find(key + "=", at)) != std::string::npos; ++at)
-    if (at == 0 || extra[at - 1] == ' ') {
-      auto from = at + key.size() + 1;
-      return extra.substr(from, extra.find(' ', from) == std::string::npos ? std::string::npos : extra.find(' ', from) - from);
-    }
-  return {};
-}
 std::int64_t num(const std::string& s, std::int64_t fallback = -1) {
   if (s.empty()) return fallback;
   try {
@@ -60,7 +51,7 @@ history history_of(const std::vector<record>& j, history_run run) {
         a->node = x.extra.substr(0, x.extra.find(' '));
         std::string side = side_of_grant(x.extra);
         if (side != "exclusive" || a->side == "exclusive") a->side = side;
-        a->child_events = num(field(x.extra, "ev"));
+        a->child_events = num(extra_field(x.extra, "ev"));
       } else {
         a->stop_ns = a->told_lost_ns = x.t_client;  // past its validity already: never used
         a->told_how = "dead at its grant";
@@ -94,15 +85,15 @@ history history_of(const std::vector<record>& j, history_run run) {
       w.process = x.who;
       w.resource = "znode";
       w.token = x.token;
-      w.invoke_ns = num(field(x.extra, "invoke"), x.t_client);
+      w.invoke_ns = num(extra_field(x.extra, "invoke"), x.t_client);
       w.complete_ns = x.t_client;
-      std::string outcome = field(x.extra, "outcome");
+      std::string outcome = extra_field(x.extra, "outcome");
       w.outcome = outcome.rfind("error", 0) == 0 ? "error" : outcome;
       if (w.outcome == "error") w.error = outcome.size() > 6 ? outcome.substr(6) : "";
-      w.read = num(field(x.extra, "read"));
-      w.value = num(field(x.extra, "value"));
-      w.version = num(field(x.extra, "version"));
-      w.fenced = field(x.extra, "fenced") != "0";
+      w.read = num(extra_field(x.extra, "read"));
+      w.value = num(extra_field(x.extra, "value"));
+      w.version = num(extra_field(x.extra, "version"));
+      w.fenced = extra_field(x.extra, "fenced") != "0";
       h.writes.push_back(w);
       a->last_write_ns = std::max(a->last_write_ns, w.invoke_ns);
       if (w.outcome == "refused" && !a->told_lost_ns) {
@@ -115,6 +106,8 @@ history history_of(const std::vector<record>& j, history_run run) {
         a->told_how = x.extra;
       }
       if (!a->stop_ns) a->stop_ns = x.t_client;
+    } else if (x.kind == "lost_cause") {
+      if (a->lost_cause.empty()) a->lost_cause = x.extra;
     } else if (x.kind == "released") {
       if (!a->stop_ns) a->stop_ns = x.t_client;
     }
@@ -199,7 +192,7 @@ void write_history(const std::string& file, const history& h) {
         << ",\"outcome\":" << quoted(a.outcome) << ",\"error\":" << quoted(a.error) << ",\"token\":" << a.token
         << ",\"node\":" << quoted(a.node) << ",\"stop_ns\":" << a.stop_ns << ",\"last_write_ns\":" << a.last_write_ns
         << ",\"told_lost_ns\":" << a.told_lost_ns << ",\"told_how\":" << quoted(a.told_how)
-        << ",\"child_events\":" << a.child_events << "}\n";
+        << ",\"lost_cause\":" << quoted(a.lost_cause) << ",\"child_events\":" << a.child_events << "}\n";
   for (auto& w : h.writes)
     out << "{\"type\":\"write\",\"id\":" << w.id << ",\"acquire\":" << w.acquire << ",\"process\":" << quoted(w.process)
         << ",\"resource\":" << quoted(w.resource) << ",\"token\":" << w.token << ",\"invoke_ns\":" << w.invoke_ns
@@ -262,6 +255,7 @@ history read_history(const std::string& file) {
       a.last_write_ns = i("last_write_ns");
       a.told_lost_ns = i("told_lost_ns");
       a.told_how = s("told_how");
+      a.lost_cause = m.count("lost_cause") ? s("lost_cause") : lost_cause_not_recorded;
       a.child_events = i("child_events", -1);
       h.acquires.push_back(a);
     } else if (type == "write") {

@@ -47,9 +47,16 @@ struct h_acquire {
   // write; 0: never); how (the guard's status, "refused").
   std::int64_t stop_ns = 0, last_write_ns = 0, told_lost_ns = 0;
   std::string told_how;
+  // ok: why its guard turned lost, as the worker reported it (async_wait_lost's cause:
+  // node_deleted, session_expired, ...; "not-lost(...)" or "unknown(...)" when the guard still
+  // held after a resource refused it; "" when nothing was reported; lost_cause_not_recorded in
+  // a history written before the field existed)
+  std::string lost_cause;
   std::int64_t child_events = -1;  // local-queue: its session's child watch events at the grant
   std::int64_t hold_end() const { return std::max(stop_ns, last_write_ns); }
 };
+
+inline const std::string lost_cause_not_recorded = "(not recorded)";
 
 // A write to a guarded resource ("type":"write"): "register" (resource.hpp: accepts a token >=
 // the highest accepted) or "znode" (a counter node: read, then set to read + 1 behind the

@@ -30,6 +30,17 @@ inline std::string side_of_grant(const std::string& extra) {
 }
 inline bool is_reader(const std::string& side) { return side == "read"; }
 
+// "key=value" in a record's extra text ("" when absent): "deadline=120 'timed out'" -> "120".
+inline std::string extra_field(const std::string& extra, const std::string& key) {
+  for (std::size_t at = 0; (at = extra.find(key + "=", at)) != std::string::npos; ++at)
+    if (at == 0 || extra[at - 1] == ' ') {
+      const auto from = at + key.size() + 1;
+      const auto to = extra.find(' ', from);
+      return extra.substr(from, to == std::string::npos ? std::string::npos : to - from);
+    }
+  return {};
+}
+
 // A worker process may run several contenders (--sessions N: "zklock-0.1", "zklock-0.2"): the
 // process is the name before the dot.
 inline std::string process_of(const std::string& who) { return who.substr(0, who.find('.')); }

@@ -20,6 +20,20 @@ std::string ms(std::int64_t ns, std::int64_t base) {
 
 bool reader(const std::string& side) { return side == "read"; }
 
+// Whether a section was told it lost the lock by a notice of its own: its guard's validity had
+// passed ("status=...": the worker's check before a write; a peer's connection "state"), it was
+// handed out dead, or its guard turned lost for a cause (the worker's lost_cause report). Not
+// a resource's refusal alone: that only says a later holder wrote.
+bool lost_on_its_own(const h_acquire& a) {
+  if (a.told_how.rfind("status=", 0) == 0 || a.told_how == "state" || a.told_how == "dead at its grant") return true;
+  // a history recorded before the cause was: judged by the rule it was recorded under (a told
+  // holder's overlap excused whatever told it)
+  if (a.lost_cause == lost_cause_not_recorded) return true;
+  for (const char* cause : {"deadline_passed", "session_expired", "session_closed", "session_replaced", "node_deleted"})
+    if (a.lost_cause == cause) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<violation> check_models(const history& h) {
@@ -69,7 +83,11 @@ std::vector<violation> check_models(const history& h) {
           out.push_back({"token-order", op(b) + " carries a token not above the earlier " + op(a) +
                                             (b.token == a.token && run.recipe == "election" ? " (two leaders of one term)" : "")});
         if (b.complete_ns >= hold_end(a)) continue;
-        // overlap: excused only if `a` was told it lost and nothing of it was accepted late
+        // overlap: excused only if `a` lost the lock in a way it could not see at once (stopped
+        // by the nemesis before the later grant, or a loss of its own: lost_on_its_own), was
+        // told within T + 1 s of the later grant (the time it was stopped aside), and nothing of
+        // it was accepted late. A live holder told only by a resource's refusal held the lock
+        // with the later one: the lock granted twice, whatever the fencing then refused.
         std::string late;
         const h_write* b_first = first_accepted_register(b);
         for (auto* w : writes_of[a.id]) {
@@ -85,9 +103,28 @@ std::vector<violation> check_models(const history& h) {
             break;
           }
         }
-        if (a.told_lost_ns && late.empty()) continue;
-        out.push_back({"exclusion", op(b) + " while " + op(a) + " held until " + at(hold_end(a)) + ": " +
-                                        (a.told_lost_ns ? late : std::string("the earlier holder was never told it lost the lock"))});
+        bool stopped_before = false;  // a's process stopped between its grant and b's
+        std::int64_t stopped_after = 0;  // a's process stopped between b's grant and a's notice
+        for (auto& p : h.pauses) {
+          if (process_of(p.process) != process_of(a.process)) continue;
+          if (p.from_ns <= b.complete_ns && p.to_ns >= a.complete_ns) stopped_before = true;
+          stopped_after += std::max<std::int64_t>(
+              0, std::min(p.to_ns, a.told_lost_ns) - std::max(p.from_ns, b.complete_ns));
+        }
+        std::string why;
+        if (!a.told_lost_ns)
+          why = "the earlier holder was never told it lost the lock";
+        else if (!late.empty())
+          why = late;
+        else if (!stopped_before && !lost_on_its_own(a))
+          why = "it was told only by a resource's refusal (" + a.told_how + "; its guard: " +
+                (a.lost_cause.empty() ? std::string("no loss reported") : a.lost_cause) +
+                "): a live holder, the lock granted twice";
+        else if (a.told_lost_ns - b.complete_ns - stopped_after > run.session_timeout_ns + 1'000'000'000)
+          why = "it was told only at " + at(a.told_lost_ns) + " (" + a.told_how + "), more than the session timeout + 1000 ms after the later grant" +
+                (stopped_after ? " (its stopped time aside)" : "");
+        if (why.empty()) continue;
+        out.push_back({"exclusion", op(b) + " while " + op(a) + " held until " + at(hold_end(a)) + ": " + why});
       }
   }
 

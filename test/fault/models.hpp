@@ -17,10 +17,13 @@ struct violation {
 
 // Every rule of the run's recipe, in this order; empty when every model holds.
 //  exclusion (mutex, election, local-queue; shared: a writer against anyone): no two sections
-//    whose holds overlap in real time, unless the earlier one was told it lost the lock (its
-//    guard's validity passed, or a resource refused its write) and none of its writes was
-//    accepted late: by the register after the later section's first accepted write there, or
-//    by the znode when sent after the later section's grant;
+//    whose holds overlap in real time, unless the earlier one lost the lock where it could not
+//    see it at once: its process was stopped by the nemesis (SIGSTOP) between its grant and the
+//    later one, or it was told by a notice of its own (its guard's validity passed, its guard
+//    turned lost with a cause: node_deleted, session_expired, ...; a resource's refusal alone is
+//    not one); it was told within T + 1 s of the later grant (its stopped time aside); and none
+//    of its writes was accepted late: by the register after the later section's first accepted
+//    write there, or by the znode when sent after the later section's grant;
 //  token-order (the same recipes, conflicting sections): a later grant carries a higher token;
 //    election: one leader per term (no two grants with one token);
 //  lock-delay (the same recipes, when the run's lock-delay is on): a holder whose process the

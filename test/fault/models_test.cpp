@@ -121,6 +121,45 @@ TEST_CASE("models: exclusion: overlapping holders, the earlier never told it los
   CHECK(has(rules(b.h), "exclusion"));
 }
 
+TEST_CASE("models: exclusion: an overlap is excused by a loss of the holder's own, not by a refusal alone",
+          "[unit][fault][models]") {
+  // b granted at 20 while a held; a's write at 25 refused by the register (b wrote first)
+  auto overlap = [] {
+    builder b;
+    b.section("a", 0, 1, 26, 10);
+    b.section("b", 2, 20, 40, 11);
+    b.write(1, 25, "refused");
+    b.told(1, 25, "refused by the register");
+    return b;
+  };
+  // a's guard still held it: two live holders (a lock that granted b beside a), caught
+  auto b = overlap();
+  CHECK(has(rules(b.h), "exclusion"));
+  b.h.acquires[0].lost_cause = "not-lost(Success)";
+  CHECK(has(rules(b.h), "exclusion"));
+  b.h.acquires[0].lost_cause = "unknown(no lost report within 200 ms)";
+  CHECK(has(rules(b.h), "exclusion"));
+  // a's guard turned lost with its node deleted (an operator's delete it had not heard of yet)
+  b.h.acquires[0].lost_cause = "node_deleted";
+  CHECK(rules(b.h).empty());
+  // a history recorded before the cause was (read_history: no such field): the older rule
+  b.h.acquires[0].lost_cause = lost_cause_not_recorded;
+  CHECK(rules(b.h).empty());
+  // a's process stopped by the nemesis before b's grant: the refusal is the fencing's catch
+  auto p = overlap();
+  p.h.pauses.push_back({"a", 5 * ms, 18 * ms});
+  CHECK(rules(p.h).empty());
+  // a's validity passed (its own check): excused; told 3,500 ms after b's grant (T = 2 s): not
+  auto v = overlap();
+  v.h.writes.pop_back();
+  v.h.acquires[0].stop_ns = v.h.acquires[0].last_write_ns = 3520 * ms;
+  v.told(1, 3520, "status=lost");
+  CHECK(has(rules(v.h), "exclusion"));
+  // ... unless it was stopped for most of that time
+  v.h.pauses.push_back({"a", 100 * ms, 3000 * ms});
+  CHECK(rules(v.h).empty());
+}
+
 TEST_CASE("models: lock-delay: a grant sooner than lock-delay after a holder stopped past its session",
           "[unit][fault][models]") {
   builder b;
@@ -271,6 +310,7 @@ TEST_CASE("models: fairness: local-queue's bound, through check_fairness", "[uni
 TEST_CASE("history: written and read back, every field", "[unit][fault][models]") {
   auto b = good_mutex();
   b.told(2, 44, "refused by the register");
+  b.h.acquires[1].lost_cause = "node_deleted";
   b.h.run.seed = 17448742689877540111ull;
   b.h.run.mutant = "ignore-lost";
   b.h.pauses.push_back({"b", 30 * ms, 35 * ms});
@@ -283,6 +323,7 @@ TEST_CASE("history: written and read back, every field", "[unit][fault][models]"
   REQUIRE(r.acquires.size() == b.h.acquires.size());
   REQUIRE(r.writes.size() == b.h.writes.size());
   CHECK(r.acquires[1].told_how == "refused by the register");
+  CHECK(r.acquires[1].lost_cause == "node_deleted");
   CHECK(r.acquires[1].told_lost_ns == 44 * ms);
   CHECK(r.writes.back().resource == "znode");
   CHECK(r.writes.back().version == 3);
@@ -315,6 +356,7 @@ TEST_CASE("history: from the register's journal", "[unit][fault][models]") {
   rec("released", "a", 10, 22, "ok");
   rec("grant", "b", 11, 23, "/l/x-lock-2 side=exclusive ev=0", 1);
   rec("lost", "b", 11, 30, "status=lost");
+  rec("lost_cause", "b", 11, 31, "session_expired");
   rec("acquire", "c", 0, 31);
   rec("acquire_error", "c", 0, 40, "'operation canceled'");
   history h = history_of(j, {});
@@ -326,6 +368,7 @@ TEST_CASE("history: from the register's journal", "[unit][fault][models]") {
   CHECK(h.acquires[1].complete_ns == 23 * ms);
   CHECK(h.acquires[1].told_lost_ns == 30 * ms);
   CHECK(h.acquires[1].stop_ns == 30 * ms);
+  CHECK(h.acquires[1].lost_cause == "session_expired");
   CHECK(h.acquires[2].outcome == "error");
   REQUIRE(h.writes.size() == 5);
   CHECK(h.writes[2].resource == "znode");

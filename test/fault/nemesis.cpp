@@ -36,6 +36,7 @@ const std::vector<nemesis::fault> nemesis::faults = {
     {"ensemble-gone",      &nemesis::ensemble_gone,      false,        false},
     {"local-close",        &nemesis::local_close,        false,        false},
     {"operator-delete",    &nemesis::operator_delete,    false,        false},
+    {"pause-close",        &nemesis::pause_close,        false,        false, false, {"sessions:2", "probe"}},
 };
 
 namespace {
@@ -78,6 +79,7 @@ std::vector<std::string> worker_options(const std::string& scenario) {
 
 int exhaust_signal() { return SIGRTMIN + 1; }
 int restore_signal() { return SIGRTMIN + 2; }
+int close_signal() { return SIGRTMIN + 3; }
 
 std::chrono::milliseconds nemesis::T(double f) const {
   return std::chrono::milliseconds(std::int64_t(e_.o.session_timeout_ms * f));
@@ -526,6 +528,60 @@ void nemesis::operator_delete(const std::string&, std::ostream& d) {
     if (err.empty()) e_.deletions.push_back(del);
   }
   std::this_thread::sleep_until(t0 + std::chrono::milliseconds(hold + 500));
+}
+
+// pause-close: sessions closed while a server is stopped. The member that most zklock sessions
+// are connected to (their hellos' session ids in its `cons`) is stopped (SIGSTOP) for 0.75-1
+// session timeouts (1.3 s at least: past the close's 1 s bound); 50-300 ms into it every zklock
+// worker is told (close_signal(), or + 1, drawn per worker) to close every session it has at once
+// from its own strand (with --threads, another thread than the sessions'): with the entry's
+// sessions:2, one by async_close and the other destroyed; its probe session (the entry's
+// "probe") times its loop and the C client's lock of the process meanwhile ("closed" reports).
+// Then the member resumes, and the fault waits 1.5 session timeouts: sessions whose close the
+// stopped member never heard expire before the run's leftover check. Checked
+// (check_fault_rules): the closes as local-close's (no grant after, every waiter fails), each
+// async_close within its bound, the probe never stalled past the stall bound.
+void nemesis::pause_close(const std::string&, std::ostream& d) {
+  std::set<std::string> sids;
+  for (auto& x : e_.res.journal())
+    if (x.kind == "hello" && from_zklock(x)) sids.insert(x.extra);
+  int victim = -1, most = -1;
+  for (int s = 0; s < e_.ens.size(); ++s) {
+    const std::string cons = e_.ens.four_letter(s, "cons");
+    int n = 0;
+    for (auto& sid : sids)
+      if (cons.find("sid=" + sid + ",") != std::string::npos || cons.find("sid=" + sid + ")") != std::string::npos) ++n;
+    if (n > most) {
+      most = n;
+      victim = s;
+    }
+  }
+  const int leader = e_.ens.leader();  // (asked before the stop: a stopped member answers nothing)
+  const auto dur = std::max(T(uniform(0.75, 1.0)), std::chrono::milliseconds(1300));
+  const auto first = std::chrono::milliseconds(int(uniform(50, 300)));
+  const std::int64_t t0 = mono_ns();
+  const auto stopped = std::chrono::steady_clock::now();
+  e_.ens.pause(victim);
+  std::this_thread::sleep_for(first);
+  d << " member " << victim << (victim == leader ? " (leader)" : "") << " (" << most
+    << " zklock sessions connected to it) stopped for " << dur.count() << " ms; " << first.count() << " ms in:";
+  int workers = 0;
+  for (auto& c : e_.clients) {
+    if (c.kind != "zklock") continue;
+    const bool even_close = pick(2) == 0;
+    ::kill(c.pid, even_close ? close_signal() : close_signal() + 1);
+    d << " " << c.who << (even_close ? " (.1 async_close, .2 destroyed)" : " (.1 destroyed, .2 async_close)");
+    ++workers;
+  }
+  auto closes = [&](const std::vector<record>& j) {
+    return int(std::count_if(j.begin(), j.end(), [&](auto& x) { return x.kind == "close" && x.t_recv >= t0; }));
+  };
+  e_.res.wait_for(1s, [&](const std::vector<record>& j) { return closes(j) >= 2 * workers; });
+  std::this_thread::sleep_until(stopped + dur);
+  e_.ens.resume(victim);
+  e_.ens.wait_quorum();
+  d << "; " << closes(e_.res.journal()) << " sessions closed while it was stopped";
+  std::this_thread::sleep_for(T(1.5));
 }
 
 }  // namespace zklock::fault

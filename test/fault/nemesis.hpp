@@ -51,6 +51,10 @@ std::vector<std::string> worker_options(const std::string& scenario);
 // fd-exhaust: the signals that make a worker use up its descriptors, and give them back
 int exhaust_signal();
 int restore_signal();
+// pause-close: the signal that makes a worker close every session it has at once (its
+// even-numbered contenders' by async_close, the others destroyed); close_signal() + 1 the other
+// way round
+int close_signal();
 
 // One member per fault; nemesis::faults is the table of them. Adding a fault is a member
 // `void name(const std::string& fault, std::ostream& d)` (it acts on the run through e_, draws
@@ -109,6 +113,7 @@ class nemesis {
   void ensemble_gone(const std::string& fault, std::ostream& d);
   void local_close(const std::string& fault, std::ostream& d);
   void operator_delete(const std::string& fault, std::ostream& d);
+  void pause_close(const std::string& fault, std::ostream& d);
   // the zklock client of a message's sender (-1 for a peer's)
   bool from_zklock(const record& x) const;
   // who said "hello" with session `owner` ("0x..."), "" if nobody did

@@ -53,6 +53,19 @@
 // requests, own_acquire: granted on the deletion of any node ahead, or on a change of the data of
 // the node right ahead).
 // lockdelay:MS (after RECIPE; the harness's --lock-delay): mutex_options::lock_delay of the mutex.
+// probe (after RECIPE; the harness's pause-close scenario): a session of its own, idle, on a
+//       strand of its own; every 5 ms its timer's lateness and a call of its session_id() (which
+//       takes the C client's lock of the process) are timed. SIGRTMIN+3 / SIGRTMIN+4: every
+//       contender's session closed at once from the worker's strand (threads mode: another
+//       thread than the sessions'), the even-numbered ones by async_close and the others
+//       destroyed (+3), or the other way round (+4); each says "close" right before and,
+//       1.5 s after, "closed how=async_close|destroy took_ms=T probe=0|1 probe_late_ms=L
+//       probe_call_ms=C": how long async_close (the destruction) took, and the probe's largest
+//       lateness and call meanwhile.
+// threads:N: the io_context run by N threads, each session on a strand of its own, the
+//       worker's coroutines on another; the mutex taken with `acquire || timer` (1 to 10
+//       sections long); a deadline that ended an acquire is reported "acquire_error
+//       deadline=MS '...'".
 // ZKLOCK_FAULT_WORKER_LEAK_CHILD_WATCH=1 in the environment (a test of the harness's leftover
 // check, never set by the harness): a contender that goes idle first sets a child watch on the
 // parent of PATH (getChildren; nobody changes its children while the clients are idle) and keeps
@@ -72,6 +85,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <csignal>
@@ -105,6 +119,7 @@ struct config {
   std::string mutant;            // a deliberately broken use of the library (mutants below), "" for none
   int threads = 1;               // threads:N: the io_context run by N threads (see main)
   int lock_delay_ms = 0;         // lockdelay:MS: mutex_options::lock_delay (mutex)
+  bool probe = false;            // probe: a probe session timing the loop and the C client's lock (main)
   int contenders() const { return recipe == "local-queue" ? coroutines : sessions; }
 };
 
@@ -189,9 +204,23 @@ struct worker {
     return cfg.threads > 1 ? asio::any_io_executor(asio::make_strand(pool)) : ex;
   }
 
+  // Each contender's current session and its owner (the reports' sender), for the harness's
+  // pause-close scenario: SIGRTMIN+3 / SIGRTMIN+4 close or destroy them all at once (close_all).
+  std::vector<std::pair<std::shared_ptr<session_slot>, resource_client*>> live;
+
+  // probe: a session of its own, idle, on a strand of its own; every 5 ms a timer and a call of
+  // its session_id() (which takes the C client's lock of the process) are timed: the largest
+  // lateness and call since the last reset (close_later resets and reports them)
+  std::optional<zklock::session> probe;
+  std::atomic<std::int64_t> probe_late_ns{0}, probe_call_ns{0};
+  std::atomic<bool> probe_stop{false};
+  std::atomic<bool> probe_connected{false};  // (read by the reports, on the worker's strand)
+  asio::cancellation_signal probe_cancel;
+
   worker(config c, asio::any_io_executor e, asio::any_io_executor p)
       : cfg(std::move(c)), res(cfg.resource_port, cfg.who), ex(e), parked(e, asio::steady_timer::time_point::max()), pool(p) {
     for (int i = 0; i < cfg.contenders(); ++i) cancel_acquire.push_back(std::make_unique<asio::cancellation_signal>());
+    live.resize(std::size_t(cfg.contenders()));
   }
 
   static bool ok(const std::string& reply) { return reply.rfind("OK", 0) == 0; }
@@ -209,18 +238,20 @@ struct worker {
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 
-  // A contender's session: connects it (cancelled through `slot`) and says hello with its id.
-  // On an error: reports it, waits 200 ms and returns false (the caller tries a new session).
-  asio::awaitable<bool> connect_session(zklock::session& s, asio::cancellation_slot slot) {
+  // A contender's session: connects it (cancelled through `slot`) and says hello with its id as
+  // `owner` (the contender, WHO.i with sessions:N, whose closes are reported under that name
+  // too: the harness's rules pair a close with the owner's next hello). On an error: reports
+  // it, waits 200 ms and returns false (the caller tries a new session).
+  asio::awaitable<bool> connect_session(zklock::session& s, asio::cancellation_slot slot, resource_client& owner) {
     auto [cec] = co_await s.async_connect(asio::bind_cancellation_slot(slot, asio::as_tuple(asio::use_awaitable)));
     if (cec) {
-      res.send("error", 0, "connect:" + cec.message());
+      owner.send("error", 0, "connect:" + cec.message());
       if (!stopping) co_await sleep(200ms);
       co_return false;
     }
     std::ostringstream sid;
     sid << "0x" << std::hex << s.session_id();
-    res.send("hello", 0, sid.str());
+    owner.send("hello", 0, sid.str());
     co_return true;
   }
 
@@ -251,10 +282,19 @@ struct worker {
 
   // Closes (async_close) or destroys (recipe object, then session) `ss`'s session after
   // `handlers` posts, saying "close" first in the same handler. Started from a handler of its
-  // own (directive), never inside the handler that asked for it.
-  asio::awaitable<void> close_later(std::shared_ptr<session_slot> ss, resource_client& owner, bool close, int handlers) {
+  // own (directive), never inside the handler that asked for it. `measure` (pause-close):
+  // 1.5 s after it began (the close's bound, 1 s, and a half), report "closed" with how long
+  // async_close (or the destruction) took and the probe's largest timer lateness and
+  // session_id() call meanwhile.
+  asio::awaitable<void> close_later(std::shared_ptr<session_slot> ss, resource_client& owner, bool close, int handlers,
+                                    bool measure = false) {
     for (int i = 0; i < handlers; ++i) co_await asio::post(ex, asio::use_awaitable);
     if (ss->ended || !ss->s) co_return;
+    const auto began = std::chrono::steady_clock::now();
+    if (measure) {
+      probe_late_ns = 0;
+      probe_call_ns = 0;
+    }
     std::ostringstream sid;
     sid << "0x" << std::hex << ss->s->session_id();
     owner.send("close", 0, std::string(close ? "async_close" : "destroy") + " after " + std::to_string(handlers) +
@@ -269,6 +309,54 @@ struct worker {
       ss->m.reset();
       ss->s.reset();
     }
+    if (!measure) co_return;
+    const auto took = std::chrono::steady_clock::now() - began;
+    asio::steady_timer t(ex, began + 1500ms);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    auto ms = [](std::int64_t ns) { return std::to_string(double(ns) / 1e6); };
+    owner.send("closed", 0, std::string("how=") + (close ? "async_close" : "destroy") + " took_ms=" +
+                                ms(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()) +
+                                " probe=" + (probe_connected ? "1" : "0") + " probe_late_ms=" + ms(probe_late_ns) +
+                                " probe_call_ms=" + ms(probe_call_ns));
+  }
+
+  // pause-close: every contender's session closed (`close_even`: the even-numbered contenders'
+  // by async_close, the others' destroyed; else the other way round) at once, from this strand
+  // (threads mode: not the sessions'), each reporting "close" and, later, "closed".
+  void close_all(bool close_even) {
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      auto [ss, owner] = live[i];
+      if (!ss || ss->ended || !ss->s) continue;
+      asio::co_spawn(ex, close_later(ss, *owner, (i % 2 == 0) == close_even, 0, true), asio::detached);
+    }
+  }
+
+  asio::awaitable<void> probe_loop() {
+    auto pe = co_await asio::this_coro::executor;
+    probe.emplace(pe, session_opts());
+    auto [cec] = co_await probe->async_connect(
+        asio::bind_cancellation_slot(probe_cancel.slot(), asio::as_tuple(asio::use_awaitable)));
+    // (the report from the worker's strand: `res` is its, not this strand's)
+    if (cec) asio::post(ex, [this, m = cec.message()] { res.send("note", 0, "probe session: " + m); });
+    probe_connected = !cec;
+    asio::steady_timer t(pe);
+    auto raise = [](std::atomic<std::int64_t>& m, std::chrono::steady_clock::duration d) {
+      const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+      for (std::int64_t was = m.load(); ns > was && !m.compare_exchange_weak(was, ns);) {
+      }
+    };
+    while (!probe_stop) {
+      const auto due = std::chrono::steady_clock::now() + 5ms;
+      t.expires_at(due);
+      co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+      const auto woke = std::chrono::steady_clock::now();
+      (void)probe->session_id();
+      raise(probe_late_ns, woke - due);
+      raise(probe_call_ns, std::chrono::steady_clock::now() - woke);
+    }
+    probe_connected = false;
+    if (!cec) co_await probe->async_close(asio::as_tuple(asio::use_awaitable));
+    probe.reset();
   }
 
   // Why `g` was lost: async_wait_lost's cause (it completes at once for a lost guard; 200 ms
@@ -332,13 +420,20 @@ struct worker {
   // threads:N: the ordinary Asio deadline, `acquire || timer`, drawn from 1 to 10 sections'
   // length (some acquires are cancelled at each of their steps): the timer's completion cancels
   // the acquire from this strand, not the session's (another thread).
+  // `passed_ms`: the deadline in ms when it ended the acquire (the timer won), else 0; the
+  // acquire_error report then says "deadline=MS" (the harness's rules tell the user's own
+  // deadline from an error of the library's).
   std::mt19937 deadline_rng{static_cast<unsigned>(::getpid())};
-  asio::awaitable<std::tuple<boost::system::error_code, zklock::lock_guard>> acquire_with_deadline(zklock::mutex& m) {
+  asio::awaitable<std::tuple<boost::system::error_code, zklock::lock_guard>> acquire_with_deadline(zklock::mutex& m,
+                                                                                                    int& passed_ms) {
     using namespace asio::experimental::awaitable_operators;
-    asio::steady_timer deadline(ex, std::chrono::milliseconds(1 + deadline_rng() % unsigned(10 * std::max(cfg.hold_ms, 1))));
+    const int ms = 1 + int(deadline_rng() % unsigned(10 * std::max(cfg.hold_ms, 1)));
+    passed_ms = 0;
+    asio::steady_timer deadline(ex, std::chrono::milliseconds(ms));
     auto r = co_await (m.async_acquire(asio::as_tuple(asio::use_awaitable)) ||
                        deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
     if (r.index() == 0) co_return std::move(std::get<0>(r));
+    passed_ms = ms;
     co_return std::tuple<boost::system::error_code, zklock::lock_guard>{asio::error::timed_out, zklock::lock_guard()};
   }
 
@@ -601,6 +696,7 @@ struct worker {
         if (++done == cfg.sessions) all_done.cancel();
       });
     if (cfg.sessions > 1) asio::co_spawn(ex, user_socket_loop(), asio::detached);
+    if (cfg.probe) asio::co_spawn(session_executor(), probe_loop(), asio::detached);
     co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
   }
 
@@ -659,7 +755,8 @@ struct worker {
     while (!stopping) {
       auto ss = std::make_shared<session_slot>();
       ss->s.emplace(session_executor(), session_opts());
-      if (!co_await connect_session(*ss->s, cancel_acquire[0]->slot())) continue;
+      live[0] = {ss, &res};
+      if (!co_await connect_session(*ss->s, cancel_acquire[0]->slot(), res)) continue;
       zklock::mutex_options mo;
       mo.local_queue = true;
       mo.max_local_handoffs = cfg.max_local_handoffs;
@@ -725,7 +822,8 @@ struct worker {
     while (!stopping) {
       auto ss = std::make_shared<session_slot>();
       ss->s.emplace(session_executor(), session_opts());
-      if (!co_await connect_session(*ss->s, cancel.slot())) continue;
+      live[std::size_t(index)] = {ss, &res};
+      if (!co_await connect_session(*ss->s, cancel.slot(), res)) continue;
       // only the recipe's object
       if (cfg.recipe == "shared") ss->sm.emplace(*ss->s, cfg.path);
       else if (cfg.recipe == "semaphore") ss->sem.emplace(*ss->s, cfg.path, cfg.leases);
@@ -750,6 +848,7 @@ struct worker {
         // (a directive's closer runs after this handler: the objects are still there)
         auto token = asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(asio::use_awaitable));
         std::tuple<boost::system::error_code, zklock::lock_guard> acquired;
+        int deadline_ms = 0;  // threads mode: the `||` deadline, when it ended the acquire
         // (no co_await in the arms of ?: — GCC 12.2 runs both arms' operations: here a write
         // acquire and then a read acquire queued behind it on the same session, which waited
         // until cancelled)
@@ -762,7 +861,7 @@ struct worker {
         else if (cfg.recipe == "semaphore")
           acquired = co_await ss->sem->async_acquire(token);
         else if (cfg.recipe != "election" && cfg.threads > 1)
-          acquired = co_await acquire_with_deadline(*ss->m);
+          acquired = co_await acquire_with_deadline(*ss->m, deadline_ms);
         else if (cfg.recipe != "election")
           acquired = co_await ss->m->async_acquire(token);
         // election: the leadership's own operations (campaign, fencing_token, valid_until,
@@ -780,7 +879,9 @@ struct worker {
           continue;
         }
         if (aec) {
-          res.send("acquire_error", 0, aec.message() == "" ? "?" : "'" + aec.message() + "'");
+          res.send("acquire_error", 0,
+                   (deadline_ms ? "deadline=" + std::to_string(deadline_ms) + " " : std::string()) +
+                       (aec.message() == "" ? "?" : "'" + aec.message() + "'"));
           if (!stopping && !ss->over()) co_await sleep(100ms);
           continue;
         }
@@ -830,9 +931,9 @@ struct worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 8 || argc > 13) {
+  if (argc < 8 || argc > 14) {
     std::cerr << "usage: zklock_fault_worker RESOURCE_PORT CONNECT PATH WHO SESSION_TIMEOUT_MS HOLD_MS loop|hold"
-                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [threads:N] [lockdelay:MS] [mutant:NAME]]\n";
+                 " [mutex|election|shared:WRITE_PERCENT:SEED|semaphore:N|local-queue:COROUTINES:HANDOFFS [sessions:N] [threads:N] [lockdelay:MS] [probe] [mutant:NAME]]\n";
     return 2;
   }
   std::signal(SIGPIPE, SIG_IGN);
@@ -852,8 +953,12 @@ int main(int argc, char** argv) {
     }
     if (opt.rfind("threads:", 0) == 0 && (c.threads = std::atoi(opt.c_str() + 8)) >= 1) continue;
     if (opt.rfind("lockdelay:", 0) == 0 && (c.lock_delay_ms = std::atoi(opt.c_str() + 10)) >= 0) continue;
+    if (opt == "probe") {
+      c.probe = true;
+      continue;
+    }
     if (opt.rfind("sessions:", 0) != 0 || (c.sessions = std::atoi(opt.c_str() + 9)) < 1) {
-      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N, threads:N, lockdelay:MS or mutant:NAME)\n";
+      std::cerr << "zklock_fault_worker: bad option '" << opt << "' (sessions:N, threads:N, lockdelay:MS, probe or mutant:NAME)\n";
       return 2;
     }
   }
@@ -891,7 +996,9 @@ int main(int argc, char** argv) {
   std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
     if (ec) return;
     w.stopping = true;
+    w.probe_stop = true;
     for (auto& cancel : w.cancel_acquire) cancel->emit(asio::cancellation_type::terminal);
+    w.probe_cancel.emit(asio::cancellation_type::terminal);
     if (sig != SIGUSR1) {
       w.terminating = true;
       w.parked.cancel();
@@ -912,6 +1019,14 @@ int main(int argc, char** argv) {
     fd_sigs.async_wait(asio::bind_executor(control, on_fd_signal));
   };
   fd_sigs.async_wait(asio::bind_executor(control, on_fd_signal));
+  // the harness's pause-close scenario
+  asio::signal_set close_sigs(ioc, SIGRTMIN + 3, SIGRTMIN + 4);
+  std::function<void(boost::system::error_code, int)> on_close_signal = [&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    w.close_all(sig == SIGRTMIN + 3);
+    close_sigs.async_wait(asio::bind_executor(control, on_close_signal));
+  };
+  close_sigs.async_wait(asio::bind_executor(control, on_close_signal));
   int status = 1;
   asio::co_spawn(control, w.run(), [&](std::exception_ptr e) {
     status = 0;
@@ -923,6 +1038,7 @@ int main(int argc, char** argv) {
       }
     sigs.cancel();
     fd_sigs.cancel();
+    close_sigs.cancel();
   });
   std::vector<std::thread> more;
   for (int i = 1; i < c.threads; ++i) more.emplace_back([&] { ioc.run(); });

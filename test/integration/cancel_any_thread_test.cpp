@@ -61,3 +61,35 @@ TEST_CASE("cancelled on pool threads: op || timer, every operation kind",
   s.async_close(asio::use_future).get();
   holder.async_close(asio::use_future).get();
 }
+
+// Known to fail (hidden: run it by name): with the session's server stopped (SIGSTOP: the
+// connection stays up, nothing answers), `acquire || 50 ms timer` completes only when the session
+// gives up on the server, 6.3 s here (session timeout 4 s), where a cancellation answers at once
+// and cleans up in the background. The same with the coroutine on the session's io_context run
+// by one thread. Seen first by the fault harness's threads mode (the deadline completing
+// 2.2-2.6 s late under kill-leader, restart-ensemble and ensemble-gone).
+TEST_CASE("op || timer while the server is stopped: the acquire answers its cancellation at once",
+          "[.][known-bug][integration][threads][cancel]") {
+  zk_server srv;
+  test::thread_pool pool(4);
+  session s{asio::make_strand(pool.ioc), options_for(srv.connect_string())};
+  session holder{asio::make_strand(pool.ioc), options_for(srv.connect_string())};
+  s.async_connect(asio::use_future).get();
+  holder.async_connect(asio::use_future).get();
+  mutex held(holder, "/cancel-stopped"), m(s, "/cancel-stopped");
+  auto g = held.async_acquire(asio::use_future).get();
+  srv.pause();
+  std::this_thread::sleep_for(300ms);
+  auto took = asio::co_spawn(asio::make_strand(pool.ioc), [&]() -> asio::awaitable<double> {
+    asio::steady_timer t(co_await asio::this_coro::executor, 50ms);
+    const auto start = std::chrono::steady_clock::now();
+    co_await (m.async_acquire(tuple_awaitable) || t.async_wait(tuple_awaitable));
+    co_return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }, asio::use_future).get();
+  srv.resume();
+  std::cout << "acquire || 50 ms timer, the server stopped: completed after " << took << " ms" << std::endl;
+  CHECK(took < 1000);
+  g = lock_guard();
+  s.async_close(asio::use_future).get();
+  holder.async_close(asio::use_future).get();
+}

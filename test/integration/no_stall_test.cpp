@@ -6,6 +6,7 @@
 // ~1.5 s per close, and the log sink ran, under the lock of the process every call into the C
 // client takes.
 #include "common.hpp"
+#include "stall_probes.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -25,62 +26,6 @@ zklock::test::server_options stoppable_server() {
   return o;
 }
 
-// An io_context run by a thread of its own.
-struct loop_thread {
-  asio::io_context ioc;
-  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
-  std::thread t{[this] { ioc.run(); }};
-  ~loop_thread() {
-    work.reset();
-    ioc.stop();
-    t.join();
-  }
-};
-
-// Calls into the C client on a thread of its own (`s.session_id()` takes the lock of the
-// process), every millisecond; the longest a call took.
-struct caller_thread {
-  std::atomic<bool> stop{false};
-  std::atomic<long> longest_us{0};
-  std::thread t;
-  explicit caller_thread(session& s)
-      : t([this, &s] {
-          while (!stop) {
-            auto t0 = clock_type::now();
-            (void)s.session_id();
-            long us = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count();
-            longest_us = std::max<long>(longest_us, us);
-            std::this_thread::sleep_for(1ms);
-          }
-        }) {}
-  ~caller_thread() {
-    stop = true;
-    t.join();
-  }
-};
-
-// A 10 ms periodic timer on `ioc`: the longest it fired late.
-struct ticker {
-  asio::steady_timer timer;
-  clock_type::time_point due;
-  long latest_us = 0;
-  bool stopped = false;
-  explicit ticker(asio::io_context& ioc) : timer(ioc) { arm(); }
-  void arm() {
-    due = clock_type::now() + 10ms;
-    timer.expires_at(due);
-    timer.async_wait([this](error_code ec) {
-      if (ec || stopped) return;
-      latest_us = std::max<long>(latest_us, std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - due).count());
-      arm();
-    });
-  }
-  void stop() {
-    stopped = true;
-    timer.cancel();
-  }
-};
-
 session_options quiet_session_options(const std::string& connect) {
   auto o = options_for(connect, 4000ms);
   o.log_threshold = log_level::error;  // the unanswered close's warning is expected
@@ -94,7 +39,7 @@ TEST_CASE("a close against a SIGSTOPped server blocks nothing: a timer on its io
           "[integration][close][promise]") {
   zk_server stopped(stoppable_server());
   zk_server healthy(stoppable_server());
-  loop_thread other;
+  zklock::test::loop_thread other;
   session bystander{other.ioc, quiet_session_options(healthy.connect_string())};
   bystander.async_connect(asio::use_future).get();
   for (bool destroy : {false, true}) {
@@ -109,8 +54,8 @@ TEST_CASE("a close against a SIGSTOPped server blocks nothing: a timer on its io
       s->async_create("/close-stall", "", create_mode::ephemeral, [&](error_code ec, create_result) { created = !ec; });
       REQUIRE(run_until(ioc, [&] { return created; }, 10s));
       stopped.pause();
-      ticker tick(ioc);
-      caller_thread caller(bystander);
+      zklock::test::ticker tick(ioc);
+      zklock::test::caller_thread caller(bystander);
       std::this_thread::sleep_for(20ms);
       auto t0 = clock_type::now();
       bool closed = false;
@@ -145,7 +90,7 @@ TEST_CASE("four closes at once against a SIGSTOPped server: a healthy session on
           "[integration][close][promise]") {
   zk_server stopped(stoppable_server());
   zk_server healthy(stoppable_server());
-  loop_thread other;
+  zklock::test::loop_thread other;
   // The healthy holder: a short session timeout, so that a stall of its loop would lose it.
   session holder{other.ioc, options_for(healthy.connect_string(), 2000ms)};
   holder.async_connect(asio::use_future).get();
@@ -169,8 +114,8 @@ TEST_CASE("four closes at once against a SIGSTOPped server: a healthy session on
   for (auto& s : closing) s.async_connect([&](error_code ec) { connected += !ec; });
   REQUIRE(run_until(ioc, [&] { return connected == 4; }, 20s));
   stopped.pause();
-  caller_thread caller(holder);
-  ticker tick(ioc);
+  zklock::test::caller_thread caller(holder);
+  zklock::test::ticker tick(ioc);
   std::this_thread::sleep_for(20ms);
   auto t0 = clock_type::now();
   int closed = 0;
@@ -226,7 +171,7 @@ TEST_CASE("a slow log sink of one session stalls no other session's calls", "[in
   // The sink runs outside the lock of the process the calls into the C client take: the C
   // client's lines made under it are handed over once it is released.
   zk_server srv;
-  loop_thread slow_loop, other_loop;
+  zklock::test::loop_thread slow_loop, other_loop;
   session bystander{other_loop.ioc, options_for(srv.connect_string())};
   bystander.async_connect(asio::use_future).get();
   std::atomic<int> lines{0}, slept{0};
@@ -240,7 +185,7 @@ TEST_CASE("a slow log sink of one session stalls no other session's calls", "[in
       std::this_thread::sleep_for(300ms);
     }
   };
-  caller_thread caller(bystander);
+  zklock::test::caller_thread caller(bystander);
   for (int i = 0; i < 2 && slept < 6; ++i) {
     session s{slow_loop.ioc, o};
     s.async_connect(asio::use_future).get();
