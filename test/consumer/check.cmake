@@ -6,7 +6,8 @@
 # SHARED=ON: configures and builds the library alone from SOURCE_DIR with BUILD_SHARED_LIBS=ON,
 #   installs that, checks its SONAME, that it exports only the API (check_exports.py) and that
 #   both consumers load it (NEEDED libzklock.so.<soversion>). That second build of the library
-#   is a unity build (the test command's batches, ZKLOCK_UNITY_LIBRARY) without optimization:
+#   is a unity build of one batch (ZKLOCK_UNITY_LIBRARY, ZKLOCK_UNITY_BATCH=0: 43 s of compile
+#   against 58 s in the test command's batches of 10) without optimization:
 #   what is checked here (the SONAME, the exported symbols, the consumers linking and running)
 #   depends on neither: the visibility comes from the attributes, and -O0 emits every inline
 #   function out of line, so the export check sees at least as much as at -O3. The static
@@ -32,7 +33,7 @@ endfunction()
 
 if(SHARED)
   run("shared library configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G Ninja
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DZKLOCK_UNITY_LIBRARY=ON
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DZKLOCK_UNITY_LIBRARY=ON -DZKLOCK_UNITY_BATCH=0
     -DBUILD_SHARED_LIBS=ON
     -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib
     "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" "-DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}"
