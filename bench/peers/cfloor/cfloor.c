@@ -25,6 +25,15 @@
  * start -> the next other contender's grant). The floor of a handoff under that contention, where
  * (a) is one on an idle server. impl=cmutex, with zklock-bench's mutex keys.
  *
+ * --mode election runs the same recipe as a leader election, with zklock-election-bench's
+ * protocol: --contenders N candidates (3 in scripts/bench) queue in order; the leader leads
+ * --hold-us (the benchmark's 20 ms: the same idle as zklock's leader), takes a timestamp and
+ * resigns (deletes its node), and campaigns again (creates a new node) only once its delete is
+ * answered and the next leader's code ran; --warmup W resigns first, unrecorded, then --cycles R
+ * recorded: resign -> the next leader's grant. The floor of zklock's election failover, a correct
+ * recipe (a candidate ahead that gives up is not a grant while others are still ahead).
+ * impl=celection, with zklock-election-bench's keys (failover_*, requests_per_term).
+ *
  * Prints ONE line of key=value pairs (the common benchmark keys plus floor_*), --json FILE writes
  * the same keys as a flat JSON object. Diagnostics go to stderr.
  */
@@ -420,7 +429,7 @@ static void emit(const char* json_file) {
 
 #define MX_WATCHED 2 /* blockers watched at once: zklock's mutex_options::watched_blockers default */
 
-enum contender_state { C_CREATING, C_LISTING, C_WAITING, C_HELD, C_RELEASING, C_DONE };
+enum contender_state { C_CREATING, C_LISTING, C_WAITING, C_HELD, C_RELEASING, C_RESIGNED, C_DONE };
 
 struct contender {
   int id;
@@ -432,6 +441,7 @@ struct contender {
   char blockers[MAX_SESSIONS][512]; /* the listing's nodes ahead of ours (full paths), nearest first */
   int n_blockers, next_blocker; /* next_blocker: the nearest not watched yet */
   int remaining, watched;       /* blockers not known gone; of them, watched (or being set) */
+  int successor_ran, leaving;   /* --mode election: the next leader ran since our resign; a last release */
 };
 
 static struct {
@@ -445,19 +455,31 @@ static struct {
   double release_started; /* 0: no release to hand off */
   double* handoffs;
   long n_handoffs;
+  int election;                 /* --mode election: rejoin after the next leader, count resigns */
+  long resigns, warmup, total;  /* resigns made; the first `warmup` are not recorded; then leave */
 } mx;
 
 static void mx_list(struct contender* c);
 static void mx_create(struct contender* c);
 
+static void mx_rejoin(struct contender* c);
+
 static void mx_grant(struct contender* c) {
   double t = now_us();
-  if (mx.release_started > 0 && mx.releaser != c->id) mx.handoffs[mx.n_handoffs++] = t - mx.release_started;
+  if (mx.release_started > 0 && mx.releaser != c->id && (!mx.election || mx.resigns > mx.warmup))
+    mx.handoffs[mx.n_handoffs++] = t - mx.release_started;
   mx.release_started = 0;
   if (++mx.inside != 1) ++mx.violations;
   ++mx.acquisitions;
   c->state = C_HELD;
-  c->hold_until = t + mx.hold_us;
+  /* the election's last leader leaves at once, as zklock-election-bench's */
+  c->hold_until = mx.election && mx.resigns >= mx.total ? t : t + mx.hold_us;
+  if (!mx.election) return;
+  for (int i = 0; i < n_sessions; ++i) /* the resigner campaigns again once the next leader's code ran */
+    if (&mx.c[i] != c && (mx.c[i].state == C_RELEASING || mx.c[i].state == C_RESIGNED)) {
+      mx.c[i].successor_ran = 1;
+      mx_rejoin(&mx.c[i]);
+    }
 }
 
 static void mx_watch_more(struct contender* c);
@@ -556,9 +578,27 @@ static void mx_create(struct contender* c) {
         "zoo_acreate");
 }
 
+/* --mode election: a resigner whose delete was answered and whose successor ran campaigns again,
+ * or leaves once the resigns are done */
+static void mx_rejoin(struct contender* c) {
+  if (c->state != C_RESIGNED || !c->successor_ran) return;
+  if (!c->leaving && mx.resigns < mx.total) {
+    mx_create(c);
+    return;
+  }
+  c->state = C_DONE;
+  --mx.active;
+}
+
 static void mx_deleted(int rc, const void* data) {
   struct contender* c = (struct contender*)data;
   if (rc != ZOK) die("delete %s: %s", c->node, zerror(rc));
+  if (mx.election) {
+    c->state = C_RESIGNED;
+    if (c->leaving || mx.resigns >= mx.total) c->successor_ran = 1; /* no one to wait for */
+    mx_rejoin(c);
+    return;
+  }
   if (--c->cycles_left > 0) {
     mx_create(c);
     return;
@@ -583,7 +623,10 @@ static int mx_release_due(void) {
     mx.releaser = c->id;
     c->state = C_RELEASING;
     ++mx.requests;
-    mx.release_started = now_us();
+    c->successor_ran = 0;
+    c->leaving = mx.election && mx.resigns >= mx.total; /* the last leader: not a resign */
+    if (mx.election && !c->leaving) ++mx.resigns;
+    mx.release_started = c->leaving ? 0 : now_us();
     check(zoo_adelete(c->zh, c->node, -1, mx_deleted, c), "zoo_adelete");
   }
   return next_ms;
@@ -647,16 +690,88 @@ static int run_mutex(const char* path, int contenders, int cycles, int hold_us) 
   return mx.violations == 0 ? 0 : 1;
 }
 
+static double cpu_seconds(const struct rusage* a, const struct rusage* b) {
+  return (b->ru_utime.tv_sec - a->ru_utime.tv_sec) + (b->ru_utime.tv_usec - a->ru_utime.tv_usec) / 1e6 +
+         (b->ru_stime.tv_sec - a->ru_stime.tv_sec) + (b->ru_stime.tv_usec - a->ru_stime.tv_usec) / 1e6;
+}
+
+/* --mode election: the candidates queue one after the other (each waiting before the next
+ * creates, as zklock-election-bench's 20 ms apart), then the leader leads hold_us and resigns,
+ * warmup + resigns times. */
+static int run_election(const char* path, int candidates, int resigns, int warmup, int hold_us, const char* cdf_file) {
+  mx.path = path;
+  mx.hold_us = hold_us;
+  mx.releaser = -1;
+  mx.election = 1;
+  mx.warmup = warmup;
+  mx.total = (long)warmup + resigns;
+  snprintf(mx.prefix, sizeof mx.prefix, "%s/m-", path);
+  mx.handoffs = calloc((size_t)resigns + 1, sizeof *mx.handoffs);
+  if (!mx.handoffs) die("out of memory");
+  ensure_path(sessions[0].zh, path);
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_SELF, &ru0);
+  double t0 = now_us();
+  for (int i = 0; i < candidates; ++i) {
+    mx.c[i].id = i;
+    mx.c[i].zh = sessions[i].zh;
+    mx_create(&mx.c[i]);
+    double limit = now_us() + deadline_s * 1e6;
+    while (mx.c[i].state != C_HELD && mx.c[i].state != C_WAITING) {
+      if (now_us() > limit) die("--mode election: candidate %d not queued", i);
+      pump();
+    }
+  }
+  mx.c[0].hold_until = now_us() + hold_us; /* the first term starts once everyone waits */
+  mx.active = candidates;
+  double limit = t0 + deadline_s * 1e6 * (1 + (warmup + resigns) * (hold_us / 1e6 + 0.01));
+  while (mx.active > 0) {
+    if (now_us() > limit) die("--mode election: timed out with %d candidates not done", mx.active);
+    pump_cap_ms = mx_release_due();
+    pump();
+  }
+  getrusage(RUSAGE_SELF, &ru1);
+  int n = (int)mx.n_handoffs;
+  qsort(mx.handoffs, (size_t)n, sizeof *mx.handoffs, cmp_double);
+  if (cdf_file) { /* every sample, us, one a line (as zklock-election-bench's --cdf) */
+    FILE* f = fopen(cdf_file, "w");
+    if (!f) die("cannot write %s: %s", cdf_file, strerror(errno));
+    for (int i = 0; i < n; ++i) fprintf(f, "%.1f\n", mx.handoffs[i]);
+    fclose(f);
+  }
+  double terms = mx.acquisitions > 0 ? (double)mx.acquisitions : 1;
+  put_str("impl", "celection");
+  put_str("kind", "election-resign");
+  put_int("candidates", candidates);
+  put_int("resigns", n);
+  put_int("warmup", warmup);
+  put_int("hold_us", hold_us);
+  put_num("failover_p50_us", percentile(mx.handoffs, n, 50));
+  put_num("failover_p90_us", percentile(mx.handoffs, n, 90));
+  put_num("failover_p99_us", percentile(mx.handoffs, n, 99));
+  put_num("failover_max_us", percentile(mx.handoffs, n, 100));
+  put_int("violations", mx.violations);
+  put_int("terms", mx.acquisitions);
+  /* create, listing, an exists per blocker of the listing (two with 3 candidates), delete */
+  put_num2("requests_per_term", mx.requests / terms);
+  put_num2("watch_events_per_term", mx.watch_events / terms);
+  put_num("cpu_us_per_term", cpu_seconds(&ru0, &ru1) * 1e6 / terms);
+  put_int("rss_kb", rss_kb("VmHWM:"));
+  free(mx.handoffs);
+  return mx.violations == 0 && n == resigns ? 0 : 1;
+}
+
 static void usage(const char* msg) {
   fprintf(stderr, "cfloor: %s\nusage: zklock-cfloor --connect HOSTS --path PATH --contenders N --cycles M "
-                  "[--mode floors|mutex] [--hold-us U] [--idle-us U] [--json FILE] [--resolve-delay-ms D]\n", msg);
+                  "[--mode floors|mutex|election] [--hold-us U] [--idle-us U] [--warmup W] [--session-timeout-ms T] "
+                  "[--json FILE] [--cdf FILE] [--resolve-delay-ms D]\n", msg);
   exit(2);
 }
 
 int main(int argc, char** argv) {
-  const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL;
+  const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL, *cdf_file = NULL;
   int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0, idle_us = 0, hold_us = 0;
-  int mutex_mode = 0;
+  int mutex_mode = 0, election_mode = 0, warmup = 0, session_timeout_ms = 30000;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* v = NULL;
@@ -678,9 +793,13 @@ int main(int argc, char** argv) {
     else if (!strcmp(key, "--contenders")) contenders = atoi(v);
     else if (!strcmp(key, "--cycles")) cycles = atoi(v);
     else if (!strcmp(key, "--hold-us")) hold_us = atoi(v); /* --mode mutex only; the floors hold nothing */
-    else if (!strcmp(key, "--mode") && (!strcmp(v, "floors") || !strcmp(v, "mutex"))) mutex_mode = !strcmp(v, "mutex");
+    else if (!strcmp(key, "--mode") && (!strcmp(v, "floors") || !strcmp(v, "mutex") || !strcmp(v, "election")))
+      mutex_mode = strcmp(v, "floors") != 0, election_mode = !strcmp(v, "election");
+    else if (!strcmp(key, "--warmup")) warmup = atoi(v); /* --mode election only */
+    else if (!strcmp(key, "--session-timeout-ms")) session_timeout_ms = atoi(v);
     else if (!strcmp(key, "--idle-us")) idle_us = atoi(v);
     else if (!strcmp(key, "--json")) json_file = v;
+    else if (!strcmp(key, "--cdf")) cdf_file = v; /* --mode election only */
     else if (!strcmp(key, "--resolve-delay-ms")) resolve_delay_ms = atoi(v), set_resolve_delay = 1;
     else usage("unknown option");
   }
@@ -688,6 +807,8 @@ int main(int argc, char** argv) {
     usage("--path must be an absolute znode path");
   if (mutex_mode && (contenders < 1 || contenders > MAX_SESSIONS || cycles < 1 || hold_us < 0))
     usage("--mode mutex: --contenders 1 to 64, --cycles at least 1, --hold-us at least 0");
+  if (election_mode && (contenders < 2 || warmup < 0))
+    usage("--mode election: --contenders (candidates) 2 to 64, --cycles (resigns) at least 1, --warmup at least 0");
   /* --mode mutex resolves the hosts on connection loss only, as zklock's sessions do: re-resolving
    * on every zookeeper_interest call costs each of its N handles that much CPU on every pass of the
    * loop (2-3x the CPU per acquisition at 8 contenders) */
@@ -701,7 +822,7 @@ int main(int argc, char** argv) {
     if (mutex_mode) snprintf(names[i], sizeof names[i], "contender %d", i);
     else snprintf(names[i], sizeof names[i], "%c", 'A' + i);
     sessions[i].name = names[i];
-    sessions[i].zh = zookeeper_init(connect, session_watcher, 30000, NULL, &sessions[i], 0);
+    sessions[i].zh = zookeeper_init(connect, session_watcher, session_timeout_ms, NULL, &sessions[i], 0);
     if (!sessions[i].zh) die("zookeeper_init(%s): %s", connect, strerror(errno));
     /* Not set by default, like the ST cli (and zklock): the client then re-resolves the host list
      * (getaddrinfo) on every zookeeper_interest call. -1 disables routine re-resolution. */
@@ -710,8 +831,10 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < n_sessions; ++i) wait_until(&sessions[i].connected, "session connect");
   if (mutex_mode) {
-    fprintf(stderr, "cfloor: %d sessions connected; --mode mutex, %d cycles each\n", n_sessions, cycles);
-    int rc = run_mutex(path, contenders, cycles, hold_us);
+    fprintf(stderr, "cfloor: %d sessions connected; --mode %s, %d %s\n", n_sessions,
+            election_mode ? "election" : "mutex", cycles, election_mode ? "resigns" : "cycles each");
+    int rc = election_mode ? run_election(path, contenders, cycles, warmup, hold_us, cdf_file)
+                           : run_mutex(path, contenders, cycles, hold_us);
     for (int i = 0; i < n_sessions; ++i) zookeeper_close(sessions[i].zh);
     emit(json_file);
     return rc;
