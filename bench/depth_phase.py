@@ -47,12 +47,13 @@ def server_alive(connect):
         return False
 
 
-def run_one(cmd, json_file, timeout_s, log):
+def run_one(cmd, json_file, timeout_s, log, env=None):
     """One program to its end (its stderr passed through); its JSON result, or a failure record."""
     log("  $ " + " ".join(cmd))
     t = time.time()
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True, timeout=timeout_s + 60)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=sys.stderr, text=True, timeout=timeout_s + 60,
+                           env=env)
         out = p.stdout
     except subprocess.TimeoutExpired:
         return {"ok": 0, "error": "no result after %d s" % (timeout_s + 60)}
@@ -94,8 +95,14 @@ def run(args, root, build, log, phase):
                                "--connect", srv.connect, "--path", "/depth", "--contenders", str(n),
                                "--json", jf, "--timeout-s", str(args.depth_timeout_s),
                                "--drain-releases", str(args.depth_drain)]
+                    # Curator's client logs through java.util.logging, where CuratorBench hears the
+                    # ZooKeeper client refuse a listing over its 1 MB jute.maxbuffer (its waiters only
+                    # see ConnectionLoss and retry): that is the run's failure, shown as it happens
+                    env = dict(os.environ, ZKLOCK_PEER_SLF4J="jdk14") if impl == "curator" else None
                     with phase("depth %s N=%d" % (impl, n)):
-                        r = run_one(cmd, jf, args.depth_timeout_s, log)
+                        r = run_one(cmd, jf, args.depth_timeout_s, log, env)
+                    if isinstance(r.get("error"), str) and impl == "curator":
+                        r["error"] = r["error"].replace("_", " ")  # CuratorBench's key=value line has no spaces
                     r.update({"phase": "depth", "impl": impl, "waiters": n, "server_heap": args.depth_heap,
                               "server_alive": server_alive(srv.connect)})
                     results.append(r)
@@ -107,9 +114,16 @@ def run(args, root, build, log, phase):
     return results
 
 
+def failure(r):
+    """Why a run failed, with how deep its queue was then when the program could tell."""
+    return "%s%s" % (r.get("error"), " (%s nodes left in the dir after it: waiters that gave up deleted theirs)"
+                     % r["children_at_failure"]
+                     if r.get("children_at_failure") is not None else "")
+
+
 def describe(r):
     if not r.get("ok") or "queue_s" not in r:
-        return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], r.get("error"),
+        return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], failure(r),
                                                    "alive" if r.get("server_alive") else "DEAD")
     return ("%s N=%d%s queue %.2f s, drain %.0f releases/s, %s req/release, %s events/release, %.0f us CPU/release, "
             "%.1f KB/waiter (server %s)") % (
@@ -134,7 +148,7 @@ def summary(results):
                                                             "window max/queued/coalesced")]
     for r in rows:
         if not r.get("ok") or "queue_s" not in r:
-            lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], r.get("error"),
+            lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], failure(r),
                                                              "alive" if r.get("server_alive") else "DEAD"))
             continue
         win = "%s/%s/%s" % (r.get("max_outstanding", "-"), r.get("max_queued", "-"), r.get("listings_coalesced", "-")) \

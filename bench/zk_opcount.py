@@ -10,7 +10,12 @@ runs `<impl's program> --connect PROXY --path /opcount/<impl> ARGS...` for each 
 (ARGS, e.g. `--kind semaphore --contenders 8 --leases 2 --cycles 25 --hold-us 5000`), then prints
 per implementation the requests by type per acquisition (the program's `acquisitions`, else
 contenders x cycles) and the watch events per acquisition. Connects, pings and closes are counted
-apart. The proxy adds a hop, so its run's timings are not the benchmark's."""
+apart. The proxy adds a hop, so its run's timings are not the benchmark's.
+
+    bench/zk_opcount.py --election R [--impls zklock,celection,curator,kazoo]
+
+counts the election phase's resign runs instead (3 candidates, the leader's 20 ms hold, R resigns,
+no warm-up; zklock-election-bench without its mutex reference loop), per term."""
 import argparse
 import collections
 import json
@@ -22,6 +27,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
+import election_phase  # noqa: E402
 from bench_run import ROOT, impl_cmd  # noqa: E402
 
 OPS = {1: "create", 2: "delete", 3: "exists", 4: "getData", 5: "setData", 8: "getChildren", 9: "sync",
@@ -114,6 +120,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impls", default="zklock,curator,kazoo")
     ap.add_argument("--json", help="also write the counts here")
+    ap.add_argument("--election", type=int, metavar="R", help="the election phase's resign runs, R resigns each")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = [x for x in a.args if x != "--"]
@@ -127,9 +134,15 @@ def main():
         threading.Thread(target=serve, args=(listener, connect, counter), daemon=True).start()
         for impl in a.impls.split(","):
             counter.reset()
-            r = bench_common.run(impl_cmd(impl) + ["--connect", proxy, "--path", "/opcount/" + impl] + args, 600,
-                                 echo=False, numbers=True)
-            acq = r.get("acquisitions") or 0
+            if a.election:
+                cmd = election_phase.election_cmd(impl) + election_phase.resign_args(
+                    impl, proxy, "/opcount/" + impl, a.election, 0) + (["--no-mutex"] if impl == "zklock" else [])
+            else:
+                cmd = impl_cmd(impl) + ["--connect", proxy, "--path", "/opcount/" + impl] + args
+            r = bench_common.run(cmd, 600, echo=False, numbers=True)
+            acq = r.get("acquisitions") or r.get("terms") or 0
+            if a.election and not acq:  # every resign ends a term, then each candidate but the last resigner leads once
+                acq = a.election + election_phase.ELECTION["candidates"] - 1
             if not acq:
                 n = int(args[args.index("--contenders") + 1]) if "--contenders" in args else 8
                 acq = n * int(args[args.index("--cycles") + 1])

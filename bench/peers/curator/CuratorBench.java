@@ -152,14 +152,20 @@ public final class CuratorBench {
   // same session; all start at once (a thread each: InterProcessMutex.acquire blocks), then the
   // holder releases and each grant releases at once. The keys of zklock-depth-bench (no request
   // or event counts: Curator has none to read). A waiter's failure is printed as it happens
-  // (stderr) and ends the run with ok=0 and its message.
+  // (stderr) and ends the run with ok=0 and its message. So does the ZooKeeper client's refusal of
+  // a reply over jute.maxbuffer (1 MB: a listing of about 17,800 of these names), which it logs
+  // and answers with a reconnect (the waiters only see ConnectionLoss, and retry): run with the
+  // slf4j-jdk14 binding (run.sh under ZKLOCK_PEER_SLF4J=jdk14, as scripts/bench's depth phase
+  // does), its warnings are heard here.
   private static void runDepth(String connect, String path, int n, long timeoutS, long drainReleases, String jsonFile)
       throws Exception {
     final int measured = drainReleases > 0 && drainReleases < n ? (int) drainReleases : n;
+    AtomicReference<String> failure = new AtomicReference<>();
+    final long tStart = System.nanoTime();
+    hearClientWarnings(failure, n, tStart);
     CuratorFramework client = connectAll(connect, 1).get(0);
     InterProcessMutex head = new InterProcessMutex(client, path);
     head.acquire();
-    AtomicReference<String> failure = new AtomicReference<>();
     AtomicInteger granted = new AtomicInteger();
     CountDownLatch done = new CountDownLatch(n);
     long deadline = System.nanoTime() + timeoutS * 1_000_000_000L;
@@ -191,12 +197,18 @@ public final class CuratorBench {
     // queued: every node made (the holder's and N)
     for (;;) {
       if (failure.get() != null || System.nanoTime() > deadline) break;
-      org.apache.zookeeper.data.Stat st = client.checkExists().forPath(path);
-      if (st != null && st.getNumChildren() >= n + 1) break;
+      try {
+        org.apache.zookeeper.data.Stat st = client.checkExists().forPath(path);
+        if (st != null && st.getNumChildren() >= n + 1) break;
+      } catch (Exception e) {  // the retries given up: a failure of the run, not of this program
+        failure.compareAndSet(null, "queue: " + e);
+        break;
+      }
       Thread.sleep(5);
     }
     long t1 = System.nanoTime();
-    if (failure.get() == null && System.nanoTime() <= deadline) {
+    if (failure.get() == null && System.nanoTime() > deadline) failure.set("queue: timed out");
+    if (failure.get() == null) try {
       Thread.sleep(200);  // their listings and watches answered (a margin: Curator tells nothing)
       long rss1 = rssKb("VmRSS:");
       r.put("queue_s", String.format(java.util.Locale.ROOT, "%.3f", (t1 - t0) / 1e9));
@@ -214,13 +226,52 @@ public final class CuratorBench {
       } else if (failure.get() == null) {
         failure.set("drain: " + got + " of " + measured + " granted");
       }
-    } else if (failure.get() == null) {
-      failure.set("queue: timed out");
+    } catch (Exception e) {  // the release's retries given up
+      failure.compareAndSet(null, "drain: " + e);
+    }
+    if (failure.get() != null && !r.containsKey("queue_s")) {
+      // how deep the queue was when it failed (a stat: a small reply, which the client still takes
+      // once it has reconnected)
+      for (int attempt = 0; attempt < 25 && !r.containsKey("children_at_failure"); ++attempt) {
+        try {
+          org.apache.zookeeper.data.Stat st = client.getZookeeperClient().getZooKeeper().exists(path, false);
+          if (st != null) r.put("children_at_failure", Integer.toString(st.getNumChildren()));
+        } catch (Exception e) {
+          Thread.sleep(200);  // the figure may stay missing; the failure stands
+        }
+      }
     }
     r.put("ok", failure.get() == null ? "1" : "0");
     if (failure.get() != null) r.put("error", failure.get().replaceAll("\\s+", "_"));
     PeerSupport.emit(r, jsonFile);
     System.exit(failure.get() == null ? 0 : 2);
+  }
+
+  // The ZooKeeper client's warnings through java.util.logging (when slf4j-jdk14 is the binding): one
+  // line each on stderr (the first 5), and a reply refused for its length ("Packet len ... is out
+  // of range", the client's jute.maxbuffer) is the run's failure.
+  private static void hearClientWarnings(AtomicReference<String> failure, int n, long t0) {
+    java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+    for (java.util.logging.Handler h : root.getHandlers()) root.removeHandler(h);
+    root.setLevel(java.util.logging.Level.WARNING);
+    AtomicInteger said = new AtomicInteger();
+    root.addHandler(new java.util.logging.Handler() {
+      @Override public void publish(java.util.logging.LogRecord rec) {
+        if (rec.getLevel().intValue() < java.util.logging.Level.WARNING.intValue()) return;
+        String cause = null;
+        for (Throwable t = rec.getThrown(); t != null; t = t.getCause())
+          if (t.getMessage() != null && t.getMessage().contains("out of range")) cause = t.getMessage();
+        String when = String.format(java.util.Locale.ROOT, "depth %d, after %.1f s", n, (System.nanoTime() - t0) / 1e9);
+        if (cause != null && failure.compareAndSet(null, "the ZooKeeper client refused a reply: " + cause))
+          PeerSupport.say(when + ": the ZooKeeper client refused a reply (over jute.maxbuffer, "
+              + Integer.getInteger("jute.maxbuffer", 0xfffff) + " bytes): " + cause);
+        else if (said.incrementAndGet() <= 5)
+          PeerSupport.say(when + ": " + rec.getLoggerName() + ": " + rec.getMessage()
+              + (rec.getThrown() != null ? ": " + rec.getThrown() : ""));
+      }
+      @Override public void flush() {}
+      @Override public void close() {}
+    });
   }
 
   private static List<CuratorFramework> connectAll(String connect, int n) throws InterruptedException {

@@ -14,7 +14,9 @@ J=/usr/share/java
 # Minimal classpath (Debian libcurator-recipes-java 5.4 / libzookeeper-java 3.8): these are the
 # only jars classes are loaded from (checked with -verbose:class); slf4j-nop silences SLF4J.
 cp="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar"
-cp="$cp:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-nop.jar"
+# ZKLOCK_PEER_SLF4J=jdk14: the clients' log through java.util.logging instead (the depth kind hears
+# the ZooKeeper client's warnings there: a reply it refused for its length).
+cp="$cp:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-${ZKLOCK_PEER_SLF4J:-nop}.jar"
 src=$here/$main.java
 support=$here/PeerSupport.java
 cls=$build/$main.class
