@@ -47,6 +47,16 @@ def server_alive(connect):
         return False
 
 
+def server_error(zk_dir):
+    """Why a server died: the last line of its log that names an error (scripts/zk-server.sh's server.log)."""
+    try:
+        lines = [l.strip() for l in open(os.path.join(zk_dir, "server.log"), errors="replace")
+                 if "Error" in l or "Exception" in l or "Killed" in l]
+    except OSError:
+        return None
+    return lines[-1][:200] if lines else None
+
+
 def run_one(cmd, json_file, timeout_s, log, env=None):
     """One program to its end (its stderr passed through); its JSON result, or a failure record."""
     log("  $ " + " ".join(cmd))
@@ -105,6 +115,8 @@ def run(args, root, build, log, phase):
                         r["error"] = r["error"].replace("_", " ")  # CuratorBench's key=value line has no spaces
                     r.update({"phase": "depth", "impl": impl, "waiters": n, "server_heap": args.depth_heap,
                               "server_alive": server_alive(srv.connect)})
+                    if not r["server_alive"]:
+                        r["server_error"] = server_error(srv.dir)
                     results.append(r)
                     log("    -> " + describe(r))
                 finally:
@@ -116,15 +128,18 @@ def run(args, root, build, log, phase):
 
 def failure(r):
     """Why a run failed, with how deep its queue was then when the program could tell."""
-    return "%s%s" % (r.get("error"), " (%s nodes left in the dir after it: waiters that gave up deleted theirs)"
+    return "%s%s" % (r.get("error"), " (the dir had %s nodes at the last look before it)"
                      % r["children_at_failure"]
                      if r.get("children_at_failure") is not None else "")
 
 
+def server_state(r):
+    return "alive" if r.get("server_alive") else "DEAD" + (": " + r["server_error"] if r.get("server_error") else "")
+
+
 def describe(r):
     if not r.get("ok") or "queue_s" not in r:
-        return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], failure(r),
-                                                   "alive" if r.get("server_alive") else "DEAD")
+        return "%s N=%d FAILED: %s (server %s)" % (r["impl"], r["waiters"], failure(r), server_state(r))
     return ("%s N=%d%s queue %.2f s, drain %.0f releases/s, %s req/release, %s events/release, %.0f us CPU/release, "
             "%.1f KB/waiter (server %s)") % (
         r["impl"], r["waiters"], " (%d sessions)" % r["sessions"] if r.get("sessions", 1) > 1 else "", r["queue_s"],
@@ -148,8 +163,7 @@ def summary(results):
                                                             "window max/queued/coalesced")]
     for r in rows:
         if not r.get("ok") or "queue_s" not in r:
-            lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], failure(r),
-                                                             "alive" if r.get("server_alive") else "DEAD"))
+            lines.append("%-8s %6d FAILED: %s; server %s" % (r["impl"], r["waiters"], failure(r), server_state(r)))
             continue
         win = "%s/%s/%s" % (r.get("max_outstanding", "-"), r.get("max_queued", "-"), r.get("listings_coalesced", "-")) \
             if r["impl"] == "zklock" else "-"

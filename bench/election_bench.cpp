@@ -46,7 +46,7 @@ using clock_type = std::chrono::steady_clock;  // CLOCK_MONOTONIC: comparable ac
 namespace {
 
 struct options {
-  std::string connect = "127.0.0.1:2181", path = "/zklock-bench/election", json_file, cdf_file, id;
+  std::string connect = "127.0.0.1:2181", path = "/zklock-bench/election", json_file, cdf_file, timeline_file, id;
   int candidates = 3, resigns = 200, hold_ms = 20, session_timeout_ms = 10000;
   int warmup = 0;  // resign: resigns first, unrecorded (as the peers' --warmup)
   bool mutex_reference = true;
@@ -76,6 +76,7 @@ std::unique_ptr<zklock::session> make_session(asio::io_context& ioc, const optio
 // and returns when it has resigned (released), reporting through the shared bookkeeping.
 struct handoffs {
   std::vector<double> samples;  // us: resign (release) started -> the next leader's (holder's) code
+  std::vector<std::pair<clock_type::time_point, clock_type::time_point>> marks;  // each sample's two instants
   clock_type::time_point resign_started{};
   int resigner = -1, resigns = 0, leaders = 0, violations = 0, terms = 0;  // terms: also a generation
   asio::steady_timer* rejoin_gate = nullptr;  // the resigner waits on it until the next leader's code ran
@@ -93,7 +94,10 @@ asio::awaitable<void> candidate_loop(Recipe& r, int me, handoffs& h, const optio
   while (h.resigns < total) {
     auto term = co_await take(r);
     if (h.resign_started != clock_type::time_point{} && h.resigner != me && h.resigns > o.warmup)
+    {
       h.samples.push_back(us_since(h.resign_started));
+      h.marks.emplace_back(h.resign_started, clock_type::now());
+    }
     h.resign_started = {};
     if (h.rejoin_gate) h.rejoin_gate->cancel();
     ++h.terms;
@@ -198,6 +202,13 @@ int run_resign(const options& o) {
     std::ofstream f(o.cdf_file);
     for (double x : s) f << x << "\n";
   }
+  if (!o.timeline_file.empty()) {  // CLOCK_MONOTONIC ns: to be laid beside a wire trace (bench/zk_opcount.py --trace)
+    std::ofstream f(o.timeline_file);
+    auto ns = [](clock_type::time_point t) {
+      return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    };
+    for (const auto& [a, b] : el.marks) f << ns(a) << " " << ns(b) << "\n";
+  }
   return el.violations + mx.violations == 0 ? 0 : 1;
 }
 
@@ -269,6 +280,8 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-mutex", o.mutex_reference, "resign: skip the zklock::mutex reference loop");
   app.add_option("--json", o.json_file, "resign: also write the result as JSON");
   app.add_option("--cdf", o.cdf_file, "resign: every failover (us), one per line");
+  app.add_option("--timeline", o.timeline_file,
+                 "resign: each failover's resign start and the next leader's code, CLOCK_MONOTONIC ns, one pair per line");
   app.add_option("--id", o.id, "candidate: participant id");
   CLI11_PARSE(app, argc, argv);
   if (mode == "candidate") {

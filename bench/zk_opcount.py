@@ -15,7 +15,10 @@ apart. The proxy adds a hop, so its run's timings are not the benchmark's.
     bench/zk_opcount.py --election R [--impls zklock,celection,curator,kazoo]
 
 counts the election phase's resign runs instead (3 candidates, the leader's 20 ms hold, R resigns,
-no warm-up; zklock-election-bench without its mutex reference loop), per term."""
+no warm-up; zklock-election-bench without its mutex reference loop), per term. --trace FILE
+also writes every frame as it passes: "t_us conn req|rep|evt xid type path" (a request's and a
+reply's xid pair them; a watch event's type is created/deleted/...), to see who sends what after
+which event."""
 import argparse
 import collections
 import json
@@ -24,6 +27,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
@@ -42,6 +46,13 @@ class Counter:
         self.mu = threading.Lock()
         self.requests = collections.Counter()
         self.events = collections.Counter()
+        self.trace = None  # a file: every frame, as it passes
+        self.conns = 0
+
+    def log(self, conn, what, xid, name, path):
+        if self.trace:
+            with self.mu:
+                self.trace.write("%.1f %d %s %d %s %s\n" % (time.monotonic_ns() / 1e3, conn, what, xid, name, path))
 
     def reset(self):
         with self.mu:
@@ -85,6 +96,14 @@ def pipe(src, dst, on_frame):
                 pass
 
 
+def zk_string(p, at):
+    """A jute string at offset `at` of a frame ('' when there is none)."""
+    if len(p) < at + 4:
+        return ""
+    n = struct.unpack(">i", p[at:at + 4])[0]
+    return p[at + 4:at + 4 + n].decode("utf-8", "replace") if n > 0 else ""
+
+
 def serve(listener, target, counter):
     host, port = target.rsplit(":", 1)
     while True:
@@ -95,8 +114,11 @@ def serve(listener, target, counter):
         server = socket.create_connection((host, int(port)))
         for s in (client, server):
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with counter.mu:
+            counter.conns += 1
+            conn = counter.conns
 
-        def request(i, p):
+        def request(i, p, conn=conn):
             if i == 0:
                 name = "connect"
             else:
@@ -104,13 +126,18 @@ def serve(listener, target, counter):
                 name = OPS.get(op, "op%s" % op)
             with counter.mu:
                 counter.requests[name] += 1
+            if i > 0 and name != "ping":
+                counter.log(conn, "req", struct.unpack(">i", p[:4])[0], name, zk_string(p, 8))
 
-        def reply(i, p):
+        def reply(i, p, conn=conn):
             if i > 0 and len(p) >= 4 and struct.unpack(">i", p[:4])[0] == -1:  # a watch event
                 etype = struct.unpack(">i", p[16:20])[0] if len(p) >= 20 else None
+                name = {1: "created", 2: "deleted", 3: "dataChanged", 4: "childrenChanged"}.get(etype, "type%s" % etype)
                 with counter.mu:
-                    counter.events[{1: "created", 2: "deleted", 3: "dataChanged", 4: "childrenChanged"}.get(
-                        etype, "type%s" % etype)] += 1
+                    counter.events[name] += 1
+                counter.log(conn, "evt", -1, name, zk_string(p, 24))
+            elif i > 0 and len(p) >= 16 and struct.unpack(">i", p[:4])[0] not in (-2, -4):  # not a ping's reply
+                counter.log(conn, "rep", struct.unpack(">i", p[:4])[0], "err=%d" % struct.unpack(">i", p[12:16])[0], "")
 
         threading.Thread(target=pipe, args=(client, server, request), daemon=True).start()
         threading.Thread(target=pipe, args=(server, client, reply), daemon=True).start()
@@ -120,11 +147,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impls", default="zklock,curator,kazoo")
     ap.add_argument("--json", help="also write the counts here")
+    ap.add_argument("--trace", metavar="FILE", help="every frame as it passes (time, connection, request/reply/event)")
     ap.add_argument("--election", type=int, metavar="R", help="the election phase's resign runs, R resigns each")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = [x for x in a.args if x != "--"]
     counter = Counter()
+    if a.trace:
+        counter.trace = open(a.trace, "w")
     out = {}
     with bench_common.throwaway_server(os.path.join(ROOT, "scripts"), "zklock-opcount-") as (connect, _):
         listener = socket.socket()
@@ -134,9 +164,14 @@ def main():
         threading.Thread(target=serve, args=(listener, connect, counter), daemon=True).start()
         for impl in a.impls.split(","):
             counter.reset()
+            if counter.trace:
+                with counter.mu:
+                    counter.trace.write("# %s\n" % impl)
             if a.election:
                 cmd = election_phase.election_cmd(impl) + election_phase.resign_args(
                     impl, proxy, "/opcount/" + impl, a.election, 0) + (["--no-mutex"] if impl == "zklock" else [])
+                if a.trace and impl in ("zklock", "celection"):  # each sample's instants, beside the trace
+                    cmd += ["--timeline", "%s.%s.timeline" % (a.trace, impl)]
             else:
                 cmd = impl_cmd(impl) + ["--connect", proxy, "--path", "/opcount/" + impl] + args
             r = bench_common.run(cmd, 600, echo=False, numbers=True)
@@ -161,6 +196,8 @@ def main():
                 " ".join("%s=%.2f" % kv for kv in out[impl]["events_per_acq"].items()), acq,
                 " ".join("%s=%d" % (k, v) for k, v in sorted(req.items()) if k in NOT_RECIPE)), flush=True)
         listener.close()
+    if counter.trace:
+        counter.trace.close()
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -455,6 +455,7 @@ static struct {
   double release_started; /* 0: no release to hand off */
   double* handoffs;
   long n_handoffs;
+  struct mark { double from, to; } * marks; /* --timeline: each handoff's two instants (CLOCK_MONOTONIC us) */
   int election;                 /* --mode election: rejoin after the next leader, count resigns */
   long resigns, warmup, total;  /* resigns made; the first `warmup` are not recorded; then leave */
 } mx;
@@ -466,8 +467,10 @@ static void mx_rejoin(struct contender* c);
 
 static void mx_grant(struct contender* c) {
   double t = now_us();
-  if (mx.release_started > 0 && mx.releaser != c->id && (!mx.election || mx.resigns > mx.warmup))
+  if (mx.release_started > 0 && mx.releaser != c->id && (!mx.election || mx.resigns > mx.warmup)) {
+    if (mx.marks) mx.marks[mx.n_handoffs] = (struct mark){mx.release_started, t};
     mx.handoffs[mx.n_handoffs++] = t - mx.release_started;
+  }
   mx.release_started = 0;
   if (++mx.inside != 1) ++mx.violations;
   ++mx.acquisitions;
@@ -698,7 +701,8 @@ static double cpu_seconds(const struct rusage* a, const struct rusage* b) {
 /* --mode election: the candidates queue one after the other (each waiting before the next
  * creates, as zklock-election-bench's 20 ms apart), then the leader leads hold_us and resigns,
  * warmup + resigns times. */
-static int run_election(const char* path, int candidates, int resigns, int warmup, int hold_us, const char* cdf_file) {
+static int run_election(const char* path, int candidates, int resigns, int warmup, int hold_us, const char* cdf_file,
+                        const char* timeline_file) {
   mx.path = path;
   mx.hold_us = hold_us;
   mx.releaser = -1;
@@ -708,6 +712,7 @@ static int run_election(const char* path, int candidates, int resigns, int warmu
   snprintf(mx.prefix, sizeof mx.prefix, "%s/m-", path);
   mx.handoffs = calloc((size_t)resigns + 1, sizeof *mx.handoffs);
   if (!mx.handoffs) die("out of memory");
+  if (timeline_file && !(mx.marks = calloc((size_t)resigns + 1, sizeof *mx.marks))) die("out of memory");
   ensure_path(sessions[0].zh, path);
   struct rusage ru0, ru1;
   getrusage(RUSAGE_SELF, &ru0);
@@ -732,6 +737,13 @@ static int run_election(const char* path, int candidates, int resigns, int warmu
   }
   getrusage(RUSAGE_SELF, &ru1);
   int n = (int)mx.n_handoffs;
+  if (timeline_file) { /* as zklock-election-bench's --timeline: ns, to lay beside a wire trace */
+    FILE* f = fopen(timeline_file, "w");
+    if (!f) die("cannot write %s: %s", timeline_file, strerror(errno));
+    for (int i = 0; i < n; ++i) fprintf(f, "%.0f %.0f\n", mx.marks[i].from * 1e3, mx.marks[i].to * 1e3);
+    fclose(f);
+    free(mx.marks);
+  }
   qsort(mx.handoffs, (size_t)n, sizeof *mx.handoffs, cmp_double);
   if (cdf_file) { /* every sample, us, one a line (as zklock-election-bench's --cdf) */
     FILE* f = fopen(cdf_file, "w");
@@ -764,12 +776,12 @@ static int run_election(const char* path, int candidates, int resigns, int warmu
 static void usage(const char* msg) {
   fprintf(stderr, "cfloor: %s\nusage: zklock-cfloor --connect HOSTS --path PATH --contenders N --cycles M "
                   "[--mode floors|mutex|election] [--hold-us U] [--idle-us U] [--warmup W] [--session-timeout-ms T] "
-                  "[--json FILE] [--cdf FILE] [--resolve-delay-ms D]\n", msg);
+                  "[--json FILE] [--cdf FILE] [--timeline FILE] [--resolve-delay-ms D]\n", msg);
   exit(2);
 }
 
 int main(int argc, char** argv) {
-  const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL, *cdf_file = NULL;
+  const char *connect = "127.0.0.1:2181", *path = "/zklock-bench/lock", *json_file = NULL, *cdf_file = NULL, *timeline_file = NULL;
   int contenders = 8, cycles = 100, resolve_delay_ms = 0, set_resolve_delay = 0, idle_us = 0, hold_us = 0;
   int mutex_mode = 0, election_mode = 0, warmup = 0, session_timeout_ms = 30000;
   for (int i = 1; i < argc; ++i) {
@@ -800,6 +812,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(key, "--idle-us")) idle_us = atoi(v);
     else if (!strcmp(key, "--json")) json_file = v;
     else if (!strcmp(key, "--cdf")) cdf_file = v; /* --mode election only */
+    else if (!strcmp(key, "--timeline")) timeline_file = v; /* --mode election only */
     else if (!strcmp(key, "--resolve-delay-ms")) resolve_delay_ms = atoi(v), set_resolve_delay = 1;
     else usage("unknown option");
   }
@@ -833,7 +846,7 @@ int main(int argc, char** argv) {
   if (mutex_mode) {
     fprintf(stderr, "cfloor: %d sessions connected; --mode %s, %d %s\n", n_sessions,
             election_mode ? "election" : "mutex", cycles, election_mode ? "resigns" : "cycles each");
-    int rc = election_mode ? run_election(path, contenders, cycles, warmup, hold_us, cdf_file)
+    int rc = election_mode ? run_election(path, contenders, cycles, warmup, hold_us, cdf_file, timeline_file)
                            : run_mutex(path, contenders, cycles, hold_us);
     for (int i = 0; i < n_sessions; ++i) zookeeper_close(sessions[i].zh);
     emit(json_file);
