@@ -238,7 +238,7 @@ def summary(results):
         m = h2h(results, server, "cmutex")
         if m and m.get("handoff_p50_us") is not None:
             lines.append("%-8s %10.0fus %10.0fus %12.1f %12s | %9s %9s %9s   (raw C mutex, 8 contenders: create, list, "
-                         "exists on the predecessor, delete)" % (
+                         "exists on the nearest two blockers, the grant once the listing's last is gone, delete)" % (
                              "cmutex", m["handoff_p50_us"], m.get("handoff_p99_us") or 0, m.get("throughput") or 0, "-",
                              ratio(z["handoff_p50_us"], m["handoff_p50_us"]), ratio(z["throughput"], m.get("throughput")),
                              ""))
