@@ -188,12 +188,17 @@ def plot(results, out):
     """depth_throughput.png and depth_cpu.png: drain releases/s and client CPU per release against N."""
     import shutil
     rows = [r for r in results if r.get("phase") == "depth" and r.get("ok")]
-    if not rows or not shutil.which("gnuplot"):
+    if not rows:
         return
+    if not shutil.which("gnuplot"):  # (matplotlib is not installed here either)
+        print("depth: no gnuplot on PATH: no depth_throughput.png, depth_cpu.png", file=sys.stderr)
+        return
+    spread = ", ".join("%s's %d: %d sessions" % (r["impl"], r["waiters"], r["sessions"]) for r in rows
+                       if r.get("sessions", 1) > 1)
     data = os.path.join(out, "plotdata")
     os.makedirs(data, exist_ok=True)
     script = ["set terminal png size 900,600", "set grid", "set logscale x 10", "set key below",
-              'set xlabel "waiters on one path, one session"']
+              'set xlabel "waiters on one path, one session%s"' % (" (%s)" % spread if spread else "")]
     for key, fname, ylabel in (("drain_releases_per_s", "depth_throughput.png", "drain releases/s (log)"),
                                ("cpu_us_per_release", "depth_cpu.png", "client CPU us per release (log)")):
         plots = []
