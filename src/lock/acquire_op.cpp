@@ -7,6 +7,7 @@
 #include "sansio/acquire_machine.hpp"
 #include "sansio/session_end.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace zklock::detail {
@@ -85,7 +86,8 @@ void run_acquire(std::shared_ptr<lock_dir> dir, pending<void(error_code, lock_gu
   const auto session_id = s->session_id();  // the ZooKeeper session the acquire started on
   acquire_fsm fsm(dir->path,
                   dir->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), session_id) : new_client_id(),
-                  p.mode, p.kind, dir->max_leases, dir->max_watched);
+                  p.mode, p.kind, dir->max_leases,
+                  std::min(dir->max_watched, acquire_machine::max_watched_blockers));
   fsm.set_lock_delay(dir->lock_delay);
   fsm.set_watch_own_node(dir->watch_own_node);
   std::string node_data = p.node_data ? *p.node_data : std::string(fsm.node_data());

@@ -65,9 +65,6 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
 
   /// An answer for the machine; its next step is carried out.
   void feed(const sansio::input& in) { run(machine_.on(in)); }
-  /// Carries out a step the hook got from the machine itself, for an answer no input carries
-  /// (what the session says of a grant): as one of the machine's own steps.
-  void proceed(const std::vector<sansio::request>& step) { run(step); }
   /// The watch in `slot`, taken out (the hook hands it over: a grant's own-node watch goes to
   /// the hold); its event no longer reaches the machine.
   boost::intrusive_ptr<watch_state> take_watch(std::uint8_t slot) { return std::exchange(watch_slot(slot), nullptr); }

@@ -43,6 +43,9 @@ class acquire_machine {
   };
   /// Watch slots: our node's, the lease dir's, then one per watched blocker.
   static constexpr std::uint8_t own_slot = 0, dir_slot = 1, first_blocker_slot = 2;
+  /// K, at most: a slot is one byte, and a watch whose removal is on its way keeps its slot
+  /// (a larger K counts as this: run_acquire).
+  static constexpr int max_watched_blockers = 120;
   /// Timer slots.
   static constexpr std::uint8_t timeout_timer = 0, backoff_timer = 1, lock_delay_timer = 2, stop_answer_timer = 3;
 
