@@ -1,6 +1,7 @@
-// The lock runner: one acquire, carried out. It feeds acquire_fsm (src/sansio/acquire_fsm.hpp) the
-// replies, watch events, session changes, the timeout and cancellation, and carries out the
-// requests it asks for on the session. Every recipe's acquire step goes through it.
+// One acquire, carried out: acquire_machine (src/sansio/acquire_machine.hpp, over acquire_fsm) on
+// the one runner (runner.hpp), which feeds it the replies, watch events, session changes, the
+// timeout and cancellation; the acquire's hook makes a grant a hold. Every recipe's acquire step
+// goes through it.
 #pragma once
 
 #include "lock/lock_dir.hpp"

@@ -6,7 +6,8 @@
 //    after the runner is gone;
 //  - watch slots (the watch a request set, waited for and removed by slot), timer slots;
 //  - each step's requests leave together (send_batch: one segment, pipelined);
-//  - following the session's state (await_connection), and the completion.
+//  - following the session's state (await_connection; follow_session: every change), and the
+//    completion.
 // What is the recipe's stays in its hook: `void on_outcome(runner&, const request&)` for the
 // machine's notify and complete requests (a leader becomes the operation's result).
 //
@@ -64,6 +65,9 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
 
   /// An answer for the machine; its next step is carried out.
   void feed(const sansio::input& in) { run(machine_.on(in)); }
+  /// The watch in `slot`, taken out (the hook hands it over: a grant's own-node watch goes to
+  /// the hold); its event no longer reaches the machine.
+  boost::intrusive_ptr<watch_state> take_watch(std::uint8_t slot) { return std::exchange(watch_slot(slot), nullptr); }
 
   Machine& machine() noexcept { return machine_; }
   Hook& hook() noexcept { return hook_; }
@@ -91,8 +95,13 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
   // The watch slot a request sets (emptied first: a request that fails sets none).
   boost::intrusive_ptr<watch_state>* set_watch(const sansio::request& r) {
     if (r.slot == sansio::request::no_slot) return nullptr;
-    watches_.at(r.slot) = nullptr;
+    watch_slot(r.slot) = nullptr;
     return &watches_[r.slot];
+  }
+  // A watch slot: as many as the machine numbers (a waiter's K blockers, besides its node).
+  boost::intrusive_ptr<watch_state>& watch_slot(std::uint8_t slot) {
+    if (slot >= watches_.size()) watches_.resize(std::size_t{slot} + 1);
+    return watches_[slot];
   }
 
   void carry_out(const sansio::request& r) {
@@ -121,12 +130,17 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
         });
       case sansio::request::notify:
       case sansio::request::complete: return hook_.on_outcome(*this, r);
+      case sansio::request::follow_session: return follow_session(r);
+      case sansio::request::stop_following:
+        if constexpr (std::is_same_v<Session, session_impl>) follow_.reset();
+        return;
     }
   }
 
   // The slot's watch fires: once, unless removed (or replaced) by us meanwhile.
   void wait_watch(const sansio::request& r) {
-    auto w = watches_.at(r.slot);
+    auto w = watch_slot(r.slot);
+    if (!w) return;  // removed (or taken) before the wait was asked for
     s_->wait_watch(w, watch_handler([self = this->shared_from_this(), w, slot = r.slot, tag = r.tag](error_code ec, watch_event ev) {
       if (w != self->watches_[slot]) return;  // removed by us (or being removed)
       if (ev.type == watch_event_type::not_watching && !ec) return;
@@ -138,7 +152,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
   // Nothing registered any more (fired, or never set): answered at once. A removal lost with
   // the connection leaves the watch in its slot (the C client keeps it, and sets it again).
   void remove_watch(const sansio::request& r) {
-    auto w = std::exchange(watches_.at(r.slot), nullptr);
+    auto w = std::exchange(watch_slot(r.slot), nullptr);
     if (!w || w->fired || !w->registered) return feed({.type = sansio::input::reply, .tag = r.tag});
     s_->remove_watch(w, void_handler([self = this->shared_from_this(), w, slot = r.slot, tag = r.tag](error_code ec) {
       if (ec == condition::connection_lost) self->watches_[slot] = w;
@@ -154,17 +168,27 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
     else
       t->expires_after(r.after);
     t->async_wait([self = this->shared_from_this(), tag = r.tag](error_code ec) {
-      if (!ec) self->feed({.type = sansio::input::timer_due, .tag = tag});
+      if (!ec) self->feed({.type = sansio::input::timer_due, .tag = tag, .connected = is_connected(self->s_->state())});
     });
+  }
+
+  // Every state change, until stop_following (the listener holds the runner meanwhile).
+  void follow_session(const sansio::request& r) {
+    if constexpr (std::is_same_v<Session, session_impl>) {
+      follow_ = session_listener(s_, this->shared_from_this(), [tag = r.tag](runner& self, session_state now) {
+        self.feed({.type = sansio::input::connection, .tag = tag, .state = now});
+      });
+    }  // (a simulated session has no state listeners: not followed)
   }
 
   std::shared_ptr<Session> s_;
   op_ptr op_;
   Machine machine_;
   Hook hook_;
-  std::array<boost::intrusive_ptr<watch_state>, slots> watches_;
+  std::vector<boost::intrusive_ptr<watch_state>> watches_ = std::vector<boost::intrusive_ptr<watch_state>>(slots);
   std::array<std::optional<asio::steady_timer>, slots> timers_;
   cancel_hook<op_type> cancel_;
+  std::conditional_t<std::is_same_v<Session, session_impl>, session_listener, std::monostate> follow_;
 };
 
 /// Starts an operation of a runner from any thread: on the session's executor (on_executor,

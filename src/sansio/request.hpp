@@ -14,10 +14,12 @@
 //  - timer(slot, at or after) -> input::timer_due once due (a timer set again replaces the
 //    previous one of its slot); cancel_timer(slot): no input.
 //  - await_connection -> input::connection once connected again (no error) or the session is
-//    over (its session_end_error).
+//    over (its session_end_error). follow_session: every change of the session's state from
+//    now on -> input::connection with the new `state` (ec empty), until stop_following (the
+//    runner lives while it follows).
 //  - notify: one of the machine's own outcomes (`what`, its enum's value; `id`, `ec`, `value`),
-//    handed to the recipe's hook (a waiter granted, a loss to report); complete: the operation
-//    is over with `ec`, its result is the machine's (result()).
+//    handed to the recipe's hook (a waiter granted, a loss to report; `path`: the node it is
+//    about); complete: the operation is over with `ec`, its result is the machine's (result()).
 // An operation's cancellation reaches the machine as input::cancelled (`total`: only total
 // cancellation, which waits for the cleanup; `connected`: the session's now).
 #pragma once
@@ -40,14 +42,14 @@ struct request {
   enum kind : std::uint8_t {
     create, remove, exists, get_data, get_children, sync, multi,
     wait_watch, remove_watch, timer, cancel_timer, await_connection,
-    notify, complete,
+    notify, complete, follow_session, stop_following,
   };
   static constexpr std::uint8_t no_slot = 0xff;
 
   kind type;
   std::uint64_t tag = 0;           ///< comes back with the answer
   std::uint8_t slot = no_slot;     ///< the watch (exists, get_*, wait_watch, remove_watch) or timer slot
-  std::string path{};              ///< create, remove, exists, get_*, sync
+  std::string path{};              ///< create, remove, exists, get_*, sync, notify
   std::string data{};              ///< create
   create_mode mode = create_mode::persistent;  ///< create
   int version = -1;                ///< remove
@@ -84,6 +86,12 @@ struct request {
   static request outcome(Outcome what, std::uint64_t id = 0, error_code ec = {}, std::uint32_t value = 0) {
     return {.type = notify, .what = static_cast<std::uint8_t>(what), .id = id, .ec = ec, .value = value};
   }
+  template <class Outcome>
+  static request outcome_on(Outcome what, std::string path, error_code ec = {}) {
+    return {.type = notify, .path = std::move(path), .what = static_cast<std::uint8_t>(what), .ec = ec};
+  }
+  static request follow(std::uint64_t tag) { return {.type = follow_session, .tag = tag}; }
+  static request unfollow() { return {.type = stop_following}; }
   static request done(error_code ec) { return {.type = complete, .ec = ec}; }
 
   /// notify's outcome, as the machine's enum.
@@ -107,7 +115,8 @@ struct input {
   value_type value{};     ///< reply: exists (the stat, none: no node), get_data, get_children, create, multi
   watch_event_type event{};  ///< watch_fired: what fired it
   bool total = false;      ///< cancelled: total cancellation only (wait for the cleanup)
-  bool connected = false;  ///< cancelled: the session is connected now
+  bool connected = false;  ///< cancelled, timer_due: the session is connected now
+  session_state state{};   ///< connection after follow_session: the session's new state
 
   const children_result* children() const noexcept { return std::get_if<children_result>(&value); }
   const data_result* data() const noexcept { return std::get_if<data_result>(&value); }
