@@ -38,7 +38,7 @@ struct mutex_options {
   /// instead of session_options::identity (default "<hostname>:<pid>"); empty: none.
   std::optional<std::string> identity = std::nullopt;
   /// K: how many of the contenders ahead that block an acquire it watches at once (values
-  /// below 1 count as 1), besides its own node. When all of them are watched, the last one's
+  /// below 1 count as 1, above 120 as 120), besides its own node. When all of them are watched, the last one's
   /// deletion is the grant, with no request. The default (see docs/REFERENCE.md), the costs (K
   /// watches per waiter, up to K events per release) and deeper queues: docs/REFERENCE.md, "The
   /// mutex's options"; the handoff: README.md, "The mutex".

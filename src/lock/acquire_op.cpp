@@ -87,7 +87,7 @@ void run_acquire(std::shared_ptr<lock_dir> dir, pending<void(error_code, lock_gu
   acquire_fsm fsm(dir->path,
                   dir->lock_delay.count() > 0 ? lock_delay_client_id(new_client_id(), session_id) : new_client_id(),
                   p.mode, p.kind, dir->max_leases,
-                  std::min(dir->max_watched, acquire_machine::max_watched_blockers));
+                  acquire_machine::watched_blockers(dir->max_watched));
   fsm.set_lock_delay(dir->lock_delay);
   fsm.set_watch_own_node(dir->watch_own_node);
   std::string node_data = p.node_data ? *p.node_data : std::string(fsm.node_data());

@@ -46,6 +46,10 @@ class acquire_machine {
   /// K, at most: a slot is one byte, and a watch whose removal is on its way keeps its slot
   /// (a larger K counts as this: run_acquire).
   static constexpr int max_watched_blockers = 120;
+  /// K as asked (mutex_options::watched_blockers) -> K as carried out: 1 to max_watched_blockers.
+  static constexpr int watched_blockers(int asked) noexcept {
+    return asked < 1 ? 1 : asked > max_watched_blockers ? max_watched_blockers : asked;
+  }
   /// Timer slots.
   static constexpr std::uint8_t timeout_timer = 0, backoff_timer = 1, lock_delay_timer = 2, stop_answer_timer = 3;
 

@@ -199,3 +199,13 @@ TEST_CASE("acquire_machine: the session's changes reach the acquire: suspended, 
   REQUIRE(done);
   CHECK(done->ec == errc::session_closed);
 }
+
+TEST_CASE("acquire_machine: K as asked is carried out between 1 and 120 (a watch slot is one byte)", "[unit][lock]") {
+  CHECK(acquire_machine::watched_blockers(-3) == 1);
+  CHECK(acquire_machine::watched_blockers(0) == 1);
+  CHECK(acquire_machine::watched_blockers(2) == 2);
+  CHECK(acquire_machine::watched_blockers(120) == 120);
+  CHECK(acquire_machine::watched_blockers(500) == 120);
+  // every blocker's slot, and the slots of watches still being removed, fit below no_slot
+  STATIC_REQUIRE(acquire_machine::first_blocker_slot + 2 * acquire_machine::max_watched_blockers < request::no_slot);
+}
