@@ -127,17 +127,11 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     }
   }
 
-  // The session's changes reach the local holder's status as they reach a hold's
-  // (maybe_lost while suspended); the loss itself comes from the node's hold.
-  void on_session_state(session_state st) {
+  // (The local holder follows the session's connection itself, as every hold does; its loss
+  // comes from here.)
+  void on_session_state(session_state) {
     see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
     see_session_end();
-    auto h = holder_.held.lock();
-    if (!h) return;
-    if (st == session_state::suspended)
-      h->local_suspended();
-    else if (is_connected(st))
-      h->local_connected(s_->session_id() == h->node_session());
   }
 
   void acquire_node(bool try_once) {

@@ -74,6 +74,9 @@ enum class hold_outcome : std::uint8_t {
   complete_release,       ///< the caller of the release gets `ec`
   report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
   deadline_near,          ///< async_wait_deadline waiter `id` is due: complete it (success)
+  // (hold_machine's, beside hold_fsm's)
+  revoked,                ///< every async_wait_revoked waiter completes with `ec` (empty: a request)
+  signal_lost,            ///< after report_lost's waiters: emit the guard's lost signal
 };
 
 class hold_fsm {
