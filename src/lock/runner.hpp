@@ -11,7 +11,9 @@
 // What is the recipe's stays in its hook: `void on_outcome(runner&, const request&)` for the
 // machine's notify and complete requests (a leader becomes the operation's result); optionally
 // `void after_step(runner&)`, called after each step is carried out (the hold keeps itself
-// alive while a delete is owed), and `static constexpr bool weak_waits = true`: timers and watch
+// alive while a delete is owed), `void before_input(runner&, const input&)`, called before the
+// machine hears each input the runner feeds it (the local queue tells it a loss it can already
+// see first), and `static constexpr bool weak_waits = true`: timers and watch
 // waits do not keep the runner alive (its owner does: the hold's guards). A runner with no
 // operation (op null: the hold's, which lives as long as its guards) is driven by its owner
 // through execute() and feed().
@@ -72,6 +74,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
   void feed(const sansio::input& answer) {
     sansio::input in = answer;
     in.seen = seen();
+    if constexpr (requires { hook_.before_input(*this, in); }) hook_.before_input(*this, in);
     run(machine_.on(in));
   }
   /// Carries out a step the machine made outside on() (its owner called it).
