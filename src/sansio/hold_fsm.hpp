@@ -2,9 +2,9 @@
 // validity deadline with its keepalive, and the release. Inputs: the session's state changes,
 // the clock (on_clock: a timer fired, a state changed, a reply came), the keepalive's reply, the
 // release request, the release's reply; outputs: arm the timer, send a keepalive, report the
-// loss, send the release, complete the release (request.hpp's requests and hold_outcome). The
-// mutex's `hold` carries them out;
-// unit tests walk every interleaving without a server.
+// loss, send the release, complete the release (request.hpp's requests and hold_outcome).
+// hold_machine (with the session's state, our node's watch and revocation) wraps it for the
+// runner, which carries them out for `hold`; unit tests walk every interleaving without a server.
 //
 // Rules it keeps:
 //  - A hold that was not released always gets its node deleted while its session lives, even

@@ -4,7 +4,7 @@
 // another process after max_local_handoffs grants. Inputs: acquires, cancellations, local
 // releases, the node's acquire / release / loss, and what a listing of the lock dir says of
 // who waits behind our node; outputs: the grants and failures, and the node's requests. The
-// runner (src/lock/local_queue.cpp) carries them out; unit and property tests walk every
+// runner carries them out for the queue (local_queue_machine below, src/lock/local_queue.cpp); unit and property tests walk every
 // interleaving without a server.
 //
 // Rules it keeps:

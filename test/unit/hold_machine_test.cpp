@@ -11,12 +11,14 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace zklock;
 using namespace zklock::detail;
 using zklock::testing::session_sim;
+using zklock::testing::watch_ptr;
 
 namespace hold_machine_sim {
 
@@ -50,7 +52,7 @@ struct fixture {
   std::shared_ptr<session_sim> s = std::make_shared<session_sim>(io.get_executor());
   std::shared_ptr<sim_hold> r;
 
-  explicit fixture(bool local = false) {
+  explicit fixture(bool local = false, bool sets_watch = true) {
     s->add(dir, "");
     s->add_ephemeral(node, "me");
     s->wire.clear();
@@ -60,7 +62,7 @@ struct fixture {
                                    recording_hook{});
     r->start(r->machine().start(r->seen()));
     // a grant's hold adopts the acquire's watch; none here: the hold sets its own
-    r->execute(r->machine().adopt_node_watch(false, false, nullptr, r->seen()));
+    if (sets_watch) r->execute(r->machine().adopt_node_watch(false, false, nullptr, r->seen()));
     settle();
   }
   hold_machine& m() { return r->machine(); }
@@ -193,6 +195,87 @@ TEST_CASE("hold on the runner: a local hold follows the connection and sends not
   CHECK(f.s->has(node));
   CHECK(f.status() == lock_status::released);
   CHECK(f.hook().ec_of(hold_outcome::complete_release) == error_code{});
+}
+
+TEST_CASE("hold on the runner: the acquire's watch on our node is adopted into its slot", "[runner][hold]") {
+  fixture f(/*local=*/false, /*sets_watch=*/false);
+  watch_ptr w;
+  std::optional<data_result> read;
+  f.s->get_data(node, &w, detail::data_handler([&](error_code, data_result d) { read = std::move(d); }));
+  f.settle();
+  REQUIRE(read);
+  f.r->adopt_watch(hold_machine::node_watch, w);
+  f.r->execute(f.m().adopt_node_watch(true, false, &*read, f.r->seen()));
+  f.settle();
+  CHECK(f.s->wire == std::vector<std::string>{"get_data " + node + " watch"});  // the acquire's only
+  CHECK(f.s->watches() == 1);
+  f.s->erase(node);
+  f.settle();
+  CHECK(f.hook().ec_of(hold_outcome::report_lost) == make_lock_lost(lost_cause::node_deleted));
+}
+
+TEST_CASE("hold on the runner: kept data is written back over a revocation request (set_data)", "[runner][hold]") {
+  fixture f;
+  f.r->execute(f.m().keep_data("me", f.r->seen()));
+  f.settle();
+  f.s->wire.clear();
+  f.s->set(node, std::string(revoke_message));
+  f.settle();
+  INFO(Catch::rangeToString(f.s->wire));
+  CHECK(f.hook().saw(hold_outcome::revoked));
+  REQUIRE(f.s->wire.size() >= 2);
+  CHECK(f.s->wire[0] == "get_data " + node + " watch");
+  CHECK(f.s->wire[1] == "set_data " + node);
+  CHECK(f.s->data_of(node) == "me");
+  CHECK(f.status() == lock_status::held);
+  CHECK(f.s->watches() == 1);  // our node's watch, set again
+}
+
+// A hold's runner lives as long as its owner keeps it: its timer and watch wait hold it weakly.
+struct weak_hook : recording_hook {
+  static constexpr bool weak_waits = true;
+  int steps = 0;
+  template <class Runner>
+  void after_step(Runner&) {
+    ++steps;
+  }
+};
+
+TEST_CASE("hold on the runner: weak_waits and after_step", "[runner][hold]") {
+  asio::io_context io;
+  auto s = std::make_shared<session_sim>(io.get_executor());
+  s->add(dir, "");
+  s->add_ephemeral(node);
+  auto settle = [&] {
+    io.restart();
+    while (io.poll() > 0) {
+    }
+  };
+  auto start = [&](auto r) {
+    const auto watches = s->watches();
+    r->start(r->machine().start(r->seen()));
+    r->execute(r->machine().adopt_node_watch(false, false, nullptr, r->seen()));
+    settle();
+    CHECK(s->watches() == watches + 1);  // its node watch, waited for
+    return std::weak_ptr(r);
+  };
+  auto weak = start(std::make_shared<runner<hold_machine, weak_hook, session_sim>>(
+      s, nullptr, hold_machine({.node = node, .session_id = s->session_id()}), weak_hook{}));
+  CHECK(weak.expired());  // the timer and the watch did not keep it
+  auto strong = std::make_shared<sim_hold>(s, nullptr, hold_machine({.node = node, .session_id = s->session_id()}),
+                                           recording_hook{});
+  auto r = std::make_shared<runner<hold_machine, weak_hook, session_sim>>(
+      s, nullptr, hold_machine({.node = node, .session_id = s->session_id()}), weak_hook{});
+  r->start(r->machine().start(r->seen()));
+  CHECK(r->hook().steps == 1);  // after each step, empty or not
+  r->execute({});
+  CHECK(r->hook().steps == 2);
+  auto kept = start(std::move(strong));
+  REQUIRE(!kept.expired());  // (without weak_waits, its timer keeps it)
+  auto k = kept.lock();      // released, so that nothing waits when the io_context goes
+  k->execute(k->machine().release(false, k->seen()));
+  k->execute(k->machine().end_released(k->seen()));
+  settle();
 }
 
 }  // namespace hold_machine_sim

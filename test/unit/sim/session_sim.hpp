@@ -171,6 +171,7 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
     nodes_.at(path).stat.ephemeral_owner = session_id_;
   }
   bool has(const std::string& path) const { return nodes_.count(path) > 0; }
+  const std::string& data_of(const std::string& path) const { return nodes_.at(path).data; }
   std::chrono::milliseconds timeout{10000};
   /// The watches registered now.
   std::size_t watches() const noexcept { return registered_.size(); }
