@@ -1,30 +1,29 @@
-// One held lock (shared by the guards of a reentrant owner): carries out hold_fsm's actions,
-// watches the session and the validity deadline. Every recipe's guard holds one.
+// One held lock (shared by the guards of a reentrant owner): hold_machine (src/sansio, with
+// hold_fsm and revocation_fsm as its members) carried out by the runner (src/lock/runner.hpp),
+// which follows the session, the validity deadline's timer and our node's watch for it. What
+// stays here is what the guards wait on: the lost, deadline and revocation waiters, the release's
+// caller, the lost signal, the metrics. Every recipe's guard holds one.
 //
 // The release path, top to bottom: lock_guard::async_release takes a release_ticket (guard.cpp)
 // -> hold::release_one (a local hold: release_local_hold, where its queue chooses between a
-// local handoff and the node's release) -> hold_fsm::release decides -> hold::run carries out its actions
-// (send_release: the delete) -> the reply -> hold_fsm::on_release_reply -> run again
-// (complete_release: the caller's handler).
+// local handoff and the node's release) -> hold_machine::release (hold_fsm::release decides)
+// -> the runner sends the delete -> its reply -> hold_fsm::on_release_reply -> complete_release:
+// the caller's handler (on_outcome).
 #pragma once
 
 #include "engine/hooks.hpp"
 #include "engine/lock_metrics.hpp"
 #include "engine/session_impl.hpp"
-#include "sansio/hold_fsm.hpp"
-#include "sansio/revocation_fsm.hpp"
+#include "lock/runner.hpp"
+#include "sansio/hold_machine.hpp"
 
 #include <zklock/lock_guard.hpp>
 
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace zklock::detail {
@@ -39,6 +38,21 @@ struct hold_grant {
   hold_meter metrics;                     ///< counts the hold's end (released or lost)
 };
 
+class hold;
+
+/// What the runner hands the hold: the machine's outcomes (hold_outcome), and after each step
+/// whether a delete is still owed. Timers and watch waits hold the runner weakly: the hold (its
+/// guards, or the session while a delete is owed) keeps it.
+struct hold_hook {
+  using op_type = pending<void(error_code)>;  // (none: the hold lives as long as its guards)
+  static constexpr bool weak_waits = true;
+  std::weak_ptr<hold> owner;
+  template <class Runner>
+  void on_outcome(Runner&, const sansio::request& a);
+  template <class Runner>
+  void after_step(Runner&);
+};
+
 class hold : public std::enable_shared_from_this<hold> {
   struct private_tag {
     explicit private_tag() = default;
@@ -50,27 +64,28 @@ class hold : public std::enable_shared_from_this<hold> {
   static std::shared_ptr<hold> granted(std::shared_ptr<session_impl> s, hold_grant g, bool watches_node);
   /// A local hold (mutex_options::local_queue, src/lock/local_queue.cpp): one grant of `queue`'s
   /// local queue on the node that the queue's own ZooKeeper hold keeps (`held`: that node is held
-  /// now). Its status is driven by the queue (the local_ inputs below); its last release goes to
-  /// the queue (release_local_hold), which decides between a local handoff and the node's release.
+  /// now). It follows the session's connection itself; its loss comes from the queue
+  /// (local_session_ended); its last release goes to the queue (release_local_hold), which
+  /// decides between a local handoff and the node's release.
   static std::shared_ptr<hold> local(std::shared_ptr<session_impl> s, hold_grant g, bool held,
                                      std::shared_ptr<local_queue> queue);
-  hold(private_tag, std::shared_ptr<session_impl> s, hold_grant g, bool connected, bool local);
+  hold(private_tag, std::shared_ptr<session_impl> s, hold_grant g);
 
   const std::shared_ptr<session_impl>& session() const noexcept { return s_; }
-  const std::string& node() const noexcept { return node_; }
+  const std::string& node() const noexcept { return r_->machine().node(); }
   std::int64_t fencing_token() const noexcept { return token_; }
   lock_kind kind() const noexcept { return kind_; }
   /// How many guards of a reentrant owner share this hold.
   int count() const noexcept { return count_; }
   /// The ZooKeeper session our node belongs to.
-  std::int64_t node_session() const noexcept { return session_id_; }
+  std::int64_t node_session() const noexcept { return r_->machine().node_session(); }
   /// The state machine, to read (its status, lost_error, release_failure).
-  const hold_fsm& machine() const noexcept { return fsm_; }
+  const hold_fsm& machine() const noexcept { return r_->machine().fsm(); }
   /// What the guard says: the state machine's status, made consistent with the session's
   /// current state (its own event may still be queued).
-  lock_status status() const noexcept;
+  lock_status status() const noexcept { return r_->machine().status(s_->state()); }
   /// Whether the guard still holds (status held or maybe_lost).
-  bool owns() const noexcept;
+  bool owns() const noexcept { return r_->machine().owns(s_->state()); }
   /// Emitted (terminal) when the hold is lost.
   asio::cancellation_slot lost_slot() noexcept { return lost_signal_.slot(); }
 
@@ -98,72 +113,47 @@ class hold : public std::enable_shared_from_this<hold> {
   /// Reply to the getData that set our node's watch: no node means deleted by someone else.
   void on_node_watch_reply(error_code ec, const data_result& d);
 
-  // A local hold's inputs, from its queue (it never sends: the node is the queue's).
-  void local_suspended();
-  void local_connected(bool same_session);
+  /// A local hold's loss, told by its queue (it never sends: the node is the queue's).
   void local_session_ended(error_code why);
-  /// Its owner gave it back (its last count): released, nothing sent.
+  /// A local hold's owner gave it back (its last count): released, nothing sent.
   void local_release();
 
   // A shared lock's downgrade (src/recipes/shared_mutex.cpp): its mark, an ephemeral node of
   // ours deleted at the release (ahead of our node, in the same segment) and at a loss.
   /// From now on the release deletes `mark` too.
-  void set_downgrade_mark(std::string mark) { downgrade_mark_ = std::move(mark); }
+  void set_downgrade_mark(std::string mark) { r_->machine().set_downgrade_mark(std::move(mark)); }
   /// `mark` is known not to exist (its create failed for sure): nothing to delete.
-  void forget_downgrade_mark(const std::string& mark) noexcept {
-    if (downgrade_mark_ == mark) downgrade_mark_.clear();
-  }
+  void forget_downgrade_mark(const std::string& mark) noexcept { r_->machine().forget_downgrade_mark(mark); }
   /// The downgrade committed: a read hold from now on, unless released meanwhile.
   void downgraded() noexcept {
-    if (fsm_.status() != lock_status::released) kind_ = lock_kind::read;
+    if (machine().status() != lock_status::released) kind_ = lock_kind::read;
   }
 
  private:
+  friend struct hold_hook;
+  using runner_type = runner<hold_machine, hold_hook>;
+  static std::shared_ptr<hold> make(std::shared_ptr<session_impl> s, hold_grant g, hold_machine::params p);
   bool is_local() const noexcept { return local_queue_owner_ != nullptr; }
-  /// Starts following the session and the validity deadline.
-  void start();
-  void on_session_state(session_state st);
-  /// Feeds hold_fsm::on_clock what the session says now.
-  void check_clock();
-  hold_clock clock() const;
-  bool node_ours(const std::optional<node_stat>& st) const { return st && st->ephemeral_owner == session_id_; }
-  void check_node();
-  /// Watches our node (getData with a watch): its deletion by anyone else is this hold's loss.
-  void watch_node();
-  void follow_node_watch();
-  void send_keepalive();
-  void run(const hold_fsm::actions& actions);
-  /// hold_fsm's notify requests (hold_outcome).
+  void execute(const hold_machine::actions& step) { r_->execute(step); }
+  /// The machine's outcomes (hold_outcome).
   void on_outcome(const sansio::request& a);
-  void send_release();
-  /// Completes the waits on this hold (lost, deadline, revoked) with `ec`: it ended.
+  /// While a release is owed the guard may be gone (release_pending): the session keeps us
+  /// until the delete is settled, so that something sends it after the reconnect.
+  void settle_owed();
+  /// Completes the lost and deadline waits on this hold with `ec`: it ended.
   void complete_lost_waiters(error_code ec);
   /// The end of a hold its owner gave back (its last count), whoever releases the node:
-  /// counted in the metrics, its timer stopped, its waits (lost, deadline, revoked) answered
-  /// already_released, a local hold's revocation watch removed.
+  /// counted in the metrics, its waits (lost, deadline, revoked) answered already_released,
+  /// its timer stopped, a local hold's revocation watch removed.
   void end_released();
-  /// Deletes our downgrade mark, if any.
-  void remove_downgrade_mark();
-  // revocation (src/lock/revocation.cpp)
-  void run_revocation(const revocation_fsm::actions& actions);
-  /// revocation_outcome::complete_waiters: every revocation waiter gets `ec`.
+  /// hold_outcome::revoked: every revocation waiter gets `ec`.
   void complete_revocation_waiters(error_code ec);
-  /// A revocation read of `generation` answered through our node's watch (not a local hold).
-  void read_through_node_watch(std::uint64_t generation);
-  /// Answers a revocation read (`generation`; 0: none) with what a read of our node said.
-  void answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version);
-  void write_back_kept_data();
-  /// A local hold that ended: removes its revocation watch from the node it leaves behind.
-  void drop_revoke_watch();
 
   std::shared_ptr<session_impl> s_;
-  std::string node_;
   std::int64_t token_ = 0;
-  std::int64_t session_id_ = 0;  // the ZooKeeper session our node belongs to
   lock_kind kind_ = lock_kind::exclusive;
-  hold_fsm fsm_;
   int count_ = 1;
-  session_listener listener_;  // on_session_state
+  std::shared_ptr<runner_type> r_;  // the machine, carried out
   std::vector<pending<void(error_code)>::ptr> lost_waiters_;
   // async_wait_deadline: completed when hold_fsm says its waiter is due (deadline_near)
   struct deadline_waiter {
@@ -173,46 +163,26 @@ class hold : public std::enable_shared_from_this<hold> {
   std::vector<deadline_waiter> deadline_waiters_;
   std::uint64_t next_waiter_ = 0;
   pending<void(error_code)>::ptr release_waiter_;
-  asio::steady_timer deadline_timer_;  // hold_fsm::clock_timer: the deadline, the keepalive, a waiter
-  asio::steady_timer backoff_timer_;  // hold_fsm::backoff_timer: a delete the server refused for now
   asio::cancellation_signal lost_signal_;
-  // While a release is owed the guard may be gone (release_pending), and the session listener
-  // only holds us weakly: the session keeps us (keep_owed) until the delete is settled, so
-  // something sends it after the reconnect. Not a member pointing at ourselves: a cycle that
-  // only a reply or a state event breaks leaks when the io_context is destroyed without them.
+  // Not a member pointing at ourselves: a cycle that only a reply or a state event breaks leaks
+  // when the io_context is destroyed without them (the session keeps us: keep_owed).
   bool owed_ = false;
   hold_meter metrics_;  // counts our end (released or lost) in the session's lock metrics
   std::shared_ptr<local_queue> local_queue_owner_;  // a local hold's queue (see local())
-
-  // lock_guard::async_wait_revoked (src/lock/revocation.cpp): read through node_watch_ (below);
-  // a local hold's own data watch on its queue's node (watch), set only while someone waits.
-  struct revocation_state {
-    revocation_fsm fsm;
-    std::vector<pending<void(error_code)>::ptr> waiters;
-    boost::intrusive_ptr<watch_state> watch;
-    std::uint64_t read = 0;      // a revocation read (its generation) answered by node_watch_'s reply
-    std::uint64_t watching = 0;  // the revocation generation whose watch is node_watch_
-    // An election's leader keeps its identity in its node: written back after each request
-    // (keep_data_through_revocation); a request nobody waited for then is kept for the next waiter.
-    std::optional<std::string> kept_data;
-    bool unheard = false;
-  };
-  revocation_state revocation_;
-  // A data watch on our node for the hold's whole life (from the acquire's create on): its
-  // deletion by anyone but us is heard at once, whatever else the session does. It is also the
-  // revocation's watch (one watch per node): the data its getData read answers a revocation
-  // read while it has not fired (no write since), and its re-read after a change answers the next.
-  boost::intrusive_ptr<watch_state> node_watch_;
-  struct node_read {
-    std::string data;
-    std::int32_t version = 0;
-  };
-  std::optional<node_read> node_data_;  // what the getData that set node_watch_ read
-  bool watches_node_ = true;            // false: node_watch_ is never set (lock_dir::watch_own_node)
-  bool node_read_pending_ = false;      // that getData's reply is still to come
-  // A shared lock's downgraded write hold: the path of its downgrade mark; empty when there is none.
-  std::string downgrade_mark_;
+  // lock_guard::async_wait_revoked (src/lock/revocation.cpp); a request nobody waited for while
+  // keep_data_through_revocation wrote over it is kept for the next waiter (unheard_).
+  std::vector<pending<void(error_code)>::ptr> revocation_waiters_;
+  bool unheard_ = false;
 };
+
+template <class Runner>
+void hold_hook::on_outcome(Runner&, const sansio::request& a) {
+  if (auto h = owner.lock()) h->on_outcome(a);
+}
+template <class Runner>
+void hold_hook::after_step(Runner&) {
+  if (auto h = owner.lock()) h->settle_owed();
+}
 
 /// A guard on a new hold.
 lock_guard make_guard(std::shared_ptr<hold> h);

@@ -1,10 +1,13 @@
-// The two-level lock's runner: see local_queue.hpp and src/sansio/local_queue_fsm.hpp.
+// The two-level lock's queue: see local_queue.hpp and src/sansio/local_queue_fsm.hpp. The runner
+// (src/lock/runner.hpp) carries out local_queue_machine (the lock dir's listing and its watch,
+// the session followed); the waiters, their timers and cancellations, and the node's acquire
+// and release (operations of their own) are here.
 #include "lock/local_queue.hpp"
 
 #include "engine/hooks.hpp"
 #include "lock/hold.hpp"
+#include "lock/runner.hpp"
 #include "sansio/local_queue_fsm.hpp"
-#include "sansio/grant_rule.hpp"
 #include "sansio/node_data.hpp"
 #include "sansio/session_end.hpp"
 
@@ -18,21 +21,39 @@
 
 namespace zklock::detail {
 
+class local_queue;
+
+/// What the runner hands the queue: a loss it can see, before each input; the machine's outcomes.
+struct local_queue_hook {
+  using op_type = pending<void(error_code)>;  // (none: the queue lives as long as its mutex and holds)
+  static constexpr bool weak_waits = true;
+  std::weak_ptr<local_queue> owner;
+  template <class Runner>
+  void before_input(Runner&, const sansio::input&);
+  template <class Runner>
+  void on_outcome(Runner&, const sansio::request& a);
+};
+
 class local_queue : public std::enable_shared_from_this<local_queue> {
  public:
   local_queue(std::shared_ptr<lock_dir> node_dir, int max_local_handoffs)
-      : s_(node_dir->s), dir_(std::move(node_dir)), fsm_(max_local_handoffs) {
+      : s_(node_dir->s), dir_(std::move(node_dir)), max_local_handoffs_(max_local_handoffs) {
     dir_->metering = lock_metering::local_queue_node;  // its waiters count, not their node's acquire
   }
   ~local_queue() {
     // Any thread may run this (a released local guard destroyed there holds our last
-    // reference): what belongs to the session's executor (the watch's reference count, the
+    // reference): what belongs to the session's executor (the runner's watch and timers, the
     // waiters' timers and cancellation hooks) is let go there, as the listener does.
-    asio::post(s_->executor(), [watch = std::move(watch_), waiters = std::move(waiters_)] {});
+    asio::post(s_->executor(), [r = std::move(r_), waiters = std::move(waiters_)] {});
   }
 
   void acquire(pending<void(error_code, lock_guard)>::ptr op, const acquire_params& p) {
-    if (!listener_) listener_ = session_listener(s_, weak_from_this(), &local_queue::on_session_state);
+    if (!r_) {
+      // follows the session from the first acquire on (before_input: see_losses)
+      r_ = std::make_shared<runner_type>(s_, nullptr, local_queue_machine(dir_->path, max_local_handoffs_),
+                                         local_queue_hook{weak_from_this()});
+      r_->start({sansio::request::follow()});
+    }
     if (holder_.reenter(p, op)) return;  // the owner holding through this mutex: its local hold again
     // (the session's end was checked by start_acquire, session_end.hpp's rule)
     // A try-acquire never waits for a reconnect (as the mutex's).
@@ -46,7 +67,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     // Cancellation of a local waiter touches nothing on the server: every type is honoured at
     // once (the queue's node, if no one is left to want it, is cleaned up by its own acquire).
     w.cancel = cancel_hook(op, weak_from_this(), [id](local_queue& self, asio::cancellation_type) {
-      self.feed([&] { return self.fsm_.cancel(id, asio::error::operation_aborted); });
+      self.feed([&] { return self.fsm().cancel(id, asio::error::operation_aborted); });
     });
     if (p.timeout != std::chrono::steady_clock::duration::max()) {
       w.timer.emplace(s_->executor());
@@ -55,16 +76,20 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
         // (as the mutex's: time out while not connected says so, not "contention")
         if (ec) return;
         auto why = is_connected(self->s_->state()) ? error_code(errc::lock_timeout) : error_code(errc::connection_unavailable);
-        self->feed([&] { return self->fsm_.cancel(id, why); });
+        self->feed([&] { return self->fsm().cancel(id, why); });
       });
     }
     feed([&] {
       members_session_ = s_->session_id();  // (a previous session's end was told just before)
-      return fsm_.enqueue(id, p.mode == lock_mode::try_once);
+      return fsm().enqueue(id, p.mode == lock_mode::try_once);
     });
   }
 
  private:
+  friend struct local_queue_hook;
+  using runner_type = runner<local_queue_machine, local_queue_hook>;
+  local_queue_fsm& fsm() noexcept { return r_->machine().fsm(); }
+
   struct waiter {
     pending<void(error_code, lock_guard)>::ptr op;
     cancel_hook<pending<void(error_code, lock_guard)>> cancel;
@@ -79,9 +104,12 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   // as a ZooKeeper grant does. (The node guard's own report of its loss comes a few handlers later.)
   template <class Input>
   void feed(Input input) {
-    see_node_loss();
-    see_session_end();
+    see_losses();
     run(input());
+  }
+  void see_losses() {
+    see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
+    see_session_end();
   }
 
   // The session our holder and waiters joined on ended (closed, expired, or replaced by a new
@@ -92,7 +120,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     auto end = session_end_error(s_->state(), /*ran_on_session=*/true, s_->session_id() != members_session_);
     if (!end) return;
     members_session_ = 0;
-    run(fsm_.on_session_ended(end));
+    run(fsm().on_session_ended(end));
   }
 
   void see_node_loss() {
@@ -103,45 +131,29 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (!end && node_guard_.owns_lock()) return;
     // the cause the node's hold reports (it names it the same way)
     node_lost_ = make_lock_lost(lost_cause_of(st, replaced));
-    run(fsm_.on_node_lost(end));
+    run(fsm().on_node_lost(end));
   }
 
-  void run(const local_queue_fsm::actions& actions) {
-    for (const auto& a : actions) {
-      if (a.type == sansio::request::get_children) {  // the queue's listing, with its child watch
-        watch_queue();
-        continue;
-      }
-      switch (a.outcome_kind<local_outcome>()) {
-        case local_outcome::acquire_node: acquire_node(a.value != 0); break;
-        case local_outcome::cancel_node:
-          if (node_cancel_) node_cancel_->emit(asio::cancellation_type::terminal);
-          break;
-        case local_outcome::release_node: release_node(); break;
-        case local_outcome::grant: grant(a.id, a.value); break;
-        case local_outcome::fail: finish(a.id, a.ec); break;
-        case local_outcome::lose_holder:
-          if (auto h = holder_.held.lock(); h && holder_id_ == a.id) h->local_session_ended(node_lost_ ? node_lost_ : a.ec);
-          break;
-      }
+  // The machine's step: the listing through the runner, the rest to on_outcome.
+  void run(const local_queue_fsm::actions& actions) { r_->execute(r_->machine().step(actions)); }
+
+  void on_outcome(const sansio::request& a) {
+    switch (a.outcome_kind<local_outcome>()) {
+      case local_outcome::acquire_node: acquire_node(a.value != 0); break;
+      case local_outcome::cancel_node:
+        if (node_cancel_) node_cancel_->emit(asio::cancellation_type::terminal);
+        break;
+      case local_outcome::release_node: release_node(); break;
+      case local_outcome::grant: grant(a.id, a.value); break;
+      case local_outcome::fail: finish(a.id, a.ec); break;
+      case local_outcome::lose_holder:
+        if (auto h = holder_.held.lock(); h && holder_id_ == a.id) h->local_session_ended(node_lost_ ? node_lost_ : a.ec);
+        break;
     }
   }
 
-  // The session's changes reach the local holder's status as they reach a hold's
-  // (maybe_lost while suspended); the loss itself comes from the node's hold.
-  void on_session_state(session_state st) {
-    see_node_loss();  // ended or replaced: the waiters fail, the holder is lost, now
-    see_session_end();
-    auto h = holder_.held.lock();
-    if (!h) return;
-    if (st == session_state::suspended)
-      h->local_suspended();
-    else if (is_connected(st))
-      h->local_connected(s_->session_id() == h->node_session());
-  }
-
   void acquire_node(bool try_once) {
-    const auto epoch = ++epoch_;
+    const auto epoch = r_->machine().next_epoch();
     node_cancel_ = std::make_unique<asio::cancellation_signal>();
     start_acquire(dir_,
                   asio::bind_cancellation_slot(node_cancel_->slot(),
@@ -152,7 +164,7 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   }
 
   void on_node(std::uint64_t epoch, error_code ec, lock_guard g) {
-    if (epoch != epoch_) return;  // cannot happen: one node acquire at a time
+    if (epoch != r_->machine().epoch()) return;  // cannot happen: one node acquire at a time
     // A grant that reaches us after its session ended is no grant (its guard is already lost).
     if (!ec) ec = session_end_error(s_->state(), /*ran_on_session=*/true);
     if (!ec) {
@@ -160,54 +172,31 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
       node_lost_ = {};
       node_session_ = s_->session_id();
       const auto& path = node_guard_.node_path();
-      node_name_ = path.substr(path.rfind('/') + 1);
+      r_->machine().node_acquired(path.substr(path.rfind('/') + 1));
       czxid_ = node_guard_.fencing_token();
       node_guard_.async_wait_lost([self = shared_from_this(), epoch](error_code ec) {
-        if (epoch != self->epoch_ || ec != errc::lock_lost) return;
+        if (epoch != self->r_->machine().epoch() || ec != errc::lock_lost) return;
         if (!self->node_lost_) self->node_lost_ = ec;  // its cause, for the local holder's guard
         auto end = session_end_error(self->s_->state(), /*ran_on_session=*/true,
                                      self->s_->session_id() != self->node_session_);
-        self->run(self->fsm_.on_node_lost(end));
+        self->run(self->fsm().on_node_lost(end));
       });
     }
-    feed([&] { return fsm_.on_node_acquired(ec); });
+    feed([&] { return fsm().on_node_acquired(ec); });
   }
 
   void release_node() {
-    ++epoch_;  // listings, watch events and the loss of the old node are stale from here
+    r_->machine().next_epoch();  // listings, watch events and the loss of the old node are stale from here
     auto g = std::move(node_guard_);
     node_guard_ = lock_guard{};
     node_lost_ = {};
     if (g.get_executor() == asio::any_io_executor{}) {
       // no guard (cannot happen: the node is released only once held)
-      return asio::post(s_->executor(), [self = shared_from_this()] { self->run(self->fsm_.on_node_released()); });
+      return asio::post(s_->executor(), [self = shared_from_this()] { self->run(self->fsm().on_node_released()); });
     }
     // Delete first, then queue again: waiting for the delete's reply keeps "one node of ours
     // in the dir at any time" true whatever the connection does meanwhile.
-    g.async_release([self = shared_from_this()](error_code) { self->feed([&] { return self->fsm_.on_node_released(); }); });
-  }
-
-  void watch_queue() {
-    const auto epoch = epoch_;
-    s_->get_children(dir_->path, &watch_,
-                     children_handler([self = shared_from_this(), epoch](error_code ec, children_result r) {
-                       if (epoch != self->epoch_) return;
-                       auto w = self->watch_;
-                       if (ec) return self->feed([&] { return self->fsm_.on_queue_error(); });
-                       bool others = false;
-                       for (const auto& q : queue_order(r.children))
-                         if (q.name != self->node_name_) others = true;
-                       self->feed([&] { return self->fsm_.on_queue(others); });
-                       if (w) self->wait(std::move(w), epoch);
-                     }));
-  }
-
-  void wait(boost::intrusive_ptr<watch_state> w, std::uint64_t epoch) {
-    s_->wait_watch(w, watch_handler([self = shared_from_this(), w, epoch](error_code ec, watch_event ev) {
-      if (w != self->watch_ || epoch != self->epoch_) return;
-      if (ec || ev.type != watch_event_type::child) return;
-      self->feed([&] { return self->fsm_.on_queue_changed(); });
-    }));
+    g.async_release([self = shared_from_this()](error_code) { self->feed([&] { return self->fsm().on_node_released(); }); });
   }
 
   // Takes waiter `id` out of the queue, its timer and cancellation unhooked: it completes now.
@@ -254,24 +243,21 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
     if (holder_.held.lock() != h) return;  // (cannot happen: one local holder at a time)
     const auto id = holder_id_;
     holder_ = {};
-    feed([&] { return fsm_.release(id); });
+    feed([&] { return fsm().release(id); });
   }
 
  private:
 
   std::shared_ptr<session_impl> s_;
   std::shared_ptr<lock_dir> dir_;  // a plain lock dir: the queue's node is an ordinary acquire
-  local_queue_fsm fsm_;
+  int max_local_handoffs_;
+  std::shared_ptr<runner_type> r_;  // local_queue_machine, carried out (from the first acquire)
   std::map<std::uint64_t, waiter> waiters_;
   std::uint64_t next_id_ = 1;
-  session_listener listener_;  // on_session_state
-  // the node
-  std::uint64_t epoch_ = 0;  // one per node acquire and per release: stale callbacks compare it
+  // the node (the machine's epoch: one per node acquire and per release, stale callbacks compare it)
   std::unique_ptr<asio::cancellation_signal> node_cancel_;
   lock_guard node_guard_;
-  std::string node_name_;
   std::int64_t czxid_ = 0;
-  boost::intrusive_ptr<watch_state> watch_;
   // the local holder
   reentrant_hold holder_;
   std::int64_t node_session_ = 0;  // the ZooKeeper session the node belongs to
@@ -279,6 +265,15 @@ class local_queue : public std::enable_shared_from_this<local_queue> {
   std::uint64_t holder_id_ = 0;
   std::int64_t members_session_ = 0;  // the session the holder and waiters joined on; 0: told its end
 };
+
+template <class Runner>
+void local_queue_hook::before_input(Runner&, const sansio::input&) {
+  if (auto q = owner.lock()) q->see_losses();
+}
+template <class Runner>
+void local_queue_hook::on_outcome(Runner&, const sansio::request& a) {
+  if (auto q = owner.lock()) q->on_outcome(a);
+}
 
 std::shared_ptr<local_queue> make_local_queue(std::shared_ptr<lock_dir> node_dir, int max_local_handoffs) {
   return std::make_shared<local_queue>(std::move(node_dir), max_local_handoffs);

@@ -1,5 +1,5 @@
-// Revocation, Curator's protocol: the holder's side (hold::wait_revoked carries out
-// revocation_fsm's requests and outcomes for lock_guard::async_wait_revoked) and the requester's
+// Revocation, Curator's protocol: the holder's side (hold::wait_revoked: its waiters, the
+// reads and watches being hold_machine's, carried out by the hold's runner) and the requester's
 // (async_request_revoke, async_revoke_holders: "__REVOKE__" written into the holders' nodes).
 #include "lock/hold.hpp"
 #include "lock/lock_dir.hpp"
@@ -20,151 +20,32 @@ namespace zklock::detail {
 
 void hold::wait_revoked(pending<void(error_code)>::ptr op) {
   // A request read (and written over) while only keep_data_through_revocation watched.
-  if (std::exchange(revocation_.unheard, false)) return op->complete({});
+  if (std::exchange(unheard_, false)) return op->complete({});
   hook_cancel(*op, weak_from_this(), [raw = op.get()](hold& self, asio::cancellation_type) {
-    // Taken out first, so that the actions below never complete it; then the watch goes if
-    // nobody else waits.
-    auto& ws = self.revocation_.waiters;
+    // Taken out first, so that the machine's outcomes never complete it; then the watch goes
+    // if nobody else waits.
+    auto& ws = self.revocation_waiters_;
     auto it = std::find_if(ws.begin(), ws.end(), [raw](const auto& w) { return w.get() == raw; });
     if (it != ws.end()) {
       ws.erase(it);
-      self.run_revocation(self.revocation_.fsm.remove_waiter());
+      self.execute(self.r_->machine().remove_revocation_waiter(self.r_->seen()));
     }
     raw->abort();
   });
-  revocation_.waiters.push_back(std::move(op));
-  run_revocation(revocation_.fsm.add_waiter());
-}
-
-void hold::run_revocation(const revocation_fsm::actions& actions) {
-  std::weak_ptr<hold> weak = weak_from_this();
-  for (const auto& a : actions) {
-    switch (a.type) {
-      case sansio::request::get_data: {  // our node's data, with a watch: tagged with its generation
-        const auto g = a.tag;
-        if (!is_local()) {
-          read_through_node_watch(g);
-          break;
-        }
-        // A local hold's node is its queue's, watched by no hold: a watch of its own.
-        // The watch this read registers (filled in by get_data before it returns).
-        auto registered = std::make_shared<boost::intrusive_ptr<watch_state>>();
-        s_->get_data(node_, registered.get(), data_handler([weak, g, registered](error_code ec, data_result r) {
-          auto self = weak.lock();
-          if (!self) return;
-          self->run_revocation(self->revocation_.fsm.on_data(g, ec, r.data, r.stat.version, is_connected(self->s_->state())));
-          if (!ec && *registered && self->revocation_.fsm.ended()) {
-            // The hold ended while this read was in flight: its watch was set after the end.
-            self->revocation_.watch = *registered;
-            return self->drop_revoke_watch();
-          }
-          // Hear when it fires (or is removed, or the session takes it): only after a
-          // successful read, since a failed one registers nothing.
-          if (!ec && *registered)
-            self->s_->wait_watch(*registered, watch_handler([weak, g](error_code wec, watch_event ev) {
-              if (auto self = weak.lock()) self->run_revocation(self->revocation_.fsm.on_watch_event(g, wec, ev.type));
-            }));
-        }));
-        revocation_.watch = *registered;
-        break;
-      }
-      case sansio::request::remove_watch: {
-        const auto g = a.tag;
-        if (!is_local()) {
-          // our node's watch stays for the hold's life: nothing to remove
-          if (revocation_.watching == g) revocation_.watching = 0;
-          run_revocation(revocation_.fsm.on_watch_removed(g, {}, is_connected(s_->state())));
-          break;
-        }
-        s_->remove_watch(revocation_.watch, void_handler([weak, g](error_code ec) {
-          if (auto self = weak.lock())
-            self->run_revocation(self->revocation_.fsm.on_watch_removed(g, ec, is_connected(self->s_->state())));
-        }));
-        break;
-      }
-      case sansio::request::await_connection:
-        // (an ended session: the hold's end completes the waiters)
-        detail::await_connection(s_, weak, [](hold& self, session_state st) {
-          if (is_connected(st)) self.run_revocation(self.revocation_.fsm.on_connected());
-        });
-        break;
-      case sansio::request::notify:
-        if (a.outcome_kind<revocation_outcome>() == revocation_outcome::check_node) check_node();
-        else complete_revocation_waiters(a.ec);
-        break;
-      default: break;  // (revocation_fsm makes no other request)
-    }
-  }
+  revocation_waiters_.push_back(std::move(op));
+  execute(r_->machine().add_revocation_waiter(r_->seen()));
 }
 
 void hold::complete_revocation_waiters(error_code ec) {
-  auto waiters = std::move(revocation_.waiters);
-  revocation_.waiters.clear();
+  auto waiters = std::move(revocation_waiters_);
+  revocation_waiters_.clear();
   for (auto& w : waiters) w->complete(ec);
-  if (revocation_.kept_data && !ec) {
-    revocation_.unheard = revocation_.unheard || waiters.empty();
-    write_back_kept_data();
-  }
-}
-
-// A hold's revocation reads go through its node's watch (node_watch), which it keeps anyway: one
-// data watch on the node, and no request when no write came since the watch's read (a grant's
-// revocation read is answered by the acquire's read of its node).
-void hold::read_through_node_watch(std::uint64_t generation) {
-  if (node_watch_ && node_watch_->registered && !node_watch_->fired && node_data_ && !node_read_pending_)
-    return answer_revocation_read(generation, {}, node_data_->data, node_data_->version);
-  revocation_.read = generation;  // answered by the reply of the getData that sets the watch
-  if (node_read_pending_) return;
-  if (node_watch_ && node_watch_->registered && !node_watch_->fired) {
-    // set, its read unknown: a plain read (no second watch)
-    s_->get_data(node_, nullptr, data_handler([weak = weak_from_this()](error_code ec, data_result d) {
-      if (auto self = weak.lock())
-        self->answer_revocation_read(std::exchange(self->revocation_.read, 0), ec, d.data, d.stat.version);
-    }));
-    return;
-  }
-  watch_node();
-  if (!node_read_pending_) {
-    // nothing sent (the hold has ended): the read fails as the session's end would
-    revocation_.read = 0;
-    run_revocation(revocation_.fsm.on_data(generation, errc::lock_lost, {}, 0, is_connected(s_->state())));
-  }
-}
-
-// What a read of our node said, given to the revocation read of `generation` (none: 0) that it
-// answers: a successful read's watch is node_watch, whose change is then that read's event.
-void hold::answer_revocation_read(std::uint64_t generation, error_code ec, std::string_view data, std::int32_t version) {
-  if (generation == 0) return;
-  if (!ec) revocation_.watching = generation;
-  run_revocation(revocation_.fsm.on_data(generation, ec, data, version, is_connected(s_->state())));
+  // (the machine writes the kept data back: a request nobody waited for is kept for the next)
+  if (r_->machine().keeps_data() && !ec) unheard_ = unheard_ || waiters.empty();
 }
 
 void hold::keep_data_through_revocation(std::string data) {
-  revocation_.kept_data = std::move(data);
-  run_revocation(revocation_.fsm.add_waiter());  // counted as a waiter: the watch stays set while we hold
-}
-
-// Over the request just read only (its version): a later write is read, and answered, in turn.
-// Then watch again. A write lost with the connection is made again once connected.
-void hold::write_back_kept_data() {
-  std::weak_ptr<hold> weak = weak_from_this();
-  s_->set_data(node_, *revocation_.kept_data, revocation_.fsm.reported_version(), stat_handler([weak](error_code ec, node_stat) {
-    auto self = weak.lock();
-    if (!self || !self->owns()) return;
-    if (ec != condition::connection_lost) return self->run_revocation(self->revocation_.fsm.add_waiter());
-    detail::await_connection(self->s_, weak, [](hold& h, session_state st) {
-      if (h.owns() && is_connected(st)) h.write_back_kept_data();
-    });
-  }));
-}
-
-// A local hold's node stays when the hold ends (the queue hands it to the next local holder):
-// its data watch goes with the hold, or it would stay registered and fire for a request meant
-// for a later holder. (A hold's own node is deleted at its end, which takes the watch.)
-void hold::drop_revoke_watch() {
-  if (!is_local() || !revocation_.watch || !revocation_.watch->registered) return;
-  // (a removal lost with the connection leaves one watch, whose event finds the hold ended)
-  s_->remove_watch(std::exchange(revocation_.watch, nullptr), void_handler([](error_code) {}));
+  execute(r_->machine().keep_data(std::move(data), r_->seen()));
 }
 
 void request_revoke(const std::shared_ptr<session_impl>& s, std::string node_path, void_handler h) {

@@ -6,10 +6,18 @@
 //    after the runner is gone;
 //  - watch slots (the watch a request set, waited for and removed by slot), timer slots;
 //  - each step's requests leave together (send_batch: one segment, pipelined);
-//  - following the session's state (await_connection; follow_session: every change), and the
+//  - following the session's state (await_connection; follow_session: every change, as an
+//    input, until stop_following), the session as seen with each input (input::seen), and the
 //    completion.
 // What is the recipe's stays in its hook: `void on_outcome(runner&, const request&)` for the
-// machine's notify and complete requests (a leader becomes the operation's result).
+// machine's notify and complete requests (a leader becomes the operation's result); optionally
+// `void after_step(runner&)`, called after each step is carried out (the hold keeps itself
+// alive while a delete is owed), `void before_input(runner&, const input&)`, called before the
+// machine hears each input the runner feeds it (the local queue tells it a loss it can already
+// see first), and `static constexpr bool weak_waits = true`: timers and watch
+// waits do not keep the runner alive (its owner does: the hold's guards). A runner with no
+// operation (op null: the hold's, which lives as long as its guards) is driven by its owner
+// through execute() and feed().
 //
 // Machine: `std::vector<request> on(const input&)`. Hook: `op_type` (the pending operation,
 // pending<void(error_code, ...)>) and on_outcome. Session: session_impl, or anything with its
@@ -64,7 +72,33 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
   }
 
   /// An answer for the machine; its next step is carried out.
-  void feed(const sansio::input& in) { run(machine_.on(in)); }
+  void feed(const sansio::input& answer) {
+    sansio::input in = answer;
+    in.seen = seen();
+    if constexpr (requires { hook_.before_input(*this, in); }) hook_.before_input(*this, in);
+    run(machine_.on(in));
+  }
+  /// Carries out a step the machine made outside on() (its owner called it).
+  void execute(const std::vector<sansio::request>& step) { run(step); }
+  /// Puts a watch set by someone else (an acquire's read of the node it created) in `slot`.
+  void adopt_watch(std::uint8_t slot, boost::intrusive_ptr<watch_state> w) { watch_slot(slot) = std::move(w); }
+  /// The session now (empty fields: the session does not tell them).
+  sansio::session_view seen() const {
+    sansio::session_view v{.state = s_->state()};
+    if constexpr (requires(const Session& s) {
+                    s.session_id();
+                    s.valid_until();
+                    s.last_acknowledged();
+                    s.negotiated_timeout();
+                  }) {
+      v.session_id = s_->session_id();
+      v.now = std::chrono::steady_clock::now();
+      v.valid_until = s_->valid_until();
+      v.last_acknowledged = s_->last_acknowledged();
+      v.session_timeout = s_->negotiated_timeout();
+    }
+    return v;
+  }
   /// The watch in `slot`, taken out (the hook hands it over: a grant's own-node watch goes to
   /// the hold); its event no longer reaches the machine.
   boost::intrusive_ptr<watch_state> take_watch(std::uint8_t slot) { return std::exchange(watch_slot(slot), nullptr); }
@@ -76,9 +110,11 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
 
  private:
   void run(const std::vector<sansio::request>& step) {
-    if (step.empty()) return;
-    typename Session::send_batch together(s_.get());  // what one input asks for goes in one segment
-    for (const auto& r : step) carry_out(r);
+    if (!step.empty()) {
+      typename Session::send_batch together(s_.get());  // what one input asks for goes in one segment
+      for (const auto& r : step) carry_out(r);
+    }
+    if constexpr (requires { hook_.after_step(*this); }) hook_.after_step(*this);
   }
 
   template <class Value>
@@ -130,18 +166,38 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
         });
       case sansio::request::notify:
       case sansio::request::complete: return hook_.on_outcome(*this, r);
-      case sansio::request::follow_session: return follow_session(r);
-      case sansio::request::stop_following:
-        if constexpr (std::is_same_v<Session, session_impl>) follow_.reset();
+      case sansio::request::set_data:
+        if constexpr (requires { s_->set_data(r.path, r.data, r.version, stat_handler{}); })
+          s_->set_data(r.path, r.data, r.version, stat_handler([self = this->shared_from_this(), tag = r.tag](error_code ec, node_stat st) {
+            sansio::input in{.type = sansio::input::reply, .tag = tag, .ec = ec};
+            if (!ec) in.value = std::optional<node_stat>(st);
+            self->feed(in);
+          }));
         return;
+      case sansio::request::follow_session: return follow(r);
+      case sansio::request::stop_following: following_.reset(); return;
     }
+  }
+
+  static void state_changed(runner&, session_state);  // (follow_session's signature, for its check)
+
+  // What a timer or a watch wait holds: the runner, or (weak_waits) a weak pointer to it.
+  static constexpr bool weak_waits = [] {
+    if constexpr (requires { Hook::weak_waits; }) return Hook::weak_waits;
+    else return false;
+  }();
+  auto waiting_ref() {
+    if constexpr (weak_waits) return this->weak_from_this();
+    else return this->shared_from_this();
   }
 
   // The slot's watch fires: once, unless removed (or replaced) by us meanwhile.
   void wait_watch(const sansio::request& r) {
     auto w = watch_slot(r.slot);
     if (!w) return;  // removed (or taken) before the wait was asked for
-    s_->wait_watch(w, watch_handler([self = this->shared_from_this(), w, slot = r.slot, tag = r.tag](error_code ec, watch_event ev) {
+    s_->wait_watch(w, watch_handler([ref = waiting_ref(), w, slot = r.slot, tag = r.tag](error_code ec, watch_event ev) {
+      auto self = lock_owner(ref);
+      if (!self) return;
       if (w != self->watches_[slot]) return;  // removed by us (or being removed)
       if (ev.type == watch_event_type::not_watching && !ec) return;
       self->watches_[slot] = nullptr;
@@ -167,18 +223,26 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
       t->expires_at(r.at);
     else
       t->expires_after(r.after);
-    t->async_wait([self = this->shared_from_this(), tag = r.tag](error_code ec) {
-      if (!ec) self->feed({.type = sansio::input::timer_due, .tag = tag, .connected = is_connected(self->s_->state())});
+    t->async_wait([ref = waiting_ref(), tag = r.tag](error_code ec) {
+      if (ec) return;
+      if (auto self = lock_owner(ref))
+        self->feed({.type = sansio::input::timer_due, .tag = tag, .connected = is_connected(self->s_->state())});
     });
   }
 
-  // Every state change, until stop_following (the listener holds the runner meanwhile).
-  void follow_session(const sansio::request& r) {
-    if constexpr (std::is_same_v<Session, session_impl>) {
-      follow_ = session_listener(s_, this->shared_from_this(), [tag = r.tag](runner& self, session_state now) {
-        self.feed({.type = sansio::input::connection, .tag = tag, .state = now});
+  // Every state change from now on, as input::session with the request's tag, until
+  // stop_following (unqualified, as await_connection: a simulated session brings its own). The
+  // listener holds the runner as its waits do: weakly for a weak_waits hook, else until
+  // stop_following (a machine that follows unfollows before it completes).
+  void follow(const sansio::request& r) {
+    if constexpr (requires { follow_session(s_, waiting_ref(), &runner::state_changed); }) {
+      auto l = follow_session(s_, waiting_ref(), [tag = r.tag](runner& self, session_state told) {
+        sansio::input in{.type = sansio::input::session, .tag = tag};
+        in.state = told;  // (the session may be further by now: input::seen)
+        self.feed(in);
       });
-    }  // (a simulated session has no state listeners: not followed)
+      following_ = std::make_shared<decltype(l)>(std::move(l));
+    }
   }
 
   std::shared_ptr<Session> s_;
@@ -188,8 +252,24 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
   std::vector<boost::intrusive_ptr<watch_state>> watches_ = std::vector<boost::intrusive_ptr<watch_state>>(slots);
   std::array<std::optional<asio::steady_timer>, slots> timers_;
   cancel_hook<op_type> cancel_;
-  std::conditional_t<std::is_same_v<Session, session_impl>, session_listener, std::monostate> follow_;
+  std::shared_ptr<void> following_;  // follow_session's listener
 };
+
+/// follow_session on a real session: its state listener (posted, never inline).
+template <class Owner, class F>
+session_listener follow_session(std::shared_ptr<session_impl> s, Owner owner, F on_state) {
+  return session_listener(std::move(s), std::move(owner), std::move(on_state));
+}
+
+/// Whether a runner on `Session` carries out set_data and follow_session (they are skipped on a
+/// session without them): checked where a machine needs them.
+template <class Session>
+concept follows_and_writes = requires(std::shared_ptr<Session> s, std::weak_ptr<Session> owner, const std::string& p,
+                                      void (*f)(Session&, session_state)) {
+  s->set_data(p, p, -1, stat_handler{});
+  follow_session(s, owner, f);
+};
+static_assert(follows_and_writes<session_impl>);
 
 /// Starts an operation of a runner from any thread: on the session's executor (on_executor,
 /// which relays the caller's cancellation there), its pending made from `h`, then

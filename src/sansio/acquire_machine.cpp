@@ -29,8 +29,8 @@ acquire_machine::requests acquire_machine::on(const sansio::input& in) {
       if (in.tag == stop_tag) return translate(fsm_.on_stop_answer_due());
       if (in.tag == delay_tag_) return translate(fsm_.on_lock_delay_due());
       return {};  // a lock-delay wait replaced since
+    case sansio::input::session: return in.tag == follow_tag ? on_session(in.state) : requests{};
     case sansio::input::connection: {
-      if (in.tag == follow_tag) return on_session(in.state);
       auto it = asked_.find(in.tag);
       if (it == asked_.end()) return {};
       auto changes = static_cast<std::uint64_t>(it->second.extra);

@@ -2,9 +2,9 @@
 // validity deadline with its keepalive, and the release. Inputs: the session's state changes,
 // the clock (on_clock: a timer fired, a state changed, a reply came), the keepalive's reply, the
 // release request, the release's reply; outputs: arm the timer, send a keepalive, report the
-// loss, send the release, complete the release (request.hpp's requests and hold_outcome). The
-// mutex's `hold` carries them out;
-// unit tests walk every interleaving without a server.
+// loss, send the release, complete the release (request.hpp's requests and hold_outcome).
+// hold_machine (with the session's state, our node's watch and revocation) wraps it for the
+// runner, which carries them out for `hold`; unit tests walk every interleaving without a server.
 //
 // Rules it keeps:
 //  - A hold that was not released always gets its node deleted while its session lives, even
@@ -74,6 +74,9 @@ enum class hold_outcome : std::uint8_t {
   complete_release,       ///< the caller of the release gets `ec`
   report_release_failed,  ///< the server refused the delete for good (`ec`): our node stays
   deadline_near,          ///< async_wait_deadline waiter `id` is due: complete it (success)
+  // (hold_machine's, beside hold_fsm's)
+  revoked,                ///< every async_wait_revoked waiter completes with `ec` (empty: a request)
+  signal_lost,            ///< after report_lost's waiters: emit the guard's lost signal
 };
 
 class hold_fsm {

@@ -1,5 +1,7 @@
 #include "sansio/local_queue_fsm.hpp"
 
+#include "sansio/grant_rule.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -191,6 +193,34 @@ local_queue_fsm::actions local_queue_fsm::on_queue_changed() {
   others_ = others::unknown;
   next(out);  // lists again if a local waiter needs to know (only the holder's process watches)
   return out;
+}
+
+local_queue_machine::actions local_queue_machine::step(const local_queue_fsm::actions& in) const {
+  actions out;
+  for (const auto& a : in) {
+    if (a.type == sansio::request::get_children) out.push_back(sansio::request::get_children_of(epoch_, dir_, local_queue_fsm::queue_watch_slot));
+    else out.push_back(a);
+  }
+  return out;
+}
+
+local_queue_machine::actions local_queue_machine::on(const sansio::input& in) {
+  if (in.tag != epoch_) return {};  // of a node given up
+  if (in.type == sansio::input::reply) {
+    if (in.ec) return step(fsm_.on_queue_error());
+    bool others = false;
+    if (auto r = in.children())
+      for (const auto& q : queue_order(r->children))
+        if (q.name != node_name_) others = true;
+    // the listing's watch waited for first: a listing its answer asks for replaces it
+    actions out{sansio::request::wait_for(epoch_, local_queue_fsm::queue_watch_slot)};
+    auto next = step(fsm_.on_queue(others));
+    out.insert(out.end(), next.begin(), next.end());
+    return out;
+  }
+  if (in.type == sansio::input::watch_fired && !in.ec && in.event == watch_event_type::child)
+    return step(fsm_.on_queue_changed());
+  return {};  // (the session's changes: the queue's hook looked at them, before_input)
 }
 
 }  // namespace zklock::detail

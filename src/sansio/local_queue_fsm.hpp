@@ -4,7 +4,7 @@
 // another process after max_local_handoffs grants. Inputs: acquires, cancellations, local
 // releases, the node's acquire / release / loss, and what a listing of the lock dir says of
 // who waits behind our node; outputs: the grants and failures, and the node's requests. The
-// runner (src/lock/local_queue.cpp) carries them out; unit and property tests walk every
+// runner carries them out for the queue (local_queue_machine below, src/lock/local_queue.cpp); unit and property tests walk every
 // interleaving without a server.
 //
 // Rules it keeps:
@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace zklock::detail {
@@ -127,6 +128,33 @@ class local_queue_fsm {
   std::uint32_t grants_ = 0;   // local grants on the current node
   others others_ = others::unknown;
   bool listing_ = false;       // a watch_queue is in flight
+};
+
+/// local_queue_fsm as the runner's machine (src/lock/runner.hpp): its listing of the lock dir
+/// (get_children with the child watch in queue_watch_slot, tagged with the node's epoch: the
+/// listing or the event of a node given up since is stale), the watch waited for, the rest its
+/// outcomes for the queue's hook. The queue's own inputs go to fsm() and back through step().
+class local_queue_machine {
+ public:
+  using actions = std::vector<sansio::request>;
+  local_queue_machine(std::string dir, int max_local_handoffs) : dir_(std::move(dir)), fsm_(max_local_handoffs) {}
+
+  local_queue_fsm& fsm() noexcept { return fsm_; }
+  /// fsm()'s requests as the runner carries them out.
+  actions step(const local_queue_fsm::actions& in) const;
+  actions on(const sansio::input& in);
+
+  /// A new node acquire (or a release): what was heard of the previous node is stale.
+  std::uint64_t next_epoch() noexcept { return ++epoch_; }
+  std::uint64_t epoch() const noexcept { return epoch_; }
+  /// Our node's name, as a listing shows it.
+  void node_acquired(std::string name) { node_name_ = std::move(name); }
+
+ private:
+  std::string dir_;
+  std::string node_name_;
+  std::uint64_t epoch_ = 0;
+  local_queue_fsm fsm_;
 };
 
 }  // namespace zklock::detail

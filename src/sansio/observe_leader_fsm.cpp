@@ -33,6 +33,7 @@ observe_leader_fsm::actions observe_leader_fsm::on(const sansio::input& in) {
     case sansio::input::timer_due: return on_restore_timeout();
     case sansio::input::connection: return in.ec ? on_session_ended(in.ec) : on_connected();
     case sansio::input::cancelled: return cancel(in.ec, in.total, in.connected);
+    case sansio::input::session: break;  // (never asked for: it follows the session by await_connection)
   }
   return {};
 }

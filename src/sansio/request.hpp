@@ -14,9 +14,12 @@
 //  - timer(slot, at or after) -> input::timer_due once due (a timer set again replaces the
 //    previous one of its slot); cancel_timer(slot): no input.
 //  - await_connection -> input::connection once connected again (no error) or the session is
-//    over (its session_end_error). follow_session: every change of the session's state from
-//    now on -> input::connection with the new `state` (ec empty), until stop_following (the
-//    runner lives while it follows).
+//    over (its session_end_error).
+//  - follow_session -> input::session (with its tag) at each change of the session's state from
+//    then on, until stop_following (`state`: the state the change told); set_data(path, data,
+//    version) -> input::reply (the node's stat). Both only on a session that has them.
+//  - Every input carries `seen`, the session as the runner saw it when the input arrived (its
+//    state, id and contact with the server), when the session tells it.
 //  - notify: one of the machine's own outcomes (`what`, its enum's value; `id`, `ec`, `value`),
 //    handed to the recipe's hook (a waiter granted, a loss to report; `path`: the node it is
 //    about); complete: the operation is over with `ec`, its result is the machine's (result()).
@@ -42,17 +45,18 @@ struct request {
   enum kind : std::uint8_t {
     create, remove, exists, get_data, get_children, sync, multi,
     wait_watch, remove_watch, timer, cancel_timer, await_connection,
-    notify, complete, follow_session, stop_following,
+    notify, complete,
+    set_data, follow_session, stop_following,
   };
   static constexpr std::uint8_t no_slot = 0xff;
 
   kind type;
   std::uint64_t tag = 0;           ///< comes back with the answer
   std::uint8_t slot = no_slot;     ///< the watch (exists, get_*, wait_watch, remove_watch) or timer slot
-  std::string path{};              ///< create, remove, exists, get_*, sync, notify
-  std::string data{};              ///< create
+  std::string path{};              ///< create, remove, exists, get_*, sync, set_data, notify
+  std::string data{};              ///< create, set_data
   create_mode mode = create_mode::persistent;  ///< create
-  int version = -1;                ///< remove
+  int version = -1;                ///< remove, set_data
   std::vector<multi_op> ops{};     ///< multi
   std::chrono::steady_clock::time_point at{};  ///< timer: when (or `after` from now when empty)
   std::chrono::steady_clock::duration after{};
@@ -90,9 +94,12 @@ struct request {
   static request outcome_on(Outcome what, std::string path, error_code ec = {}) {
     return {.type = notify, .path = std::move(path), .what = static_cast<std::uint8_t>(what), .ec = ec};
   }
-  static request follow(std::uint64_t tag) { return {.type = follow_session, .tag = tag}; }
+  static request follow(std::uint64_t tag = 0) { return {.type = follow_session, .tag = tag}; }
   static request unfollow() { return {.type = stop_following}; }
   static request done(error_code ec) { return {.type = complete, .ec = ec}; }
+  static request set_data_of(std::uint64_t tag, std::string path, std::string data, int version = -1) {
+    return {.type = set_data, .tag = tag, .path = std::move(path), .data = std::move(data), .version = version};
+  }
 
   /// notify's outcome, as the machine's enum.
   template <class Outcome>
@@ -101,10 +108,23 @@ struct request {
   }
 };
 
+/// The session as the runner saw it when an input arrived: its state and id, and its contact
+/// with the server (the last reply, the validity deadline it implies, the negotiated timeout).
+/// All empty for a session that does not tell them.
+struct session_view {
+  using time_point = std::chrono::steady_clock::time_point;
+  session_state state = session_state::connecting;
+  std::int64_t session_id = 0;
+  time_point now{};
+  time_point valid_until{};
+  time_point last_acknowledged{};
+  std::chrono::milliseconds session_timeout{0};
+};
+
 /// What the runner answers: a request's reply, a watch's event, a timer, the session's
 /// connection (after await_connection), or the operation's cancellation.
 struct input {
-  enum kind : std::uint8_t { reply, watch_fired, timer_due, connection, cancelled };
+  enum kind : std::uint8_t { reply, watch_fired, timer_due, connection, cancelled, session };
   using value_type = std::variant<std::monostate, std::optional<node_stat>, data_result, children_result,
                                   create_result, std::vector<multi_result>>;
 
@@ -116,10 +136,16 @@ struct input {
   watch_event_type event{};  ///< watch_fired: what fired it
   bool total = false;      ///< cancelled: total cancellation only (wait for the cleanup)
   bool connected = false;  ///< cancelled, timer_due: the session is connected now
-  session_state state{};   ///< connection after follow_session: the session's new state
+  session_state state{};   ///< session: the state the change told (seen: the session now)
+  session_view seen{};     ///< the session when this input arrived
 
   const children_result* children() const noexcept { return std::get_if<children_result>(&value); }
   const data_result* data() const noexcept { return std::get_if<data_result>(&value); }
+  /// exists, set_data: the node's stat (none: no node).
+  const node_stat* stat() const noexcept {
+    auto st = std::get_if<std::optional<node_stat>>(&value);
+    return st && st->has_value() ? &**st : nullptr;
+  }
   /// exists: whether the node is there.
   bool node_exists() const noexcept {
     auto st = std::get_if<std::optional<node_stat>>(&value);

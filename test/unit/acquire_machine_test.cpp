@@ -187,14 +187,14 @@ TEST_CASE("acquire_machine: the session's changes reach the acquire: suspended, 
           "[unit][lock]") {
   machine_under_test t;
   auto [first, create, list] = t.begin();
-  t.m.on({.type = input::connection, .tag = first[0].tag, .state = session_state::suspended});
+  t.m.on({.type = input::session, .tag = first[0].tag, .state = session_state::suspended});
   t.m.on(reply(*list, zk_errc::connection_loss));
   t.m.on(reply(*create, zk_errc::connection_loss));
   // reconnected: the lost create is looked for (sync, then a listing)
-  auto back = t.m.on({.type = input::connection, .tag = first[0].tag, .state = session_state::reconnected});
+  auto back = t.m.on({.type = input::session, .tag = first[0].tag, .state = session_state::reconnected});
   CHECK(find(back, request::get_children));
   // the session closed: the acquire ends with it
-  auto closed = t.m.on({.type = input::connection, .tag = first[0].tag, .state = session_state::closed});
+  auto closed = t.m.on({.type = input::session, .tag = first[0].tag, .state = session_state::closed});
   auto done = find(closed, request::complete);
   REQUIRE(done);
   CHECK(done->ec == errc::session_closed);

@@ -4,6 +4,7 @@
 // waited for and fired, its removal on a cancellation taken on the executor, a read lost with
 // the connection made again once connected (await_connection).
 #include "lock/runner.hpp"
+#include "sansio/local_queue_fsm.hpp"
 #include "sansio/observe_leader_fsm.hpp"
 #include "sim/session_sim.hpp"
 
@@ -136,6 +137,68 @@ TEST_CASE("runner over a simulated session: a read lost with the connection goes
   REQUIRE(f.leader);
   CHECK(f.leader->identity == "alice");
   CHECK(f.s->wire.size() == 3);  // the listing again, then the head's read
+}
+
+// local_queue.cpp's machine: the lock dir's listing with its child watch (tagged with the node's
+// epoch), the watch waited for, the outcomes to the hook, before_input ahead of each input.
+struct queue_hook {
+  using op_type = pending<void(error_code)>;
+  std::vector<local_outcome> outcomes;
+  int looked = 0;  // before_input calls
+  template <class Runner>
+  void before_input(Runner&, const sansio::input&) { ++looked; }
+  template <class Runner>
+  void on_outcome(Runner&, const sansio::request& a) { outcomes.push_back(a.outcome_kind<local_outcome>()); }
+};
+using sim_queue = runner<local_queue_machine, queue_hook, session_sim>;
+
+TEST_CASE("runner over a simulated session: local_queue_machine lists the lock dir and hears its changes",
+          "[runner][local_queue]") {
+  asio::io_context io;
+  auto s = std::make_shared<session_sim>(io.get_executor());
+  const std::string dir = "/q", ours = "_c_1-lock-0000000001";
+  s->add(dir, "");
+  s->add_ephemeral(dir + "/" + ours);
+  auto r = std::make_shared<sim_queue>(s, nullptr, local_queue_machine(dir, 2), queue_hook{});
+  auto settle = [&] {
+    io.restart();
+    while (io.poll() > 0) {
+    }
+  };
+  auto& m = r->machine();
+  r->start({sansio::request::follow()});
+  r->execute(m.step(m.fsm().enqueue(1, false)));
+  REQUIRE(r->hook().outcomes == std::vector<local_outcome>{local_outcome::acquire_node});
+  m.next_epoch();  // the node's acquire
+  m.node_acquired(ours);
+  r->execute(m.step(m.fsm().on_node_acquired({})));
+  s->wire.clear();
+  r->execute(m.step(m.fsm().enqueue(2, false)));  // a waiter behind the holder: is anyone else queued?
+  settle();
+  CHECK(s->wire == std::vector<std::string>{"get_children " + dir + " watch"});
+  CHECK(r->hook().looked == 1);  // before the listing's reply
+  r->execute(m.step(m.fsm().release(1)));
+  CHECK(r->hook().outcomes.back() == local_outcome::grant);  // nobody else: handed on locally
+  CHECK(s->watches() == 1);
+  s->add(dir + "/_c_2-lock-0000000002", "");  // another process queues: the child watch fires
+  settle();
+  CHECK(s->watches() == 0);
+  s->wire.clear();
+  r->execute(m.step(m.fsm().enqueue(3, false)));  // what we knew is stale: listed again
+  settle();
+  CHECK(s->wire == std::vector<std::string>{"get_children " + dir + " watch"});
+  SECTION("the other process is served: the node is released after its grants") {
+    r->execute(m.step(m.fsm().release(2)));
+    CHECK(r->hook().outcomes.back() == local_outcome::release_node);
+  }
+  SECTION("an event of a node given up is stale") {
+    m.next_epoch();
+    s->wire.clear();
+    s->add(dir + "/_c_3-lock-0000000003", "");
+    settle();
+    CHECK(s->watches() == 0);  // fired
+    CHECK(s->wire.empty());    // and not heard: no listing asked
+  }
 }
 
 }  // namespace runner_sim

@@ -1,7 +1,7 @@
 // A simulated session for the runner (src/lock/runner.hpp): an in-memory tree answering the
 // runner's calls in order on an executor, as one ZooKeeper session does, with its watches
 // (data and exists watches on a node, child watches on its parent) and a connection that can
-// drop and come back. The runner is templated over its session: with this one, the unit tests
+// drop and come back, a state followers hear of (follow_session), and an expiry. The runner is templated over its session: with this one, the unit tests
 // run a machine through the same runner the library uses, without a server. `wire` records
 // each request as sent ("get_data /e/n watch"). No Catch2 here.
 #pragma once
@@ -14,6 +14,9 @@
 #include <zklock/types.hpp>
 
 #include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <functional>
 
 #include <map>
 #include <memory>
@@ -34,6 +37,10 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
   // ---- what the runner calls ----
   const asio::any_io_executor& executor() const noexcept { return ex_; }
   session_state state() const noexcept { return state_; }
+  std::int64_t session_id() const noexcept { return session_id_; }
+  std::chrono::steady_clock::time_point last_acknowledged() const noexcept { return last_ack_; }
+  std::chrono::milliseconds negotiated_timeout() const noexcept { return timeout; }
+  std::chrono::steady_clock::time_point valid_until() const noexcept { return last_ack_ + timeout - timeout / 10; }
 
   class send_batch {
    public:
@@ -88,6 +95,15 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
       if (parent(p) == path) r.children.push_back(p.substr(path.size() + 1));
     answer(std::move(h), error_code{}, std::move(r));
   }
+  void set_data(const std::string& path, const std::string& data, int version, detail::stat_handler h) {
+    log("set_data " + path);
+    if (auto ec = down()) return answer(std::move(h), ec, node_stat{});
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) return answer(std::move(h), zk_errc::no_node, node_stat{});
+    if (version >= 0 && version != it->second.stat.version) return answer(std::move(h), zk_errc::bad_version, node_stat{});
+    set(path, data);
+    answer(std::move(h), error_code{}, nodes_.at(path).stat);
+  }
   void sync(const std::string& path, detail::void_handler h) {
     log("sync " + path);
     answer(std::move(h), down());
@@ -135,15 +151,45 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
   }
   /// The connection drops: requests fail with connection_loss until reconnect(); the watches
   /// stay registered (the C client sets them again).
-  void disconnect() { state_ = session_state::suspended; }
+  void disconnect() { change(session_state::suspended); }
   void reconnect() {
-    state_ = session_state::reconnected;
+    change(session_state::reconnected);
     for (auto& f : std::exchange(on_connected_, {})) asio::post(ex_, std::move(f));
   }
+  /// The server expired the session: its ephemeral nodes go, its watches end with the session.
+  void expire() {
+    change(session_state::expired);
+    for (auto it = nodes_.begin(); it != nodes_.end();)
+      it = it->second.stat.ephemeral_owner == session_id_ ? nodes_.erase(it) : std::next(it);
+    for (auto& w : std::exchange(registered_, {})) w->registered = false;
+    for (auto& [w, h] : std::exchange(waiters_, {}))
+      answer(std::move(h), error_code(zk_errc::session_expired), watch_event{watch_event_type::not_watching, w->path});
+  }
+  /// An ephemeral node of this session (as a lock's create makes).
+  void add_ephemeral(const std::string& path, std::string data = {}) {
+    add(path, std::move(data));
+    nodes_.at(path).stat.ephemeral_owner = session_id_;
+  }
+  bool has(const std::string& path) const { return nodes_.count(path) > 0; }
+  const std::string& data_of(const std::string& path) const { return nodes_.at(path).data; }
+  std::chrono::milliseconds timeout{10000};
   /// The watches registered now.
   std::size_t watches() const noexcept { return registered_.size(); }
 
   std::vector<std::string> wire;
+
+  /// Calls f(owner, state) at each state change (posted) while owner and the result live.
+  template <class Owner, class F>
+  friend std::shared_ptr<void> follow_session(std::shared_ptr<session_sim> s, Owner owner, F f) {
+    auto alive = std::make_shared<int>(0);
+    s->followers_.push_back([ex = s->ex_, w = std::weak_ptr<int>(alive), owner = std::move(owner), f = std::move(f)](session_state st) {
+      asio::post(ex, [w, owner, f, st] {
+        if (w.expired()) return;
+        if (auto self = detail::lock_owner(owner)) std::invoke(f, *self, st);
+      });
+    });
+    return alive;
+  }
 
   template <class Owner, class F>
   friend void await_connection(std::shared_ptr<session_sim> s, Owner owner, F f) {
@@ -161,10 +207,18 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
 
   static std::string parent(const std::string& path) { return path.substr(0, path.rfind('/')); }
   void log(std::string what) { wire.push_back(std::move(what)); }
-  error_code down() const { return is_connected(state_) ? error_code{} : error_code(zk_errc::connection_loss); }
+  error_code down() const {
+    if (state_ == session_state::expired) return zk_errc::session_expired;
+    return is_connected(state_) ? error_code{} : error_code(zk_errc::connection_loss);
+  }
+  void change(session_state st) {
+    state_ = st;
+    for (auto& f : followers_) f(st);
+  }
 
   template <class H, class... Args>
   void answer(H h, Args... args) {
+    if (is_connected(state_)) last_ack_ = std::chrono::steady_clock::now();
     asio::post(ex_, [h = std::move(h), args...]() mutable { std::move(h)(args...); });
   }
 
@@ -203,6 +257,9 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
   std::vector<watch_ptr> registered_;
   std::map<watch_state*, detail::watch_handler> waiters_;
   std::vector<std::function<void()>> on_connected_;
+  std::vector<std::function<void(session_state)>> followers_;
+  std::int64_t session_id_ = 0x5e55;
+  std::chrono::steady_clock::time_point last_ack_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace zklock::testing
