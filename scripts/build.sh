@@ -17,6 +17,8 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 #   (CMakeLists.txt); every other build passes OFF, so the test command builds the whole library.
 # BENCH_O0=ON (the test command's): the benchmark programs at -O0 (bench/CMakeLists.txt); OFF
 #   for every other build, so scripts/bench's measures -O2 programs.
+# LIBRARY_PIC=ON (the test command's): the library's objects position-independent, for the shared
+#   library of the package test to link them (CMakeLists.txt).
 # APPS_O0=ON (the test command's): the zklock tool at -O0 (CMakeLists.txt); -O1 otherwise.
 # DEBUG_INFO: RelWithDebInfo's debug info, -g by default; the test command's -g1 (line tables:
 #   4-12 % less compile time for a library source; the same code, and the installed library
@@ -27,7 +29,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
   -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" -DCMAKE_UNITY_BUILD_BATCH_SIZE="${UNITY_BATCH:-8}" \
   -DZKLOCK_BUILD_TESTS="${BUILD_TESTS:-ON}" -DZKLOCK_UNITY_LIBRARY="${UNITY_LIBRARY:-OFF}" \
   -DZKLOCK_DEMO_BUILD="${DEMO_BUILD:-OFF}" -DZKLOCK_BENCH_O0="${BENCH_O0:-OFF}" \
-  -DZKLOCK_APPS_O0="${APPS_O0:-OFF}" \
+  -DZKLOCK_APPS_O0="${APPS_O0:-OFF}" -DZKLOCK_LIBRARY_PIC="${LIBRARY_PIC:-OFF}" \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 ${DEBUG_INFO:--g} -DNDEBUG" ${CMAKE_ARGS:-} >&2
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

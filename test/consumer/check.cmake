@@ -11,7 +11,12 @@
 #   what is checked here (the SONAME, the exported symbols, the consumers linking and running)
 #   depends on neither: the visibility comes from the attributes, and -O0 emits every inline
 #   function out of line, so the export check sees at least as much as at -O3. The static
-#   library under test keeps its flags. (A library source that misses the include of a project
+#   library under test keeps its flags.
+#   LIBRARY_OBJECTS ('|' between paths): the build under test's own objects, compiled as
+#   position-independent code (ZKLOCK_LIBRARY_PIC, the test command's build; the same flags a
+#   shared build adds but -fPIC: the hidden visibility and ZKLOCK_API are every build's): the
+#   shared build links its libzklock.so from them (ZKLOCK_LIBRARY_OBJECTS) and compiles nothing
+#   of the library; the SONAME, the install, the exports and the consumers are checked the same. (A library source that misses the include of a project
 #   header is the test "package: each library source includes the project headers it uses",
 #   check_includes.py.)
 # The consumers are compiled without optimization too (-O0, CMAKE_BUILD_TYPE=Release's other
@@ -32,9 +37,13 @@ function(run what)
 endfunction()
 
 if(SHARED)
+  set(objects)
+  if(LIBRARY_OBJECTS)
+    set(objects "-DZKLOCK_LIBRARY_OBJECTS=${LIBRARY_OBJECTS}")
+  endif()
   run("shared library configure" ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/lib -G Ninja
     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" -DZKLOCK_UNITY_LIBRARY=ON -DZKLOCK_UNITY_BATCH=0
-    -DBUILD_SHARED_LIBS=ON
+    -DBUILD_SHARED_LIBS=ON ${objects}
     -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DCMAKE_INSTALL_LIBDIR=lib
     "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}" "-DCMAKE_C_COMPILER_LAUNCHER=${LAUNCHER}"
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_SHARED_LINKER_FLAGS=${LINKER_FLAGS}")

@@ -96,7 +96,10 @@ def main():
         out.writelines("#include <%s>\n" % h for h in system_headers(a.root))
     start = time.monotonic()
     pch = header + (".pch" if clang else ".gch")
-    p = subprocess.run(flags + ["-x", "c++-header", header, "-o", pch],
+    # clang: the templates the headers use among themselves instantiated once, in the precompiled
+    # header, not again in every source (73 s of CPU for the check against 92 without)
+    instantiate = ["-fpch-instantiate-templates"] if clang else []
+    p = subprocess.run(flags + instantiate + ["-x", "c++-header", header, "-o", pch],
                        capture_output=True, text=True, cwd=cwd)
     if p.returncode != 0:
         print(p.stdout + p.stderr)
