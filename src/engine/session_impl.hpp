@@ -47,6 +47,32 @@ namespace zklock::detail {
 struct closing_handle;  // engine/close.cpp
 struct host_lookup;     // engine/connect.cpp
 
+/// A listing's result as the engine's own askers get it: one copy of the names, shared by every
+/// asker of a coalesced listing (a deep queue's listing answers hundreds of acquires at once;
+/// a copy each would cost the session O(askers x N)). async_get_children's callers still get a
+/// children_result of their own.
+using shared_children = std::shared_ptr<const children_result>;
+using shared_children_handler = asio::any_completion_handler<void(error_code, shared_children)>;
+
+/// One asker of a listing: a caller of async_get_children (`copy`: its own children_result) or
+/// the engine's own (`shared`).
+struct listing_asker {
+  pending<void(error_code, children_result)>::ptr copy{};
+  pending<void(error_code, shared_children)>::ptr shared{};
+
+  bool active() const noexcept { return copy ? copy->active() : shared->active(); }
+  void fail(error_code ec) {
+    if (copy) copy->fail(ec);
+    else shared->complete(ec, std::make_shared<const children_result>());
+  }
+  /// `last`: no asker after this one (a copy may then take the names themselves).
+  void complete(error_code ec, std::shared_ptr<children_result>& r, bool last) {
+    if (shared) return shared->complete(ec, r);
+    if (last && r.use_count() == 1) return copy->complete(ec, std::move(*r));
+    copy->complete(ec, *r);
+  }
+};
+
 class session_impl : public std::enable_shared_from_this<session_impl> {
  public:
   session_impl(asio::any_io_executor ex, session_options opts);
@@ -89,6 +115,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void remove(std::string path, int version, void_handler h);
   void exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
   void get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
+  /// The same, for the engine's own askers: the result shared with every other asker.
+  void get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, shared_children_handler h);
   void get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
   void set_data(std::string path, std::string data, int version, stat_handler h);
   void multi(std::vector<multi_op> ops, multi_handler h);
@@ -165,6 +193,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   template <class Signature, class Call>
   void read(asio::any_completion_handler<Signature> h, const std::string& path,
             boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call);
+  /// get_children's one path, for either kind of asker.
+  void list(std::string path, boost::intrusive_ptr<watch_state>* watch, listing_asker asker);
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
   /// Looks the connect string's host names up on asio's resolver (never on the loop, never
@@ -272,7 +302,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
     std::function<void()> send;
     std::function<void(error_code)> fail;
     std::function<bool()> wanted;
-    std::function<void(pending<void(error_code, children_result)>::ptr)> join;
+    std::function<void(listing_asker)> join;
   };
   request_window<queued_request> window_{opts_->max_outstanding_requests};
 

@@ -107,13 +107,14 @@ class acquire_op : public boost::intrusive_ref_counter<acquire_op, boost::thread
     ptr self(this);
     session_impl::send_batch together(s_.get());  // what one input asks for goes in one segment
     auto list = [&] {
-      s_->get_children(dir_->path, nullptr, children_handler([self](error_code ec, children_result r) {
-                         self->heard_listing(ec, r);
+      // (the listing's one result, shared with the session's other askers of it)
+      s_->get_children(dir_->path, nullptr, shared_children_handler([self](error_code ec, shared_children r) {
+                         self->heard_listing(ec, *r);
                          // A waiter in a deep queue evaluates the view's few names for its node, not
                          // every name (the queue would cost the session O(N^2) otherwise).
                          if (!ec && self->fsm_.takes_view_listing())
                            return self->run(self->fsm_.on_children(ec, self->view_listing()));
-                         self->run(self->fsm_.on_children(ec, r.children));
+                         self->run(self->fsm_.on_children(ec, r->children));
                        }));
     };
     for (auto& a : actions) {

@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -97,8 +98,10 @@ struct request {
 /// connection (after await_connection), or the operation's cancellation.
 struct input {
   enum kind : std::uint8_t { reply, watch_fired, timer_due, connection, cancelled };
+  /// (a listing's result comes shared with the session's other askers of it: listing)
+  using listing = std::shared_ptr<const children_result>;
   using value_type = std::variant<std::monostate, std::optional<node_stat>, data_result, children_result,
-                                  create_result, std::vector<multi_result>>;
+                                  create_result, std::vector<multi_result>, listing>;
 
   kind type;
   std::uint64_t tag = 0;  ///< the request's
@@ -109,7 +112,10 @@ struct input {
   bool total = false;      ///< cancelled: total cancellation only (wait for the cleanup)
   bool connected = false;  ///< cancelled: the session is connected now
 
-  const children_result* children() const noexcept { return std::get_if<children_result>(&value); }
+  const children_result* children() const noexcept {
+    if (auto shared = std::get_if<listing>(&value)) return shared->get();
+    return std::get_if<children_result>(&value);
+  }
   const data_result* data() const noexcept { return std::get_if<data_result>(&value); }
   /// exists: whether the node is there.
   bool node_exists() const noexcept {
