@@ -102,9 +102,9 @@ TEST_CASE_METHOD(server_fixture, "listings that wait in the window coalesce and 
   });
 }
 
-TEST_CASE_METHOD(server_fixture, "the engine's askers of a coalesced listing share its one result, a caller of async_get_children gets a copy",
+TEST_CASE_METHOD(server_fixture, "the engine's askers of a coalesced listing share its one result and a caller of async_get_children gets a copy",
                  "[integration][window]") {
-  auto& s = connect(windowed(srv.connect_string(), 1));
+  auto& s = connect(windowed(srv.connect_string(), 3));  // (a listing takes 3 askers then)
   auto engine = zklock::detail::access::impl(s);
   run_test(ioc, [&]() -> asio::awaitable<void> {
     co_await s.async_create("/shared", "", create_mode::persistent, asio::use_awaitable);
@@ -112,7 +112,7 @@ TEST_CASE_METHOD(server_fixture, "the engine's askers of a coalesced listing sha
     std::vector<zklock::detail::shared_children> shared;
     children_result copy;
     int done = 0;
-    s.async_get_data("/shared", [&](error_code, data_result) { ++done; });  // fills the window
+    for (int i = 0; i < 3; ++i) s.async_get_data("/shared", [&](error_code, data_result) { ++done; });  // fill the window
     auto ask = [&] {
       engine->get_children("/shared", nullptr, zklock::detail::shared_children_handler([&](error_code ec, zklock::detail::shared_children r) {
                              CHECK_FALSE(ec);
@@ -127,7 +127,7 @@ TEST_CASE_METHOD(server_fixture, "the engine's askers of a coalesced listing sha
       ++done;
     });
     ask();
-    while (done < 4) co_await sleep_for(1ms);
+    while (done < 6) co_await sleep_for(1ms);
     CHECK(s.stats().listings_coalesced == 2);
     REQUIRE(shared.size() == 2);
     REQUIRE(shared[0]);
