@@ -7,6 +7,7 @@
 
 #include <zklock/path.hpp>
 
+#include <algorithm>
 #include <utility>
 
 namespace zklock::detail {
@@ -27,12 +28,22 @@ error_code precheck(zhandle_t* zh, session_state st, std::string_view path) {
 // that allow side effects (Asio's rule); total cancellation is refused.
 constexpr auto write_cancellation = asio::cancellation_type::terminal | asio::cancellation_type::partial;
 
-// The askers that joined a listing fail with it (see get_children); other requests have none.
-using children_sig = void(error_code, children_result);
+// A listing (get_children) answers its askers (listing_asker), any number of them; every other
+// request its one op.
+using listing = request<void(error_code, shared_children), std::vector<listing_asker>>;
 template <class Request>
-void fail_askers(Request&, error_code) {}
-void fail_askers(request<children_sig, std::vector<pending<children_sig>::ptr>>& r, error_code ec) {
-  for (auto& asker : r.extra) asker->fail(ec);
+void fail_request(Request& r, error_code ec) {
+  r.op->fail(ec);
+}
+void fail_request(listing& r, error_code ec) {
+  for (auto& asker : r.extra) asker.fail(ec);
+}
+template <class Request>
+bool wanted(const Request& r) {
+  return r.op->active();
+}
+bool wanted(const listing& r) {
+  return std::any_of(r.extra.begin(), r.extra.end(), [](const listing_asker& a) { return a.active(); });
 }
 
 const ACL_vector* acl_for(const session_options& o) {
@@ -48,9 +59,9 @@ void session_impl::submit(const boost::intrusive_ptr<Request>& r, Call call, req
   q.send = [this, r, call = std::move(call)]() mutable { send_now(r, call); };
   q.fail = [this, r](error_code ec) {
     if (r->watch) drop_watch(r->watch.get());
-    r->op->fail(ec);
+    fail_request(*r, ec);
   };
-  q.wanted = [r] { return r->op->active(); };
+  q.wanted = [r] { return wanted(*r); };
   window_.push(cls, std::move(path), std::move(q));
 }
 
@@ -59,17 +70,17 @@ void session_impl::send_now(const boost::intrusive_ptr<Request>& r, Call& call) 
   r->queued = std::chrono::steady_clock::now();
   request_scope scope(this);
   const int state_before = c_state(zh_);
+  stand_aside();  // (its send may close the socket; the pump registers it again)
   int rc = call(hand_over(r));
   note_request_sent(state_before);
+  schedule_pump();
   if (rc != ZOK) {
     intrusive_ptr_release(r.get());  // the C client did not take it
     window_.on_done();
     if (r->watch) drop_watch(r->watch.get());
-    fail_askers(*r, zk_error(rc));
-    return r->op->fail(zk_error(rc));
+    return fail_request(*r, zk_error(rc));
   }
   ++requests_sent_;
-  schedule_pump();
 }
 
 void session_impl::on_answered() {
@@ -174,51 +185,50 @@ void session_impl::exists(std::string path, boost::intrusive_ptr<watch_state>* w
 }
 
 void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h) {
-  using sig = void(error_code, children_result);
-  // A listing without a watch carries the askers that joined it while it waited (request_window).
-  using listing = request<sig, std::vector<pending<sig>::ptr>>;
+  auto op = pending<void(error_code, children_result)>::make(std::move(h), ex_);
+  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
+  list(std::move(path), watch, {.copy = std::move(op)});
+}
+
+void session_impl::get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, shared_children_handler h) {
+  listing_asker asker{.shared = pending<void(error_code, shared_children)>::make(std::move(h), ex_)};
+  if (auto ec = precheck(zh_, state_, path)) return asker.fail(ec);
+  list(std::move(path), watch, std::move(asker));
+}
+
+void session_impl::list(std::string path, boost::intrusive_ptr<watch_state>* watch, listing_asker asker) {
   auto done = [](int rc, const String_vector* strings, const Stat* stat, const void* d) {
     auto r = adopt<listing>(d);
     r->replied(rc, rc == ZOK);
-    children_result res;
+    auto res = std::make_shared<children_result>();  // one copy of the names for every asker
     if (rc == ZOK) {
       if (strings) {
-        res.children.reserve(strings->count);
-        for (int i = 0; i < strings->count; ++i) res.children.emplace_back(strings->data[i]);
+        res->children.reserve(strings->count);
+        for (int i = 0; i < strings->count; ++i) res->children.emplace_back(strings->data[i]);
       }
-      res.stat = to_stat(stat);
+      res->stat = to_stat(stat);
     }
     const error_code ec = reply_error(rc);
-    for (auto& asker : r->extra) asker->complete(ec, res);
-    r->op->complete(ec, std::move(res));
+    for (std::size_t i = 0; i < r->extra.size(); ++i) r->extra[i].complete(ec, res, i + 1 == r->extra.size());
   };
+  // A listing without a watch carries the askers that join it while it waits (request_window).
+  if (!watch)
+    if (auto* q = window_.join_listing(path)) return q->join(std::move(asker));
+  // (the request's own op stays empty: its askers are answered instead, see fail_request)
+  boost::intrusive_ptr<listing> r(new listing(nullptr));
+  r->extra.push_back(std::move(asker));
   if (!watch) {
-    auto op = pending<sig>::make(std::move(h), ex_);
-    if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
-    if (auto* q = window_.join_listing(path)) return q->join(op);
-    boost::intrusive_ptr<listing> r(new listing(op));
     auto call = [this, path, done](void* d) { return zoo_aget_children2(zh_, path.c_str(), 0, done, d); };
     r->owner = weak_from_this();
     if (window_.try_send()) return send_now(r, call);
     queued_request q;
     q.send = [this, r, call]() mutable { send_now(r, call); };
-    q.fail = [r](error_code ec) {
-      fail_askers(*r, ec);
-      r->op->fail(ec);
-    };
-    q.wanted = [r] {
-      if (r->op->active()) return true;
-      for (auto& asker : r->extra)
-        if (asker->active()) return true;
-      return false;
-    };
-    q.join = [r](pending<sig>::ptr asker) { r->extra.push_back(std::move(asker)); };
+    q.fail = [r](error_code ec) { fail_request(*r, ec); };
+    q.wanted = [r] { return wanted(*r); };
+    q.join = [r](listing_asker a) { r->extra.push_back(std::move(a)); };
     window_.push(request_class::listing, std::move(path), std::move(q));
     return;
   }
-  auto op = pending<sig>::make(std::move(h), ex_);
-  if (auto ec = precheck(zh_, state_, path)) return op->fail(ec);
-  boost::intrusive_ptr<listing> r(new listing(op));
   r->watch = *watch = new_watch(path, true);
   submit(r, [this, path, w = r->watch.get(), done](void* d) {
     return zoo_awget_children2(zh_, path.c_str(), node_watcher, w, done, d);

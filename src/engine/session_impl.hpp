@@ -47,6 +47,32 @@ namespace zklock::detail {
 struct closing_handle;  // engine/close.cpp
 struct host_lookup;     // engine/connect.cpp
 
+/// A listing's result as the engine's own askers get it: one copy of the names, shared by every
+/// asker of a coalesced listing (a deep queue's listing answers hundreds of acquires at once;
+/// a copy each would cost the session O(askers x N)). async_get_children's callers still get a
+/// children_result of their own.
+using shared_children = std::shared_ptr<const children_result>;
+using shared_children_handler = asio::any_completion_handler<void(error_code, shared_children)>;
+
+/// One asker of a listing: a caller of async_get_children (`copy`: its own children_result) or
+/// the engine's own (`shared`).
+struct listing_asker {
+  pending<void(error_code, children_result)>::ptr copy{};
+  pending<void(error_code, shared_children)>::ptr shared{};
+
+  bool active() const noexcept { return copy ? copy->active() : shared->active(); }
+  void fail(error_code ec) {
+    if (copy) copy->fail(ec);
+    else shared->complete(ec, std::make_shared<const children_result>());
+  }
+  /// `last`: no asker after this one (a copy may then take the names themselves).
+  void complete(error_code ec, std::shared_ptr<children_result>& r, bool last) {
+    if (shared) return shared->complete(ec, r);
+    if (last && r.use_count() == 1) return copy->complete(ec, std::move(*r));
+    copy->complete(ec, *r);
+  }
+};
+
 class session_impl : public std::enable_shared_from_this<session_impl> {
  public:
   session_impl(asio::any_io_executor ex, session_options opts);
@@ -89,6 +115,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void remove(std::string path, int version, void_handler h);
   void exists(std::string path, boost::intrusive_ptr<watch_state>* watch, exists_handler h);
   void get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, children_handler h);
+  /// The same, for the engine's own askers: the result shared with every other asker.
+  void get_children(std::string path, boost::intrusive_ptr<watch_state>* watch, shared_children_handler h);
   void get_data(std::string path, boost::intrusive_ptr<watch_state>* watch, data_handler h);
   void set_data(std::string path, std::string data, int version, stat_handler h);
   void multi(std::vector<multi_op> ops, multi_handler h);
@@ -165,6 +193,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   template <class Signature, class Call>
   void read(asio::any_completion_handler<Signature> h, const std::string& path,
             boost::intrusive_ptr<watch_state>* watch, bool child_watch, Call&& call);
+  /// get_children's one path, for either kind of asker.
+  void list(std::string path, boost::intrusive_ptr<watch_state>* watch, listing_asker asker);
   boost::intrusive_ptr<watch_state> new_watch(const std::string& path, bool child);
 
   /// Looks the connect string's host names up on asio's resolver (never on the loop, never
@@ -202,8 +232,11 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void schedule_pump();
   void process(int events);
   void update_descriptor(int fd);
-  /// Stops watching the C client's socket (closes our dup of it).
+  /// Stops watching the C client's socket (deregisters it; the C client closes it).
   void forget_descriptor() noexcept;
+  /// Deregisters the C client's socket before a C call that may close it (engine/loop.cpp);
+  /// the loop's next arm registers it again.
+  void stand_aside() noexcept;
   void arm(int fd, int interest, std::chrono::microseconds timeout);
   void note_request_sent(int state_before);
   void recover_dropped_in_send(int fd);
@@ -216,14 +249,14 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   session_state state_ = session_state::disconnected;
   bool ever_connected_ = false;  // of the current ZooKeeper session
 
-  // The C client's socket, watched through a dup() of it (see engine/loop.cpp): our own
-  // number, so that deregistering it never touches a socket that took the C client's number.
+  // The C client's socket, registered between its calls only (see engine/loop.cpp), so that
+  // deregistering it never touches a socket that took the C client's number.
   asio::posix::stream_descriptor sd_;
-  bool descriptor_is_dup_ = false;  // false only when dup() failed: sd_ then holds the C client's fd
-  int registered_fd_ = -1;          // the C client's number for it
+  int registered_fd_ = -1;          // the C client's number for it (the socket the loop knows)
   unsigned long registered_ino_ = 0;
   int batch_fd_ = -1;  // our number of the socket held back by an open send_batch, -1 when none
-  std::uint64_t fd_generation_ = 0;
+  std::uint64_t fd_generation_ = 0;    // one per socket
+  std::uint64_t wait_generation_ = 0;  // one per registration of it
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
@@ -272,7 +305,7 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
     std::function<void()> send;
     std::function<void(error_code)> fail;
     std::function<bool()> wanted;
-    std::function<void(pending<void(error_code, children_result)>::ptr)> join;
+    std::function<void(listing_asker)> join;
   };
   request_window<queued_request> window_{opts_->max_outstanding_requests};
 

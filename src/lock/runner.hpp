@@ -149,7 +149,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
         return s_->exists(r.path, set_watch(r), exists_handler(reply_to<std::optional<node_stat>>(r.tag)));
       case sansio::request::get_data: return s_->get_data(r.path, set_watch(r), data_handler(reply_to<data_result>(r.tag)));
       case sansio::request::get_children:
-        return s_->get_children(r.path, set_watch(r), children_handler(reply_to<children_result>(r.tag)));
+        return s_->get_children(r.path, set_watch(r), shared_children_handler(reply_to<shared_children>(r.tag)));
       case sansio::request::sync: return s_->sync(r.path, void_handler(void_reply(r.tag)));
       case sansio::request::multi: return s_->multi(r.ops, multi_handler(reply_to<std::vector<multi_result>>(r.tag)));
       case sansio::request::wait_watch: return wait_watch(r);

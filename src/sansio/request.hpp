@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -125,8 +126,10 @@ struct session_view {
 /// connection (after await_connection), or the operation's cancellation.
 struct input {
   enum kind : std::uint8_t { reply, watch_fired, timer_due, connection, cancelled, session };
+  /// (a listing's result comes shared with the session's other askers of it: listing)
+  using listing = std::shared_ptr<const children_result>;
   using value_type = std::variant<std::monostate, std::optional<node_stat>, data_result, children_result,
-                                  create_result, std::vector<multi_result>>;
+                                  create_result, std::vector<multi_result>, listing>;
 
   kind type;
   std::uint64_t tag = 0;  ///< the request's
@@ -139,7 +142,10 @@ struct input {
   session_state state{};   ///< session: the state the change told (seen: the session now)
   session_view seen{};     ///< the session when this input arrived
 
-  const children_result* children() const noexcept { return std::get_if<children_result>(&value); }
+  const children_result* children() const noexcept {
+    if (auto shared = std::get_if<listing>(&value)) return shared->get();
+    return std::get_if<children_result>(&value);
+  }
   const data_result* data() const noexcept { return std::get_if<data_result>(&value); }
   /// exists, set_data: the node's stat (none: no node).
   const node_stat* stat() const noexcept {

@@ -423,3 +423,34 @@ TEST_CASE_METHOD(own_server_fixture<server_fixture>,
     co_await og.async_release(asio::use_awaitable);
   }(), 90s);
 }
+
+TEST_CASE_METHOD(own_server_fixture<server_fixture>,
+                 "a session holds one descriptor, connected and after a reconnect, and none once closed",
+                 "[integration][fault][engine]") {
+  // The C client's socket is the session's only descriptor (engine/loop.cpp registers it
+  // between the C client's calls, no dup of its own): a process holds as many sessions as
+  // descriptors. Counted in /proc/self/fd, with the io_context's own already open.
+  constexpr int n = 20;
+  auto& first = connect(20000ms);
+  const auto before = open_fds().size();
+  std::vector<session*> ss;
+  for (int i = 0; i < n; ++i) ss.push_back(&connect(20000ms));
+  CHECK(open_fds().size() == before + n);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    // a reconnect (the C client closes its socket and opens another): still one each
+    srv.stop();
+    for (auto* s : ss) co_await await_state(*s, session_state::suspended, 10s);
+    srv.start();
+    for (auto* s : ss) co_await await_state(*s, session_state::reconnected, 30s);
+    CHECK(open_fds().size() == before + n);
+    // and each still hears its socket: a lock taken and released on every session in turn
+    for (auto* s : ss) {
+      mutex m(*s, "/locks/one-fd");
+      auto g = co_await m.async_acquire(asio::use_awaitable);
+      co_await g.async_release(asio::use_awaitable);
+    }
+    for (auto* s : ss) co_await s->async_close(asio::use_awaitable);
+    CHECK(open_fds().size() == before);
+    co_await first.async_close(asio::use_awaitable);
+  }(), 90s);
+}

@@ -3,6 +3,8 @@
 // in it completes when cancelled or when the session closes. Requests are counted, never timed.
 #include "common.hpp"
 
+#include "engine/session_impl.hpp"
+
 #include <zklock/mutex.hpp>
 
 using namespace zklock;
@@ -97,6 +99,42 @@ TEST_CASE_METHOD(server_fixture, "listings that wait in the window coalesce and 
     CHECK(s.stats().requests_sent - sent_before == 4);
     CHECK(s.stats().listings_coalesced == 1);
     CHECK(s.stats().max_outstanding_requests == 1);
+  });
+}
+
+TEST_CASE_METHOD(server_fixture, "the engine's askers of a coalesced listing share its one result and a caller of async_get_children gets a copy",
+                 "[integration][window]") {
+  auto& s = connect(windowed(srv.connect_string(), 3));  // (a listing takes 3 askers then)
+  auto engine = zklock::detail::access::impl(s);
+  run_test(ioc, [&]() -> asio::awaitable<void> {
+    co_await s.async_create("/shared", "", create_mode::persistent, asio::use_awaitable);
+    co_await s.async_create("/shared/a", "", create_mode::ephemeral, asio::use_awaitable);
+    std::vector<zklock::detail::shared_children> shared;
+    children_result copy;
+    int done = 0;
+    for (int i = 0; i < 3; ++i) s.async_get_data("/shared", [&](error_code, data_result) { ++done; });  // fill the window
+    auto ask = [&] {
+      engine->get_children("/shared", nullptr, zklock::detail::shared_children_handler([&](error_code ec, zklock::detail::shared_children r) {
+                             CHECK_FALSE(ec);
+                             shared.push_back(r);
+                             ++done;
+                           }));
+    };
+    ask();
+    s.async_get_children("/shared", [&](error_code ec, children_result r) {
+      CHECK_FALSE(ec);
+      copy = std::move(r);
+      ++done;
+    });
+    ask();
+    while (done < 6) co_await sleep_for(1ms);
+    CHECK(s.stats().listings_coalesced == 2);
+    REQUIRE(shared.size() == 2);
+    REQUIRE(shared[0]);
+    CHECK(shared[0] == shared[1]);  // one result, not a copy per asker
+    CHECK(shared[0]->children == std::vector<std::string>{"a"});
+    CHECK(copy.children == shared[0]->children);
+    CHECK(&copy.children != &shared[0]->children);
   });
 }
 

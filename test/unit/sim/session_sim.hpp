@@ -90,10 +90,22 @@ class session_sim : public std::enable_shared_from_this<session_sim> {
     if (auto ec = down()) return answer(std::move(h), ec, children_result{});
     if (!nodes_.count(path)) return answer(std::move(h), zk_errc::no_node, children_result{});
     if (w) *w = watch(path, true);
+    answer(std::move(h), error_code{}, children_of(path));
+  }
+  /// The engine's form (the runner's): the result shared.
+  void get_children(const std::string& path, watch_ptr* w, detail::shared_children_handler h) {
+    log("get_children " + path + (w ? " watch" : ""));
+    auto none = std::make_shared<const children_result>();
+    if (auto ec = down()) return answer(std::move(h), ec, none);
+    if (!nodes_.count(path)) return answer(std::move(h), zk_errc::no_node, none);
+    if (w) *w = watch(path, true);
+    answer(std::move(h), error_code{}, std::make_shared<const children_result>(children_of(path)));
+  }
+  children_result children_of(const std::string& path) const {
     children_result r;
     for (const auto& [p, n] : nodes_)
       if (parent(p) == path) r.children.push_back(p.substr(path.size() + 1));
-    answer(std::move(h), error_code{}, std::move(r));
+    return r;
   }
   void set_data(const std::string& path, const std::string& data, int version, detail::stat_handler h) {
     log("set_data " + path);
