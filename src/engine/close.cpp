@@ -163,9 +163,9 @@ std::shared_ptr<closing_handle> session_impl::close_handle(error_code reason) no
   // destructor); otherwise closed here, after a shutdown of the socket if connected.
   auto self = loop_gone_ ? nullptr : weak_from_this().lock();
   int own = -1;
-  if (connected && self && registered_fd_ >= 0) own = ::fcntl(registered_fd_, F_DUPFD_CLOEXEC, 0);
-  if (connected && own < 0 && registered_fd_ >= 0) ::shutdown(registered_fd_, SHUT_RDWR);
-  // Stop watching the socket (deregistered before zookeeper_close closes it) and the C client's timer.
+  if (connected && self && sd_.is_open()) own = ::fcntl(sd_.native_handle(), F_DUPFD_CLOEXEC, 0);
+  if (connected && own < 0 && sd_.is_open()) ::shutdown(sd_.native_handle(), SHUT_RDWR);
+  // Stop watching the socket (our dup closes here) and the C client's timer.
   forget_descriptor();
   ++timer_generation_;
   timer_waiting_ = false;

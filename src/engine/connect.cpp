@@ -353,7 +353,6 @@ void session_impl::update_server_list() {
   auto hosts = numeric_host_list(servers_, dropped);
   if (hosts.empty() || hosts == c_hosts_) return;  // none would be left, or nothing changes
   int rc;
-  stand_aside();  // (a server list without the current server may drop its connection)
   {
     in_session guard(this);
     rc = zoo_set_servers(zh_, hosts.c_str());

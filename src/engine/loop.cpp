@@ -7,16 +7,12 @@
 // inside those calls (often under the same fd number, which epoll has forgotten), so the
 // descriptor is re-registered whenever the fd number or the socket's inode changes.
 //
-// What we register is the C client's own socket, and only between its calls: epoll and Asio
+// What we register is a dup() of the C client's socket, a number of our own: epoll and Asio
 // deregister by number (EPOLL_CTL_DEL on release or close), and by the time we learn that the
 // C client closed its socket, its number may already be another socket's (another session's
 // reconnect, a user's socket on the same io_context, another thread): deregistering that
-// number would silence the other socket. So the descriptor is released (deregistered while the
-// number is still the C client's socket) before every C call that may close the socket
-// (zookeeper_process, zookeeper_interest, a request's send, zookeeper_close: stand_aside), and
-// registered again after it (arm): a socket the C client closed meanwhile left epoll with its
-// last descriptor, and nothing of ours names its number any more. One descriptor per session
-// (no dup of our own): a process holds as many sessions as descriptors, less its others.
+// number would silence the other socket. Our dup is ours until we close it; it keeps the
+// C client's closed socket open only until the next turn of the loop (forget_descriptor).
 #include "engine/glue.hpp"
 #include "engine/handshake.hpp"
 #include "engine/session_impl.hpp"
@@ -44,10 +40,11 @@ namespace zklock::detail {
 // in one segment when it ends: a request, or a pipelined create and listing. (The kernel
 // flushes a forgotten cork at 200 ms.)
 session_impl::send_batch::send_batch(session_impl* s) : s_(s), opened_(false) {
-  // (connected: the socket the loop last registered is the C client's live one)
-  if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->zh_ || c_state(s->zh_) != ZOO_CONNECTED_STATE) return;
+  if (s->batch_fd_ >= 0 || s->registered_fd_ < 0 || !s->sd_.is_open() || !s->zh_ ||
+      c_state(s->zh_) != ZOO_CONNECTED_STATE)
+    return;
   int on = 1;
-  int fd = s->registered_fd_;
+  int fd = s->sd_.native_handle();  // our number for the C client's socket
   if (::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof on) != 0) return;
   s->batch_fd_ = fd;
   opened_ = true;
@@ -57,8 +54,10 @@ session_impl::send_batch::~send_batch() {
   if (!opened_) return;
   int fd = std::exchange(s_->batch_fd_, -1);
   // The C client may have dropped the socket while sending (then there is nothing to flush,
-  // and the loop forgot its number).
-  if (fd < 0 || fd != s_->registered_fd_ || !s_->zh_ || c_state(s_->zh_) != ZOO_CONNECTED_STATE) return;
+  // and we released our number).
+  if (fd < 0 || !s_->sd_.is_open() || fd != s_->sd_.native_handle() || !s_->zh_ ||
+      c_state(s_->zh_) != ZOO_CONNECTED_STATE)
+    return;
   int off = 0;
   ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
 }
@@ -132,9 +131,9 @@ void session_impl::recover_dropped_in_send(int fd) {
 // for a connection loss (it moves on to the next server), and the endpoint counts as one
 // unreachable server (on_not_zookeeper).
 void session_impl::check_handshake_answer() {
-  if (!zh_ || c_state(zh_) != ZOO_ASSOCIATING_STATE || registered_fd_ < 0 || handshake_checked_ == fd_generation_)
+  if (!zh_ || c_state(zh_) != ZOO_ASSOCIATING_STATE || !sd_.is_open() || handshake_checked_ == fd_generation_)
     return;
-  int fd = registered_fd_;  // the C client's socket (no C call since the loop registered it)
+  int fd = sd_.native_handle();  // our dup of the C client's socket
   char answer[handshake_reply_size];
   ssize_t n = ::recv(fd, answer, sizeof answer, MSG_PEEK | MSG_DONTWAIT);
   if (n <= 0) return;  // nothing yet, or the end: the C client's to see
@@ -204,7 +203,6 @@ void session_impl::process(int events) {
     check_handshake_answer();
     if (!zh_) return;  // no endpoint of the connect string is ZooKeeper: the connect failed
   }
-  stand_aside();  // (it may close the socket)
   {
     in_session guard(this);
     zookeeper_process(zh_, events);
@@ -223,7 +221,6 @@ void session_impl::pump() {
   int fd = -1, interest = 0;
   timeval tv{};
   int rc;
-  stand_aside();  // (it may close the socket)
   {
     in_session guard(this);
     rc = zookeeper_interest(zh_, &fd, &interest, &tv);
@@ -254,47 +251,52 @@ void session_impl::update_descriptor(int fd) {
   bool connected = zh_ && c_state(zh_) == ZOO_CONNECTED_STATE;
   bool same_socket_certain = connected && connected_at_last_check_ && fd == registered_fd_;
   connected_at_last_check_ = connected;
-  if (!same_socket_certain) {
-    unsigned long ino = 0;
-    if (fd >= 0) {
-      struct stat st {};
-      if (::fstat(fd, &st) == 0) ino = st.st_ino;
-    }
-    if (fd != registered_fd_ || ino != registered_ino_) {
-      // The socket changed (a reconnect), possibly under the same number: the new one is ours
-      // to register.
-      forget_descriptor();
-      connected_at_last_check_ = connected;
-      registered_fd_ = fd;
-      registered_ino_ = ino;
-    }
+  if (same_socket_certain) return;
+  unsigned long ino = 0;
+  if (fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) ino = st.st_ino;
   }
-  if (registered_fd_ < 0 || sd_.is_open()) return;
+  if (fd == registered_fd_ && ino == registered_ino_) return;
+  // The socket changed (a reconnect), possibly under the same number: register the new one.
+  forget_descriptor();
+  connected_at_last_check_ = connected;
+  if (fd < 0) return;
+  // Our own number for it (see the top of this file). Should dup() fail (fd exhaustion), watch
+  // the C client's number itself: blind would be worse.
+  int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   error_code ec;
-  sd_.assign(registered_fd_, ec);  // (released before the C client's next call: stand_aside)
-  if (ec) log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
-}
-
-void session_impl::stand_aside() noexcept {
-  if (!sd_.is_open()) return;
-  error_code ignored;
-  sd_.cancel(ignored);
-  (void)sd_.release();  // deregistered while the number is still the C client's socket
-  ++wait_generation_;   // (the cancelled waits' handlers find a newer one)
-  read_waiting_ = write_waiting_ = false;
+  sd_.assign(own >= 0 ? own : fd, ec);
+  if (ec) {
+    if (own >= 0) ::close(own);
+    log(log_level::error, "zklock: cannot watch the ZooKeeper socket: " + ec.message());
+    return;
+  }
+  descriptor_is_dup_ = own >= 0;
+  registered_fd_ = fd;
+  registered_ino_ = ino;
 }
 
 void session_impl::forget_descriptor() noexcept {
-  stand_aside();
+  if (sd_.is_open()) {
+    error_code ignored;
+    sd_.cancel(ignored);
+    if (descriptor_is_dup_)
+      sd_.close(ignored);  // our number: deregistered, then closed
+    else
+      (void)sd_.release();  // the C client's: it closes it
+  }
+  descriptor_is_dup_ = false;
   registered_fd_ = -1;
   registered_ino_ = 0;
   ++fd_generation_;
+  read_waiting_ = write_waiting_ = false;
   connected_at_last_check_ = false;
 }
 
 void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) {
   update_descriptor(fd);
-  auto gen = wait_generation_;
+  auto gen = fd_generation_;
   // One wait per direction the C client is interested in (ZOOKEEPER_READ, ZOOKEEPER_WRITE).
   auto wait = [this, gen](int event, bool session_impl::*waiting) {
     if (this->*waiting) return;
@@ -302,13 +304,13 @@ void session_impl::arm(int fd, int interest, std::chrono::microseconds timeout) 
     using base = asio::posix::descriptor_base;
     auto type = event == ZOOKEEPER_READ ? base::wait_read : base::wait_write;
     sd_.async_wait(type, [self = shared_from_this(), gen, event, waiting](error_code ec) {
-      if (gen != self->wait_generation_) return;
+      if (gen != self->fd_generation_) return;
       (*self).*waiting = false;
       if (ec) return;
       self->process(event);
     });
   };
-  if (sd_.is_open()) {
+  if (registered_fd_ >= 0) {
     if (interest & ZOOKEEPER_READ) wait(ZOOKEEPER_READ, &session_impl::read_waiting_);
     if (interest & ZOOKEEPER_WRITE) wait(ZOOKEEPER_WRITE, &session_impl::write_waiting_);
   }

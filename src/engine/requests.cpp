@@ -70,10 +70,8 @@ void session_impl::send_now(const boost::intrusive_ptr<Request>& r, Call& call) 
   r->queued = std::chrono::steady_clock::now();
   request_scope scope(this);
   const int state_before = c_state(zh_);
-  stand_aside();  // (its send may close the socket; the pump registers it again)
   int rc = call(hand_over(r));
   note_request_sent(state_before);
-  schedule_pump();
   if (rc != ZOK) {
     intrusive_ptr_release(r.get());  // the C client did not take it
     window_.on_done();
@@ -81,6 +79,7 @@ void session_impl::send_now(const boost::intrusive_ptr<Request>& r, Call& call) 
     return fail_request(*r, zk_error(rc));
   }
   ++requests_sent_;
+  schedule_pump();
 }
 
 void session_impl::on_answered() {

@@ -232,11 +232,8 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   void schedule_pump();
   void process(int events);
   void update_descriptor(int fd);
-  /// Stops watching the C client's socket (deregisters it; the C client closes it).
+  /// Stops watching the C client's socket (closes our dup of it).
   void forget_descriptor() noexcept;
-  /// Deregisters the C client's socket before a C call that may close it (engine/loop.cpp);
-  /// the loop's next arm registers it again.
-  void stand_aside() noexcept;
   void arm(int fd, int interest, std::chrono::microseconds timeout);
   void note_request_sent(int state_before);
   void recover_dropped_in_send(int fd);
@@ -249,14 +246,14 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
   session_state state_ = session_state::disconnected;
   bool ever_connected_ = false;  // of the current ZooKeeper session
 
-  // The C client's socket, registered between its calls only (see engine/loop.cpp), so that
-  // deregistering it never touches a socket that took the C client's number.
+  // The C client's socket, watched through a dup() of it (see engine/loop.cpp): our own
+  // number, so that deregistering it never touches a socket that took the C client's number.
   asio::posix::stream_descriptor sd_;
-  int registered_fd_ = -1;          // the C client's number for it (the socket the loop knows)
+  bool descriptor_is_dup_ = false;  // false only when dup() failed: sd_ then holds the C client's fd
+  int registered_fd_ = -1;          // the C client's number for it
   unsigned long registered_ino_ = 0;
   int batch_fd_ = -1;  // our number of the socket held back by an open send_batch, -1 when none
-  std::uint64_t fd_generation_ = 0;    // one per socket
-  std::uint64_t wait_generation_ = 0;  // one per registration of it
+  std::uint64_t fd_generation_ = 0;
   bool read_waiting_ = false, write_waiting_ = false, pump_scheduled_ = false;
   asio::steady_timer timer_;
   std::uint64_t timer_generation_ = 0;
