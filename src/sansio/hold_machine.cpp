@@ -7,11 +7,10 @@
 namespace zklock::detail {
 
 namespace {
-using sansio::request;
 void append(hold_machine::actions& out, hold_machine::actions more) {
   out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
 }
-request remove_node(std::uint64_t tag, std::string path) { return {.type = request::remove, .tag = tag, .path = std::move(path)}; }
+sansio::request remove_node(std::uint64_t tag, std::string path) { return {.type = sansio::request::remove, .tag = tag, .path = std::move(path)}; }
 }  // namespace
 
 lock_status hold_machine::status(session_state now) const noexcept {
@@ -39,7 +38,7 @@ hold_clock hold_machine::clock() const {
 
 hold_machine::actions hold_machine::start(const view& now) {
   seen_ = now;
-  actions out{request::follow()};
+  actions out{sansio::request::follow()};
   append(out, held(fsm_.on_clock(clock())));
   return out;
 }
@@ -63,7 +62,7 @@ hold_machine::actions hold_machine::on(const sansio::input& in) {
       if (in.ec) return {};  // the session is over: its end reaches us by following it
       if (in.tag == revocation_connection) return revoking(revocation_.on_connected());
       if (in.tag == write_back_connection && owns(seen_.state) && kept_)
-        return {request::set_data_of(write_back, node_, *kept_, revocation_.reported_version())};
+        return {sansio::request::set_data_of(write_back, node_, *kept_, revocation_.reported_version())};
       return {};
     default: return {};
   }
@@ -112,7 +111,7 @@ hold_machine::actions hold_machine::on_reply(const sansio::input& in) {
     // turn. Then watch again. A write lost with the connection is made again once connected.
     if (!owns(seen_.state)) return {};
     if (in.ec != condition::connection_lost) return revoking(revocation_.add_waiter());
-    return {request::connection(write_back_connection)};
+    return {sansio::request::connection(write_back_connection)};
   }
   if (t > revoke_read && t < revoke_event) {  // a local hold's own revocation read
     const auto g = t - revoke_read;
@@ -121,7 +120,7 @@ hold_machine::actions hold_machine::on_reply(const sansio::input& in) {
     if (!in.ec && !revocation_.ended()) {
       // hear when it fires (or the session takes it): only after a successful read
       revoke_watch_set_ = true;
-      out.push_back(request::wait_for(revoke_event + g, revoke_watch));
+      out.push_back(sansio::request::wait_for(revoke_event + g, revoke_watch));
     }
     append(out, revoking(revocation_.on_data(g, in.ec, d ? std::string_view(d->data) : std::string_view{},
                                              d ? d->stat.version : 0, connected())));
@@ -153,7 +152,7 @@ hold_machine::actions hold_machine::on_node_read(error_code ec, const data_resul
   } else if (!ec) {
     node_data_ = node_read_result{d->data, d->stat.version};
     node_watch_set_ = true;
-    out.push_back(request::wait_for(node_event, node_watch));
+    out.push_back(sansio::request::wait_for(node_event, node_watch));
   }
   // (lost with the connection: set again after the reconnect)
   append(out, answer_revocation_read(g, ec, d && !ec ? std::string_view(d->data) : std::string_view{},
@@ -178,7 +177,7 @@ hold_machine::actions hold_machine::watch_node() {
   if (!owns(seen_.state) || local_ || !watches_node_ || node_read_pending_) return {};
   node_read_pending_ = true;
   node_data_.reset();
-  return {request::get_data_of(node_read, node_, node_watch)};
+  return {sansio::request::get_data_of(node_read, node_, node_watch)};
 }
 
 // After a reconnect: our node must still be there and still our session's (CURATOR-696: a
@@ -186,7 +185,7 @@ hold_machine::actions hold_machine::watch_node() {
 // the session's expiry removes it, so this finds an administrator's delete or a replaced session.
 hold_machine::actions hold_machine::check_node() {
   if (!owns(seen_.state)) return {};
-  return {request::exists_of(check, node_)};
+  return {sansio::request::exists_of(check, node_)};
 }
 
 hold_machine::actions hold_machine::remove_mark() {
@@ -198,11 +197,11 @@ hold_machine::actions hold_machine::remove_mark() {
 hold_machine::actions hold_machine::held(const hold_fsm::actions& in) {
   actions out;
   for (const auto& a : in) {
-    if (a.type == request::exists) {  // the keepalive: exists on our own node
-      out.push_back(request::exists_of(a.tag, node_));
+    if (a.type == sansio::request::exists) {  // the keepalive: exists on our own node
+      out.push_back(sansio::request::exists_of(a.tag, node_));
       continue;
     }
-    if (a.type != request::notify) {
+    if (a.type != sansio::request::notify) {
       out.push_back(a);
       continue;
     }
@@ -214,11 +213,11 @@ hold_machine::actions hold_machine::held(const hold_fsm::actions& in) {
         out.push_back(remove_node(release_reply, node_));
         break;
       case hold_outcome::report_lost:
-        out.push_back(request::stop_timer(hold_fsm::clock_timer));
+        out.push_back(sansio::request::stop_timer(hold_fsm::clock_timer));
         out.push_back(a);  // the lost and deadline waiters
         append(out, revoking(revocation_.on_hold_ended(a.ec)));
         append(out, remove_mark());  // no longer a holder: readers must not count on it
-        out.push_back(request::outcome(hold_outcome::signal_lost));
+        out.push_back(sansio::request::outcome(hold_outcome::signal_lost));
         break;
       default: out.push_back(a);
     }
@@ -230,27 +229,27 @@ hold_machine::actions hold_machine::revoking(const revocation_fsm::actions& in) 
   actions out;
   for (const auto& a : in) {
     switch (a.type) {
-      case request::get_data:  // our node's data, with a watch: tagged with its generation
+      case sansio::request::get_data:  // our node's data, with a watch: tagged with its generation
         if (!local_) append(out, read_through_node_watch(a.tag));
-        else out.push_back(request::get_data_of(revoke_read + a.tag, node_, revoke_watch));
+        else out.push_back(sansio::request::get_data_of(revoke_read + a.tag, node_, revoke_watch));
         break;
-      case request::remove_watch:
+      case sansio::request::remove_watch:
         if (local_) {
-          out.push_back(request::remove_watch_of(revoke_removed + a.tag, revoke_watch));
+          out.push_back(sansio::request::remove_watch_of(revoke_removed + a.tag, revoke_watch));
           break;
         }
         // our node's watch stays for the hold's life: nothing to remove
         if (rev_watching_ == a.tag) rev_watching_ = 0;
         append(out, revoking(revocation_.on_watch_removed(a.tag, {}, connected())));
         break;
-      case request::await_connection: out.push_back(request::connection(revocation_connection)); break;
-      case request::notify:
+      case sansio::request::await_connection: out.push_back(sansio::request::connection(revocation_connection)); break;
+      case sansio::request::notify:
         if (a.outcome_kind<revocation_outcome>() == revocation_outcome::check_node) {
           append(out, check_node());
           break;
         }
-        out.push_back(request::outcome(hold_outcome::revoked, 0, a.ec));
-        if (kept_ && !a.ec) out.push_back(request::set_data_of(write_back, node_, *kept_, revocation_.reported_version()));
+        out.push_back(sansio::request::outcome(hold_outcome::revoked, 0, a.ec));
+        if (kept_ && !a.ec) out.push_back(sansio::request::set_data_of(write_back, node_, *kept_, revocation_.reported_version()));
         break;
       default: break;  // (revocation_fsm makes no other request)
     }
@@ -266,7 +265,7 @@ hold_machine::actions hold_machine::read_through_node_watch(std::uint64_t genera
     return answer_revocation_read(generation, {}, node_data_->data, node_data_->version);
   rev_read_ = generation;  // answered by the reply of the getData that sets the watch
   if (node_read_pending_) return {};
-  if (node_watch_set_) return {request::get_data_of(plain_read, node_)};  // set, its read unknown: no second watch
+  if (node_watch_set_) return {sansio::request::get_data_of(plain_read, node_)};  // set, its read unknown: no second watch
   auto out = watch_node();
   if (!node_read_pending_) {
     // nothing sent (the hold has ended): the read fails as the session's end would
@@ -291,7 +290,7 @@ hold_machine::actions hold_machine::answer_revocation_read(std::uint64_t generat
 hold_machine::actions hold_machine::drop_revoke_watch() {
   if (!local_ || !revoke_watch_set_) return {};
   revoke_watch_set_ = false;
-  return {request::remove_watch_of(revoke_watch_dropped, revoke_watch)};
+  return {sansio::request::remove_watch_of(revoke_watch_dropped, revoke_watch)};
 }
 
 hold_machine::actions hold_machine::release(bool caller_waits, const view& now) {
@@ -301,7 +300,7 @@ hold_machine::actions hold_machine::release(bool caller_waits, const view& now) 
 
 hold_machine::actions hold_machine::end_released(const view& now) {
   seen_ = now;
-  actions out{request::stop_timer(hold_fsm::clock_timer)};
+  actions out{sansio::request::stop_timer(hold_fsm::clock_timer)};
   append(out, revoking(revocation_.on_hold_ended(errc::already_released)));
   append(out, drop_revoke_watch());
   return out;
@@ -342,7 +341,7 @@ hold_machine::actions hold_machine::adopt_node_watch(bool set, bool reply_pendin
   }
   node_watch_set_ = true;
   if (last_read) node_data_ = node_read_result{last_read->data, last_read->stat.version};
-  return {request::wait_for(node_event, node_watch)};
+  return {sansio::request::wait_for(node_event, node_watch)};
 }
 
 }  // namespace zklock::detail
