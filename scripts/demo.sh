@@ -18,10 +18,8 @@ trap 'wait $server 2>/dev/null || true; cat "$dir/server.txt" >&2 2>/dev/null; b
 # 2 rounds on 2 cores; batches of 10 made 4, 3 rounds), without optimization or debug info: half the compiler's time of -O2 -g; a handoff
 # waits on the server, not on the CPU; without the recipes the demo program does not link
 # (semaphore, multi-lock, election). The test command builds the same dir again as it always does.
-# Niced: the server's install (dpkg, and Java building its certificate store) is the longer of the
-# two and wants a core too; the compiler takes what it leaves.
 DEPS=build BUILD_TESTS=OFF UNITY_BUILD=ON UNITY_BATCH=12 DEMO_BUILD=ON BUILD_TYPE=Debug CMAKE_ARGS="-DCMAKE_CXX_FLAGS_DEBUG=-O0" \
-  nice -n 10 bash scripts/build.sh contention_demo
+  bash scripts/build.sh contention_demo
 wait $server
 trap 'bash scripts/zk-server.sh stop "$dir"' EXIT
 cat "$dir/server.txt" >&2
