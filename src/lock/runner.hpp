@@ -65,15 +65,14 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
         sansio::input in{.type = sansio::input::cancelled, .ec = asio::error::operation_aborted};
         in.total = !cancels_at_once(t);
         in.connected = is_connected(self.s_->state());
-        self.feed(in);
+        self.feed(std::move(in));
       });
     }
     run(first);
   }
 
   /// An answer for the machine; its next step is carried out.
-  void feed(const sansio::input& answer) {
-    sansio::input in = answer;
+  void feed(sansio::input in) {
     in.seen = seen();
     if constexpr (requires { hook_.before_input(*this, in); }) hook_.before_input(*this, in);
     run(machine_.on(in));
@@ -122,7 +121,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
     return [self = this->shared_from_this(), tag](error_code ec, Value v) {
       sansio::input in{.type = sansio::input::reply, .tag = tag, .ec = ec};
       if constexpr (!std::is_same_v<Value, std::monostate>) in.value = std::move(v);
-      self->feed(in);
+      self->feed(std::move(in));
     };
   }
   auto void_reply(std::uint64_t tag) {
@@ -171,7 +170,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
           s_->set_data(r.path, r.data, r.version, stat_handler([self = this->shared_from_this(), tag = r.tag](error_code ec, node_stat st) {
             sansio::input in{.type = sansio::input::reply, .tag = tag, .ec = ec};
             if (!ec) in.value = std::optional<node_stat>(st);
-            self->feed(in);
+            self->feed(std::move(in));
           }));
         return;
       case sansio::request::follow_session: return follow(r);
@@ -239,7 +238,7 @@ class runner : public std::enable_shared_from_this<runner<Machine, Hook, Session
       auto l = follow_session(s_, waiting_ref(), [tag = r.tag](runner& self, session_state told) {
         sansio::input in{.type = sansio::input::session, .tag = tag};
         in.state = told;  // (the session may be further by now: input::seen)
-        self.feed(in);
+        self.feed(std::move(in));
       });
       following_ = std::make_shared<decltype(l)>(std::move(l));
     }
