@@ -226,3 +226,59 @@ TEST_CASE_METHOD(proxied_fixture, "a drain of 300 waiters on one session: no lis
       },
       120s);
 }
+
+TEST_CASE_METHOD(server_fixture, "a drain of 240 waiters interleaved on 3 sessions: each session hears every name its windows need",
+                 "[integration][window][depth]") {
+  // Waiter i on session i mod 3, in that order in the queue. Each waiter's window reaches back
+  // to its session's previous node (dir_view::reach), so the union of a session's windows
+  // covers the dir and a moving window finds the names beyond it known gone: per release the
+  // release's delete and next to nothing else. (A window of K = 2 alone left a name of every
+  // three unheard by its session, each asked for with a request when a window moved onto it.)
+  // Requests counted, never timed.
+  constexpr int n = 240, sessions = 3;
+  const std::string path = "/locks/depth-sessions";
+  auto ss = connect_sessions(sessions);
+  auto& holder = connect();
+  run_test(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        mutex head(holder, path);
+        auto g = co_await head.async_acquire(asio::use_awaitable);
+        mutex_options o;
+        o.watched_blockers = 2;
+        std::vector<std::unique_ptr<mutex>> ms;
+        int granted = 0, released = 0;
+        std::vector<error_code> errors;
+        auto idle = [&] {
+          for (auto* s : ss)
+            if (s->stats().outstanding_requests || s->stats().queued_requests) return false;
+          return true;
+        };
+        for (int i = 0; i < n; ++i) {
+          ms.push_back(std::make_unique<mutex>(*ss[i % sessions], path, o));
+          ms.back()->async_acquire([&](error_code ec, lock_guard g) {
+            ++granted;
+            if (ec) errors.push_back(ec);
+            g.async_release([&](error_code) { ++released; });
+          });
+          do co_await sleep_for(1ms);  // its node made and its watches set: the queue's order is ours
+          while (!idle());
+        }
+        auto ch = co_await holder.async_get_children(path, asio::use_awaitable);
+        REQUIRE(ch.children.size() == n + 1);
+        std::uint64_t sent_before = 0, events_before = 0;
+        for (auto* s : ss) sent_before += s->stats().requests_sent, events_before += s->stats().watch_events;
+        co_await g.async_release(asio::use_awaitable);
+        while (released < n) co_await sleep_for(10ms);
+        CHECK(errors.empty());
+        CHECK(granted == n);
+        std::uint64_t sent = 0, events = 0;
+        for (auto* s : ss) sent += s->stats().requests_sent, events += s->stats().watch_events;
+        const double per_release = double(sent - sent_before) / n;
+        INFO("requests per release: " << per_release << ", events per release: " << double(events - events_before) / n);
+        CHECK(per_release < 1.5);  // the release's delete; a name asked for now and then at the queue's head
+        auto left = co_await holder.async_get_children(path, asio::use_awaitable);
+        CHECK(left.children.empty());
+      },
+      120s);
+}

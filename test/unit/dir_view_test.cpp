@@ -108,3 +108,44 @@ TEST_CASE("dir view: a listing trimmed for one waiter gives the grant rule's ans
   CHECK(v.listing_for(r(40), lock_kind::read, 2).back() != r(40));  // our node gone: not shown
   CHECK(v.listing_for(w(3), lock_kind::write, 2) == std::vector<std::string>{w(0), r(1), r(2), "zklock-downgraded-0000000000", w(3)});
 }
+
+TEST_CASE("dir view: a window reaches back to the session's own node ahead, within reach, else it is K", "[unit][view]") {
+  dir_view v;
+  std::vector<std::string> listing;
+  for (int i = 0; i < 40; ++i) listing.push_back(m(i));
+  v.merge({1, 1}, listing);
+  // no node of the session ahead (a waiter alone, or the session's first): K
+  CHECK(v.nearest(m(30), lock_kind::exclusive, 2).names == std::vector<std::string>{m(28), m(29)});
+  v.mark_own(m(25));
+  v.mark_own(m(30));
+  // the session's previous node 5 ahead: the window is every blocker down to it
+  auto b = v.nearest(m(30), lock_kind::exclusive, 2);
+  CHECK(b.names == std::vector<std::string>{m(25), m(26), m(27), m(28), m(29)});
+  CHECK(b.more);
+  std::size_t window = 0;
+  auto t = v.listing_for(m(30), lock_kind::exclusive, 2, {}, &window);
+  CHECK(window == 5);
+  // the window and one blocker more, the head, our node
+  CHECK(t == std::vector<std::string>{m(24), m(25), m(26), m(27), m(28), m(29), m(0), m(30)});
+  // within K already: K
+  v.mark_own(m(29));
+  CHECK(v.nearest(m(30), lock_kind::exclusive, 2).names == std::vector<std::string>{m(28), m(29)});
+  // farther than reach: K
+  {
+    dir_view far;
+    far.merge({1, 1}, listing);
+    far.mark_own(m(2));
+    const int reach = static_cast<int>(dir_view::reach);
+    CHECK(far.nearest(m(2 + reach + 1), lock_kind::exclusive, 2).names.size() == 2);
+    CHECK(far.nearest(m(2 + reach), lock_kind::exclusive, 2).names.size() == dir_view::reach);
+  }
+  // our node ahead heard gone: it is no stop any more
+  v.gone(m(29));
+  v.gone(m(25));
+  CHECK(v.nearest(m(30), lock_kind::exclusive, 2).names == std::vector<std::string>{m(27), m(28)});
+  // what a newer listing lacks was ours and went unheard: forgotten with it
+  v.mark_own(m(20));
+  listing.erase(listing.begin() + 20);
+  v.merge({1, 2}, listing);
+  CHECK(v.nearest(m(24), lock_kind::exclusive, 2).names == std::vector<std::string>{m(22), m(23)});
+}
