@@ -131,8 +131,7 @@ acquire_fsm::actions acquire_fsm::on_parents(error_code ec) {
   return fail(ec);
 }
 
-acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<std::string>& children,
-                                              std::size_t window) {
+acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<std::string>& children) {
   if (phase_ == phase::done || !in_flight_.take(request::list)) return {};
   if (probing_) {
     if (phase_ == phase::cleaning) return finish_cleaning_if_idle();
@@ -150,12 +149,7 @@ acquire_fsm::actions acquire_fsm::on_children(error_code ec, const std::vector<s
     probing_ = false;
     return create_and_list();  // looks free (or no dir yet): the create-and-list decides
   }
-  if (!ec) {
-    listing_window_ = window;  // (this listing's alone)
-    auto out = evaluate(children);
-    listing_window_ = 0;
-    return out;
-  }
+  if (!ec) return evaluate(children);
   if (is_connection_loss(ec)) return after_connection_loss(resend::list);
   if (ec == zk_errc::no_node) {
     // the lock dir is gone, so is any node of ours in it

@@ -33,13 +33,6 @@
 //     order, and costs the same at any depth. We list again only when we must: after a
 //     reconnect (unconfirmed_), a data change, our node or the dir gone. Each node is watched by
 //     at most the K waiters behind it: K events per release.
-//     Waiters of several sessions interleaved: a session hears only its own watches, so the view
-//     sizes the window (on_children's `window`, on_view's names): K, or back to the session's
-//     own node ahead when that is within dir_view::reach, so that the session's windows cover
-//     the dir and a moving window finds the names beyond it known gone, with no request between
-//     the event and the grant. One found gone unheard still answers no_node (the runner then asks
-//     the names beyond it in one batch: acquire_machine::check_run_beyond). Each node is then
-//     watched by the K waiters behind it and the next waiter of each session.
 //     A data change never grants: the event carries only its type, so a release cannot be told
 //     from a foreign write (Curator's Revoker writes "__REVOKE__" into the holder's node). It
 //     makes us list again, which watches that blocker again while it is there.
@@ -221,9 +214,7 @@ class acquire_fsm {
 
   actions start();
   actions on_create(error_code ec, const std::string& created_path, std::int64_t czxid);
-  /// Reply to a listing. `window`: how many of our nearest blockers to watch when more than K
-  /// (the session's view sizes it for a trimmed listing: dir_view::reach); 0, K.
-  actions on_children(error_code ec, const std::vector<std::string>& children, std::size_t window = 0);
+  actions on_children(error_code ec, const std::vector<std::string>& children);
   actions on_parents(error_code ec);
   /// Reply to watch_dir: the listing, with the watch set when ec is empty.
   actions on_dir_watch_set(error_code ec, const std::vector<std::string>& children);
@@ -420,7 +411,6 @@ class acquire_fsm {
   int parent_attempts_ = 0;
   std::string predecessor_;  // the lease dir, while watched
   int max_watched_;
-  std::size_t listing_window_ = 0;  // the window on_children was given for the listing it evaluates
   std::map<std::string, blocker_watch> blockers_;  // full path -> its watch
   bool all_watched_ = false;  // every blocker of the latest listing is in blockers_
   own_watch own_ = own_watch::none;

@@ -93,7 +93,6 @@ acquire_machine::requests acquire_machine::on_reply(const sansio::input& in) {
   switch (a.what) {
     case asked::create: {
       auto r = std::get_if<create_result>(&in.value);
-      if (!ec && r && parent_path(r->path) == dir_) c_.view->mark_own(node_name(r->path));
       return translate(fsm_.on_create(ec, r ? r->path : std::string{}, r ? r->stat.czxid : 0));
     }
     case asked::list: {
@@ -104,13 +103,10 @@ acquire_machine::requests acquire_machine::on_reply(const sansio::input& in) {
       else if (ec == zk_errc::no_node) c_.view->clear();
       // A waiter in a deep queue evaluates the view's few names for its node, not every name
       // (the queue would cost the session O(N^2) otherwise).
-      if (!ec && fsm_.takes_view_listing()) {
-        std::size_t window = 0;
-        auto trimmed = c_.view->listing_for(node_name(fsm_.node()), fsm_.kind(),
-                                            static_cast<std::size_t>(fsm_.max_watched()), fsm_.counted_as_readers(),
-                                            &window);
-        return translate(fsm_.on_children(ec, trimmed, window));
-      }
+      if (!ec && fsm_.takes_view_listing())
+        return translate(fsm_.on_children(ec, c_.view->listing_for(node_name(fsm_.node()), fsm_.kind(),
+                                                                    static_cast<std::size_t>(fsm_.max_watched()),
+                                                                    fsm_.counted_as_readers())));
       return translate(fsm_.on_children(ec, r ? r->children : std::vector<std::string>{}));
     }
     case asked::parent_dir: {
@@ -130,10 +126,7 @@ acquire_machine::requests acquire_machine::on_reply(const sansio::input& in) {
       if (--chain_left_ == 0) return translate(fsm_.on_parents(chain_error_));
       return {};
     case asked::blocker: {
-      if (ec == zk_errc::no_node) {
-        heard_gone(a.path);
-        if (auto run = check_run_beyond(a.path); !run.empty()) return run;
-      }
+      if (ec == zk_errc::no_node) heard_gone(a.path);
       const node_stat* s = nullptr;
       if (auto d = in.data()) s = &d->stat;
       if (auto c = in.children()) s = &c->stat;
@@ -211,42 +204,10 @@ acquire_machine::requests acquire_machine::on_reply(const sansio::input& in) {
       if (!ec && !st) ec = zk_errc::no_node;
       return translate(fsm_.on_owner(a.path, ec, st ? st->ephemeral_owner : 0));
     case asked::session_check: return translate(fsm_.on_session_checked(a.extra, ec, st ? st->ephemeral_owner : 0));
-    case asked::stale_check:
-      if (ec == zk_errc::no_node || (!ec && !st)) heard_gone(a.path);
-      if (--run_left_ == 0) return blocker_gone(std::exchange(held_gone_, {}));
-      return {};
     case asked::reconnect:
     case asked::ignored: return {};
   }
   return {};
-}
-
-// A blocker found gone before its watch was set: in a drain (deleted head first) the names
-// beyond it were deleted before it, and went unheard when only other sessions watched them.
-// The next dir_view::reach of them (not watched by us) are asked in one pipelined batch
-// (exists, no watch: nothing left behind), and the no_node reply is given to acquire_fsm after
-// theirs: its window then moves over every name they found gone at once, instead of one round
-// trip per name while its nearest blocker may be released meanwhile. Only where the view is
-// shared (a waiter alone in its session lists instead) and the acquire trims its listings
-// (no lock-delay, no lease).
-acquire_machine::requests acquire_machine::check_run_beyond(const std::string& gone) {
-  if (!held_gone_.empty() || c_.view.use_count() == 1 || !fsm_.takes_view_listing()) return {};
-  auto v = c_.view->nearest(node_name(fsm_.node()), fsm_.kind(), dir_view::reach, fsm_.counted_as_readers());
-  requests out;
-  for (const auto& name : v.names) {
-    auto path = join_path(dir_, name);
-    if (blocker_slots_.count(path)) continue;  // watched by us: its event or reply tells
-    out.push_back(sansio::request::exists_of(ask(asked::stale_check, path), path));
-  }
-  if (out.empty()) return out;
-  held_gone_ = gone;
-  run_left_ = out.size();
-  return out;
-}
-
-acquire_machine::requests acquire_machine::blocker_gone(const std::string& path) {
-  free_blocker(path);
-  return translate(fsm_.on_watch_set(path, zk_errc::no_node, 0));
 }
 
 acquire_machine::requests acquire_machine::translate(acquire_fsm::actions actions) {

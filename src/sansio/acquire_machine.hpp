@@ -81,7 +81,7 @@ class acquire_machine {
   // What a reply answers (its tag's entry).
   enum class asked : std::uint8_t {
     create, list, parent_dir, parent_chain, blocker, own, dir_watch, removal, delete_node, stat,
-    writer_owner, mark, reconnect, refresh, beacon, beacon_retry, owner, session_check, stale_check, ignored,
+    writer_owner, mark, reconnect, refresh, beacon, beacon_retry, owner, session_check, ignored,
   };
   struct asking {
     asked what;
@@ -102,8 +102,6 @@ class acquire_machine {
   std::uint8_t blocker_slot(const std::string& path);  // its slot, a free one when it has none
   void free_blocker(const std::string& path);
   void heard_gone(const std::string& path);
-  requests check_run_beyond(const std::string& gone);  // a blocker found gone: the names beyond, in one batch
-  requests blocker_gone(const std::string& path);      // its no_node reply, given to acquire_fsm
   const std::string& dir() const noexcept { return dir_; }
 
   acquire_fsm fsm_;
@@ -124,8 +122,6 @@ class acquire_machine {
   std::optional<data_result> own_read_;
   data_result own_reply_;
   bool dir_removal_lost_ = false;  // the lease dir's watch removal, lost after the grant: sent again
-  std::string held_gone_;          // a blocker's no_node reply, given to acquire_fsm after the batch's
-  std::size_t run_left_ = 0;       // check_run_beyond: its exists still on their way
 };
 
 }  // namespace zklock::detail

@@ -145,9 +145,7 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
   // the session its name claims.
   if (lock_delay_.count() > 0)
     for (auto i : all) owners_.emplace(join_path(dir_, q[i].name), 0);
-  // The window: K, or as the session's view sized it for this listing (dir_view::reach).
-  const std::size_t window = std::max(static_cast<std::size_t>(max_watched_), listing_window_);
-  std::size_t first = all.size() > window ? all.size() - window : 0;
+  std::size_t first = all.size() > static_cast<std::size_t>(max_watched_) ? all.size() - max_watched_ : 0;
   for (std::size_t i = first; i < all.size(); ++i) {
     auto path = join_path(dir_, q[all[i]].name);
     if (!blockers_.emplace(path, blocker_watch::setting).second) continue;

@@ -24,7 +24,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,7 +62,6 @@ class dir_view {
     for (const auto& c : children)
       if (auto p = parse_contender(c)) nodes_.emplace(key{p->sequence, c}, p->kind);
       else if (c.starts_with(mark_prefix)) marks_.push_back(c);
-    std::erase_if(own_, [this](const std::string& n) { return !contains(n); });  // gone unheard
     ++merges_;
     return true;
   }
@@ -71,65 +69,54 @@ class dir_view {
   void gone(std::string_view name) {
     auto seq = lock_sequence(name);
     if (seq) nodes_.erase(key{*seq, std::string(name)});
-    own_.erase(std::string(name));
   }
   /// The dir is gone (a listing's no_node): so is every node that was in it.
   void clear() noexcept {
     nodes_.clear();
     marks_.clear();
-    own_.clear();
     merged_ = false;
   }
 
-  /// How far a waiter's window reaches for a node of its own session ahead of it (mark_own):
-  /// the window is its nearest `k` blockers, or, when such a node is among its nearest `reach`
-  /// blockers, every blocker down to and including it. Why: the session hears a deletion only
-  /// through a watch of its own, and a name ahead that no waiter of the session watches goes
-  /// unheard (a window moving onto it finds no_node, one round trip per such name, on the
-  /// handoff path when its successor is released meanwhile). With each waiter watching back to
-  /// the session's previous node, the union of the session's windows covers the dir from its
-  /// first node on, and a window that moves finds the names beyond it known gone. A session with
-  /// no node of its own ahead (a waiter alone, or the first) keeps K.
-  static constexpr std::size_t reach = 16;
-
-  /// Our session's own node `name` (its create's reply): a window stops at it (reach).
-  void mark_own(std::string_view name) {
-    if (lock_sequence(name)) own_.emplace(std::string(name));
-  }
-
-  /// The window of our node `own` of `kind` in the view (the grant rule: every contender ahead
-  /// for a mutex or a writer; for a reader the writers ahead, but those in
-  /// `counted_as_readers`, proven downgraded): its nearest `k` blockers still here, or up to
-  /// the session's own node ahead (reach), and whether more are there.
+  /// The nearest `k` blockers of our node `own` of `kind` still in the view (the grant rule:
+  /// every contender ahead for a mutex or a writer; for a reader the writers ahead, but those
+  /// in `counted_as_readers`, proven downgraded), and whether more are there.
   view_blockers nearest(std::string_view own, lock_kind kind, std::size_t k,
                         const std::vector<std::string>& counted_as_readers = {}) const {
     view_blockers r;
     if (!nodes_.empty()) r.head = nodes_.begin()->first.name;
-    auto found = ahead_of(own, kind, std::max(k, reach) + 1, counted_as_readers);
-    auto w = window(found, k);
-    r.more = found.size() > w;
-    for (std::size_t i = w; i-- > 0;) r.names.push_back(*found[i]);
+    auto seq = lock_sequence(own);
+    if (!seq) return r;
+    auto it = nodes_.lower_bound(key{*seq, std::string()});
+    std::vector<std::string> found;
+    while (it != nodes_.begin()) {
+      --it;
+      if (kind == lock_kind::read && (it->second == lock_kind::read ||
+                                      std::find(counted_as_readers.begin(), counted_as_readers.end(),
+                                                it->first.name) != counted_as_readers.end()))
+        continue;
+      if (found.size() == k) {
+        r.more = true;
+        break;
+      }
+      found.push_back(it->first.name);
+    }
+    r.names.assign(found.rbegin(), found.rend());
     return r;
   }
 
   /// A listing as one waiter needs it (acquire_fsm evaluates it as the whole): the head, its
   /// downgrade mark when the latest listing had it, our node `own` when still here, and our
-  /// window (nearest) and one blocker more (it says the queue is deeper); `*window_size` is
-  /// told the window's size. The grant rule gives the same answer on it as on the whole listing,
-  /// for O(log N + K) instead of each waiter parsing every name of a deep queue. Not for what
-  /// needs every name (lock-delay's owners, a lease's count, finding a node by its prefix).
+  /// nearest `k` + 1 blockers (one more than a window: it says the queue is deeper). The grant
+  /// rule gives the same answer on it as on the whole listing, for O(log N + K) instead of each
+  /// waiter parsing every name of a deep queue. Not for what needs every name (lock-delay's
+  /// owners, a lease's count, finding a node by its prefix).
   std::vector<std::string> listing_for(std::string_view own, lock_kind kind, std::size_t k,
-                                       const std::vector<std::string>& counted_as_readers = {},
-                                       std::size_t* window_size = nullptr) const {
-    auto found = ahead_of(own, kind, std::max(k, reach) + 1, counted_as_readers);
-    auto w = window(found, k);
-    if (window_size) *window_size = w;
-    std::vector<std::string> r;
-    for (std::size_t i = std::min(w + 1, found.size()); i-- > 0;) r.push_back(*found[i]);
-    std::string_view head = nodes_.empty() ? std::string_view{} : std::string_view(nodes_.begin()->first.name);
-    if (!head.empty() && head != own && std::find(r.begin(), r.end(), head) == r.end()) r.emplace_back(head);
-    if (!head.empty()) {
-      auto mark = downgrade_mark_name(head);
+                                       const std::vector<std::string>& counted_as_readers = {}) const {
+    auto b = nearest(own, kind, k + 1, counted_as_readers);
+    std::vector<std::string> r = std::move(b.names);
+    if (!b.head.empty() && b.head != own && std::find(r.begin(), r.end(), b.head) == r.end()) r.push_back(b.head);
+    if (!b.head.empty()) {
+      auto mark = downgrade_mark_name(b.head);
       if (!mark.empty() && std::find(marks_.begin(), marks_.end(), mark) != marks_.end()) r.push_back(mark);
     }
     if (contains(own)) r.emplace_back(own);
@@ -151,36 +138,8 @@ class dir_view {
     bool operator<(const key& o) const { return sequence != o.sequence ? sequence < o.sequence : name < o.name; }
   };
   static constexpr std::string_view mark_prefix = "zklock-downgraded-";
-
-  // Blockers of our node `own` still here, the nearest first, at most `limit`.
-  std::vector<const std::string*> ahead_of(std::string_view own, lock_kind kind, std::size_t limit,
-                                           const std::vector<std::string>& counted_as_readers) const {
-    std::vector<const std::string*> found;
-    auto seq = lock_sequence(own);
-    if (!seq) return found;
-    auto it = nodes_.lower_bound(key{*seq, std::string()});
-    while (it != nodes_.begin() && found.size() < limit) {
-      --it;
-      if (kind == lock_kind::read && (it->second == lock_kind::read ||
-                                      std::find(counted_as_readers.begin(), counted_as_readers.end(),
-                                                it->first.name) != counted_as_readers.end()))
-        continue;
-      found.push_back(&it->first.name);
-    }
-    return found;
-  }
-  // How many of `found` (nearest first) the window holds: k, or down to our session's own node
-  // when it is within reach.
-  std::size_t window(const std::vector<const std::string*>& found, std::size_t k) const {
-    const std::size_t w = std::min(k, found.size());
-    if (own_.empty()) return w;
-    for (std::size_t i = 0; i < found.size() && i < reach; ++i)
-      if (own_.count(*found[i])) return std::max(w, i + 1);
-    return w;
-  }
   std::map<key, lock_kind> nodes_;
   std::vector<std::string> marks_;  // the latest listing's downgrade marks (a writer's)
-  std::set<std::string> own_;  // our session's nodes (mark_own) not known gone
   listing_version version_{};
   bool merged_ = false;
   std::uint64_t merges_ = 0;

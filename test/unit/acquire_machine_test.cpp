@@ -8,9 +8,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -67,33 +64,6 @@ struct machine_under_test {
 input reply(const request& r, error_code ec = {}, input::value_type v = {}) {
   return {.type = input::reply, .tag = r.tag, .ec = ec, .value = std::move(v)};
 }
-
-// Our node 9th in the queue behind nodes 0..8 (`session_node`, when not -1, another node of our
-// session): created, its own watch set, and the listing answered (`step`: what that answer asked).
-struct queued_ninth {
-  std::string create_path;
-  std::function<std::string(int)> name = [this](int seq) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%010d", seq);
-    return create_path + buf;
-  };
-  std::vector<request> step;
-
-  explicit queued_ninth(machine_under_test& t, int session_node = -1) {
-    auto [first, create, list] = t.begin();
-    REQUIRE(create);
-    REQUIRE(list);
-    create_path = create->path;
-    if (session_node >= 0) t.view->mark_own(node_name(name(session_node)));
-    auto after_create = t.m.on(reply(*create, {}, create_result{.path = name(9), .stat = {.czxid = 6}}));
-    auto own = find(after_create, request::get_data);
-    REQUIRE(own);
-    t.m.on(reply(*own, {}, data_result{}));
-    std::vector<std::string> children;
-    for (int i = 0; i <= 9; ++i) children.emplace_back(node_name(name(i)));
-    step = t.m.on(reply(*list, {}, children_result{.children = children, .stat = {.czxid = 1, .pzxid = 9}}));
-  }
-};
 
 }  // namespace
 
@@ -238,89 +208,4 @@ TEST_CASE("acquire_machine: K as asked is carried out between 1 and 120 (a watch
   CHECK(acquire_machine::watched_blockers(500) == 120);
   // every blocker's slot, and the slots of watches still being removed, fit below no_slot
   STATIC_REQUIRE(acquire_machine::first_blocker_slot + 2 * acquire_machine::max_watched_blockers < request::no_slot);
-}
-
-TEST_CASE("acquire_machine: a window reaches back to the session's node ahead, so a drain hears every name it needs "
-          "and grants with no request after the listing",
-          "[unit][lock][view]") {
-  // Sessions interleaved: ours has the node 4 ahead of ours (another waiter of this session,
-  // which watches what lies ahead of it); the 3 between are other sessions'. A FIFO drain
-  // deletes the head first: each deletion within the window is heard from our watches, one
-  // ahead of the window from the other waiter's (here: the view told directly), and no window
-  // move asks the server anything (before, each name between went unheard by this session and
-  // a moving window found it with a request each, on the handoff path).
-  machine_under_test t;
-  queued_ninth q(t, 5);  // the session's other waiter: 5
-  auto& name = q.name;
-  auto& step = q.step;
-  // the window: 5..8 (K = 2 would be 7, 8): the nearest by getData, the others by getChildren
-  std::map<std::string, const request*> watches;
-  for (const auto& r : step)
-    if (r.type == request::get_data || r.type == request::get_children) watches[r.path] = &r;
-  REQUIRE(watches.size() == 4);
-  for (int i = 5; i <= 8; ++i) REQUIRE(watches.count(name(i)));
-  CHECK(watches[name(8)]->type == request::get_data);
-  std::map<std::string, std::uint64_t> waits;
-  for (int i = 5; i <= 8; ++i) {
-    auto set = t.m.on(reply(*watches[name(i)], {}, data_result{}));
-    REQUIRE_FALSE(set.empty());
-    CHECK(set[0].type == request::wait_watch);
-    waits[name(i)] = set[0].tag;
-  }
-  // the drain: 0..4 go (heard by the session's other waiter), then 5..8, each by its event
-  for (int i = 0; i <= 4; ++i) t.view->gone(node_name(name(i)));
-  int asked = 0;
-  std::vector<request> last;
-  for (int i = 5; i <= 8; ++i) {
-    last = t.m.on({.type = input::watch_fired, .tag = waits[name(i)], .event = watch_event_type::deleted});
-    for (const auto& r : last)
-      if (r.type == request::get_data || r.type == request::get_children || r.type == request::exists) ++asked;
-    if (i < 8) CHECK_FALSE(find(last, request::complete));
-  }
-  CHECK(asked == 0);
-  auto done = find(last, request::complete);
-  REQUIRE(done);
-  CHECK_FALSE(done->ec);
-}
-
-TEST_CASE("acquire_machine: a blocker found gone makes the names beyond it asked in one batch, and the window moves over "
-          "them at once",
-          "[unit][lock][view]") {
-  // Names ahead of our window deleted unheard (only other sessions watched them): the window
-  // that moves onto one finds no_node; the next ones, not watched by us, are asked together
-  // (exists, no watch), and only then does the acquire hear the no_node and move on, over all
-  // of them: no request per name.
-  machine_under_test t;
-  auto other_acquire = t.view;  // another acquire of the session on the dir (the view is shared)
-  queued_ninth q(t);
-  auto& name = q.name;
-  auto& step = q.step;
-  auto w7 = find(step, request::get_children);
-  auto w8 = find(step, request::get_data);
-  REQUIRE(w7);
-  REQUIRE(w8);
-  CHECK(w7->path == name(7));
-  CHECK(w8->path == name(8));
-  auto set7 = t.m.on(reply(*w7, {}, children_result{}));
-  t.m.on(reply(*w8, {}, data_result{}));
-  REQUIRE_FALSE(set7.empty());
-  // 0..6 deleted unheard; 7 goes: the window moves onto 6 and finds it gone
-  auto moved = t.m.on({.type = input::watch_fired, .tag = set7[0].tag, .event = watch_event_type::deleted});
-  auto w6 = find(moved, request::get_children);
-  REQUIRE(w6);
-  CHECK(w6->path == name(6));
-  auto batch = t.m.on(reply(*w6, zk_errc::no_node));
-  std::vector<std::string> asked;
-  for (const auto& r : batch) {
-    CHECK(r.type == request::exists);  // nothing else until the batch is answered
-    asked.push_back(r.path);
-  }
-  CHECK(asked == std::vector<std::string>{name(0), name(1), name(2), name(3), name(4), name(5)});
-  std::vector<request> last;
-  for (const auto& r : batch) last = t.m.on(reply(r, zk_errc::no_node));
-  CHECK(t.view->size() == 2);  // 8 and ours
-  // the window moved over them: nothing asked, our nearest (8) watched still
-  for (const auto& r : last)
-    CHECK((r.type != request::get_data && r.type != request::get_children && r.type != request::exists));
-  CHECK(t.m.fsm().watching_last_blocker());
 }
