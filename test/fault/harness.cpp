@@ -322,7 +322,10 @@ int main(int argc, char** argv) {
   fs::create_directories(work);
   std::ostringstream replay;
   for (int i = 0; i < argc; ++i)
-    if (std::string(argv[i]) != "--seed" && (i == 0 || std::string(argv[i - 1]) != "--seed")) replay << argv[i] << " ";
+    if (std::string(argv[i]) != "--seed" && (i == 0 || std::string(argv[i - 1]) != "--seed")) {
+      const std::string a = argv[i];  // a --pass=ARGS quoted, to paste as printed
+      replay << (a.find(' ') == std::string::npos ? a : "'" + a + "'") << " ";
+    }
   replay << "--seed " << o.seed;
   std::cout << "zklock-faultharness: seed " << o.seed << " (replay: " << replay.str() << ")\n"
             << "work dir " << work << (own_work && !o.keep ? " (removed at the end; --keep keeps it)" : "") << "\n"
