@@ -36,8 +36,8 @@ else
   phase "1. the library, the unit and integration tests, the fault tools"
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
-  # 2. In the background: the fault passes (label fault, one at a time in each of their two
-  #    lanes, about 230 s; a third to a half of a core each) in a ctest of their own (their directory's
+  # 2. In the background: the fault passes (label fault: two lanes, each one harness running its
+  #    passes on one ensemble, about 230 s; a third to a half of a core each) in a ctest of their own (their directory's
   #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
   #    integration tests but those that must have the machine to themselves (labels
   #    integration-timing, lock-delay-timing, integration-ensemble: phase 3), then, once the programs they run are

@@ -108,6 +108,14 @@ int parse_options(int argc, char** argv, options& o) {
                  "MS: the zklock workers' mutex_options::lock_delay (--recipe mutex), and the models' (default 0; "
                  "with --mutant skip-lock-delay, 2 session timeouts)");
   app.add_flag("--list-mutants", o.list_mutants, "print the mutants, one a line: NAME RECIPE what it breaks");
+  app.add_option("--pass", o.passes,
+                 "ARGS: one pass of these options (after the command line's, which they override), given as "
+                 "--pass='--recipe shared --scenarios every'; several --pass options run one after the other on "
+                 "one ensemble (3 server starts, not 3 a pass), each pass's lock dirs apart; a pass with --mutant "
+                 "passes when the models catch it")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--caught-by", o.caught_by,
+                 "RULE: a --pass with --mutant passes only when this model's violation is the first caught");
   app.footer(
       "Exit status: 0 when every invariant held (for zklock clients: no overlap except behind a paused holder, "
       "no stale write accepted, no stuck waiter, no node or watch left, every window negative), 1 otherwise, "
@@ -147,6 +155,7 @@ int parse_options(int argc, char** argv, options& o) {
   }
   if (o.lock_delay_ms < 0) o.lock_delay_ms = o.mutant == "skip-lock-delay" ? 2 * o.session_timeout_ms : 0;
   if (o.lock_delay_ms > 0 && o.recipe != "mutex") return usage_error("--lock-delay: only with --recipe mutex");
+  if (!o.passes.empty() && !o.window.empty()) return usage_error("--pass: not with --window");
   if (o.scenarios.empty()) o.scenarios = all_scenarios;
   if (o.scenarios == std::vector<std::string>{"every"}) {
     o.scenarios = all_scenarios;
@@ -166,6 +175,26 @@ int parse_options(int argc, char** argv, options& o) {
     if (std::find(all_scenarios.begin(), all_scenarios.end(), s) == all_scenarios.end() &&
         std::find(extra_scenarios.begin(), extra_scenarios.end(), s) == extra_scenarios.end())
       return usage_error("unknown scenario '" + s + "'");
+  return -1;
+}
+
+int parse_pass(int argc, char** argv, const std::string& pass, options& o) {
+  std::vector<std::string> args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--pass=", 0) == 0) continue;
+    if (a == "--pass") {
+      ++i;
+      continue;
+    }
+    args.push_back(a);
+  }
+  for (auto& x : split(pass, ' ')) args.push_back(x);
+  std::vector<char*> pointers;
+  for (auto& a : args) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  if (int status = parse_options(static_cast<int>(args.size()), pointers.data(), o); status >= 0) return status;
+  if (!o.passes.empty()) return usage_error("--pass: a pass's options hold no --pass");
   return -1;
 }
 

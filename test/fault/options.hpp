@@ -37,6 +37,8 @@ struct options {
   bool list_mutants = false;
   int threads = 1;               // the zklock workers' io_context threads (threads mode when > 1)
   int lock_delay_ms = -1;        // the zklock workers' mutex_options::lock_delay (mutex); -1: 0, or 2 T for skip-lock-delay
+  std::string caught_by;         // --pass with --mutant: the model whose catch comes first
+  std::vector<std::string> passes;  // --pass=ARGS, each a pass with these options on one ensemble
 };
 
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):
@@ -53,5 +55,9 @@ std::vector<std::string> split(const std::string& s, char sep);
 // Parses argv into `o`. Returns -1 to go on, else the exit status (0 after --help, 2 on a
 // usage error, with a message on stderr).
 int parse_options(int argc, char** argv, options& o);
+
+// The options of one --pass: argv's but its --pass options, then the pass's own ARGS (split at
+// spaces; the later of an option given twice wins). Returns as parse_options.
+int parse_pass(int argc, char** argv, const std::string& pass, options& o);
 
 }  // namespace zklock::fault

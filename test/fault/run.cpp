@@ -34,9 +34,9 @@ run_result harness::run(const std::string& scenario, int run_index) {
   std::mt19937_64 rng(r.seed);
   const std::int64_t T_ns = std::int64_t(o.session_timeout_ms) * 1000000;
 
-  const std::string dir = "/fault/" + scenario + "-" + std::to_string(base_seed % 1000000) + "-" +
+  const std::string dir = "/fault/" + prefix + scenario + "-" + std::to_string(base_seed % 1000000) + "-" +
                           std::to_string(run_index);
-  const std::string run_dir = work + "/" + scenario + "-" + std::to_string(run_index);
+  const std::string run_dir = work + "/" + prefix + scenario + "-" + std::to_string(run_index);
   fs::create_directories(run_dir);
 
   asio::io_context ioc;
@@ -245,7 +245,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
   write_history(run_dir + "/history.jsonl", h);
   if (!o.history.empty()) {
     fs::create_directories(o.history);
-    write_history(o.history + "/" + scenario + "-" + std::to_string(run_index) + ".jsonl", h);
+    write_history(o.history + "/" + prefix + scenario + "-" + std::to_string(run_index) + ".jsonl", h);
   }
   for (auto& v : check_models(h)) {
     ++r.model_violations;

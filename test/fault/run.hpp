@@ -16,6 +16,7 @@ struct harness {
   std::string work;
   zklock::test::zk_ensemble* ens = nullptr;
   std::uint64_t base_seed = 0;
+  std::string prefix;  // of the runs' lock dirs and work dirs: a pass's, apart from the others' (--pass)
 
   run_result run(const std::string& scenario, int run_index);
 };
