@@ -20,7 +20,7 @@ trap 'wait $server 2>/dev/null || true; cat "$dir/server.txt" >&2 2>/dev/null; b
 # optimization or debug info: half the compiler's time of -O2 -g; a handoff waits on the server,
 # not on the CPU; without the recipes the demo program does not link (semaphore, multi-lock,
 # election). The test command builds the same dir again as it always does.
-DEPS=build BUILD_TESTS=OFF UNITY_BUILD=ON UNITY_BATCH=18 DEMO_BUILD=ON BUILD_TYPE=Debug CMAKE_ARGS="-DCMAKE_CXX_FLAGS_DEBUG=-O0" \
+DEPS=build BUILD_TESTS=OFF UNITY_BUILD=ON UNITY_BATCH=0 DEMO_BUILD=ON BUILD_TYPE=Debug CMAKE_ARGS="-DCMAKE_CXX_FLAGS_DEBUG=-O0" \
   bash scripts/build.sh contention_demo
 wait $server
 trap 'bash scripts/zk-server.sh stop "$dir"' EXIT
