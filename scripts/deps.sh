@@ -3,8 +3,6 @@
 #   scripts/deps.sh build   what building the library, the examples and the zklock tool needs
 #   scripts/deps.sh server  the ZooKeeper server and a JRE (the demo installs them while it builds)
 #   scripts/deps.sh demo    both: what the demo needs
-#   scripts/deps.sh first   build and Catch2: what the test command's first compiles need (the
-#                           tests' configure finds Catch2); it installs the rest beside them
 #   scripts/deps.sh [all]   everything the tests need too: Catch2, the benchmark's peers (Curator,
 #                           kazoo, a JDK), clang++ 14, doxygen, gnuplot
 # Idempotent: installs only what is missing (apt-get update once, only when needed). One line per
@@ -31,9 +29,8 @@ case "$set_name" in
   build) packages=("${build[@]}") ;;
   server) packages=("${server[@]}") ;;
   demo) packages=("${build[@]}" "${server[@]}") ;;
-  first) packages=("${build[@]}" catch2) ;;
   all) packages=("${build[@]}" "${server[@]}" "${rest[@]}") ;;
-  *) echo "usage: scripts/deps.sh [build|server|demo|first|all]" >&2; exit 2 ;;
+  *) echo "usage: scripts/deps.sh [build|server|demo|all]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do

@@ -33,23 +33,7 @@ else
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
   # 1. The library, the unit and integration tests, the fault-injection tools.
-  # The build's packages and Catch2 first; the rest (the JRE and JDK, the peers, clang, doxygen:
-  # mostly waiting on dpkg) install beside the first compiles, which need none of them (the
-  # library, Catch2's main, the zklock tool); configuring again then finds what came.
-  phase "1. the build's packages; the library and the zklock tool while the rest installs"
-  export ZKLOCK_APT_STAMP=$run_tmp/apt-updated
-  bash scripts/deps.sh first
-  bash scripts/deps.sh all >"$run_tmp/deps.out" 2>&1 &
-  deps_pid=$!
-  env "${build_env[@]}" DEPS=first bash scripts/build.sh zklock zklock_catch_main zklock-cli
-  deps_rc=0
-  wait $deps_pid || deps_rc=$?
-  cat "$run_tmp/deps.out" >&2
-  if ((deps_rc != 0)); then
-    echo "zklock: installing the tests' packages failed (status $deps_rc)" >&2
-    exit $deps_rc
-  fi
-  phase "1. the unit and integration tests, the fault tools"
+  phase "1. the library, the unit and integration tests, the fault tools"
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault: two lanes, each one harness running its
