@@ -23,13 +23,16 @@ BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 # DEBUG_INFO: RelWithDebInfo's debug info, -g by default; the test command's -g1 (line tables:
 #   4-12 % less compile time for a library source; the same code, and the installed library
 #   has no debug info either way, CMakeLists.txt).
+# TEST_CXX (the test command's: clang++-14): the C++ compiler of the test-only programs (the
+#   tests, the fault tools, the benchmark programs at BENCH_O0; CMakeLists.txt ZKLOCK_TEST_CXX);
+#   empty by default: the project's compiler for everything.
 # CMAKE_ARGS: more -D options (the demo's: a build without optimization or debug info).
 # shellcheck disable=SC2086
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
   -DCMAKE_UNITY_BUILD="${UNITY_BUILD:-OFF}" -DCMAKE_UNITY_BUILD_BATCH_SIZE="${UNITY_BATCH:-8}" \
   -DZKLOCK_BUILD_TESTS="${BUILD_TESTS:-ON}" -DZKLOCK_UNITY_LIBRARY="${UNITY_LIBRARY:-OFF}" \
   -DZKLOCK_DEMO_BUILD="${DEMO_BUILD:-OFF}" -DZKLOCK_BENCH_O0="${BENCH_O0:-OFF}" \
-  -DZKLOCK_APPS_O0="${APPS_O0:-OFF}" -DZKLOCK_LIBRARY_PIC="${LIBRARY_PIC:-OFF}" \
+  -DZKLOCK_APPS_O0="${APPS_O0:-OFF}" -DZKLOCK_LIBRARY_PIC="${LIBRARY_PIC:-OFF}" -DZKLOCK_TEST_CXX="${TEST_CXX:-}" \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 ${DEBUG_INFO:--g} -DNDEBUG" ${CMAKE_ARGS:-} >&2
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 # the test command's build (scripts/build.sh says what each setting does)
-build_env=(UNITY_LIBRARY=ON LIBRARY_PIC=ON DEBUG_INFO=-g1 BENCH_O0=ON APPS_O0=ON)
+build_env=(UNITY_LIBRARY=ON LIBRARY_PIC=ON DEBUG_INFO=-g1 BENCH_O0=ON APPS_O0=ON TEST_CXX=clang++-14)
 build() { env "${build_env[@]}" bash scripts/build.sh "$@"; }
 # This run's temp dir: the test fixture (test/support/zk_server.cpp, through
 # std::filesystem::temp_directory_path) and the Python tests (tempfile) put their servers' dirs

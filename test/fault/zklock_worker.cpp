@@ -475,10 +475,11 @@ struct worker {
       res.send("acquire_error", 0, "'create: " + cec.message() + "'");
       co_return std::pair<std::string, std::int64_t>{};
     }
-    const std::string mine = created.path.substr(created.path.rfind('/') + 1);
+    const std::string own_path = created.path;  // a lambda captures a variable, not a structured binding (clang++ 14)
+    const std::string mine = own_path.substr(own_path.rfind('/') + 1);
     const std::int64_t seq = sequence_of(mine);
     auto give_up = [&](const std::string& why) -> asio::awaitable<std::pair<std::string, std::int64_t>> {
-      co_await s.async_delete(created.path, -1, asio::as_tuple(asio::use_awaitable));
+      co_await s.async_delete(own_path, -1, asio::as_tuple(asio::use_awaitable));
       res.send("acquire_error", 0, "'" + why + "'");
       co_return std::pair<std::string, std::int64_t>{};
     };

@@ -122,11 +122,12 @@ TEST_CASE_METHOD(server_fixture, "bad input fails at once with a distinct error 
     }
     CHECK(s.stats().requests_sent == sent);
   }());
-  for (auto [connect, want] : std::vector<std::pair<std::string, error_code>>{
+  for (const auto& [connect, expected] : std::vector<std::pair<std::string, error_code>>{
            {"", errc::empty_connect_string},
            {"localhost", errc::malformed_connect_string},
            {"127.0.0.1:2181/bad/", errc::path_trailing_slash}}) {
     session bad(ioc.get_executor(), options_for(connect));
+    const error_code want = expected;  // a lambda captures a variable, not a structured binding (clang++ 14)
     run_test(ioc, [&]() -> asio::awaitable<void> {
       auto [ec] = co_await bad.async_connect(tuple_awaitable);
       CHECK(ec == want);

@@ -131,6 +131,11 @@ struct hold_driver : driver_rules {
             ++deadline_answers;
             break;
           }
+          case hold_outcome::signal_lost:
+            if (losts == 0) forbid("the lost signal before the loss was reported");
+            break;
+          case hold_outcome::revoked:  // the revocation waiters: the runner's (runner_test)
+            break;
         }
       }
       // The runner answers the waiters left with the loss (report_lost) or the release.
