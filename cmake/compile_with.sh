@@ -3,7 +3,7 @@
 # than the project's: ZKLOCK_TEST_CXX's for the test-only programs (CMakeLists.txt).
 #   compile_with.sh CXX [LAUNCHER...] -- PROJECT_COMPILER ARGS...
 # runs LAUNCHER... CXX ARGS... (LAUNCHER: the project's own launcher, e.g. ccache), without the
-# project compiler's options that only g++ knows (--param=..., -Wno-tsan).
+# project compiler's options that only g++ knows (--param=...).
 set -euo pipefail
 cxx=$1
 shift
@@ -16,7 +16,7 @@ shift 2  # "--" and the project's compiler
 args=()
 for a in "$@"; do
   case "$a" in
-    --param=*|-Wno-tsan) ;;
+    --param=*) ;;
     *) args+=("$a") ;;
   esac
 done
