@@ -65,6 +65,23 @@ if [ -z "${ZKLOCK_APT_STAMP:-}" ] || [ ! -e "$ZKLOCK_APT_STAMP" ]; then
   step "apt-get update" "${apt[@]}" update
   if [ -n "${ZKLOCK_APT_STAMP:-}" ]; then : >"$ZKLOCK_APT_STAMP"; fi
 fi
+# ZKLOCK_APT_ARCHIVES=DIR (the demo's): the packages' files are downloaded into DIR (apt's
+# archive cache for this run) and installed from there. With ZKLOCK_APT_DOWNLOAD_ONLY=1 they are
+# only downloaded: without dpkg's lock (nothing is installed; apt's cache of the lists kept in
+# memory, so nothing apt shares is written), so the demo downloads the server's packages while
+# the build's install; the install that follows finds them there.
+if [ -n "${ZKLOCK_APT_ARCHIVES:-}" ]; then
+  mkdir -p "$ZKLOCK_APT_ARCHIVES/partial"
+  apt+=(-o "Dir::Cache::Archives=$ZKLOCK_APT_ARCHIVES")
+fi
+if [ -n "${ZKLOCK_APT_DOWNLOAD_ONLY:-}" ]; then
+  step "downloading ${#missing[@]} packages (${missing[*]})" \
+    "${apt[@]}" -o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= \
+    install -y --download-only --no-install-recommends "${missing[@]}"
+  rm -f "$log"
+  exit 0
+fi
+# DPkg::Lock::Timeout: another install (the demo's two sets) waits for dpkg's lock, not fails
 step "installing ${#missing[@]} packages (${missing[*]})" \
-  "${apt[@]}" install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"
+  "${apt[@]}" -o DPkg::Lock::Timeout=600 install -y --no-install-recommends -o Dpkg::Use-Pty=0 "${missing[@]}"
 rm -f "$log"
