@@ -4,7 +4,9 @@
 #   scripts/deps.sh server  the ZooKeeper server and a JRE (the demo installs them while it builds)
 #   scripts/deps.sh demo    both: what the demo needs
 #   scripts/deps.sh [all]   everything the tests need too: Catch2, the benchmark's peers (Curator,
-#                           kazoo, a JDK), clang++ 14, doxygen, gnuplot
+#                           kazoo, a JDK), clang++ 14, doxygen
+#   scripts/deps.sh bench   all, and gnuplot for the benchmark's plots (scripts/bench; no test
+#                           draws one: 42 packages of 176 that the test command need not install)
 # Idempotent: installs only what is missing (apt-get update once, only when needed). One line per
 # step on stderr; apt's whole output goes to a log file, named (and its end shown) on failure.
 set -euo pipefail
@@ -20,7 +22,6 @@ server=(
 rest=(
   catch2  # the tests (the demo configures without them)
   python3-kazoo libcurator-recipes-java default-jdk-headless  # the benchmark's and interop tests' peers
-  gnuplot-nox  # the benchmark's plots
   procps iproute2  # the tests' process and network checks
   clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too
   doxygen  # the API reference (cmake --build build --target docs) and its test
@@ -30,7 +31,8 @@ case "$set_name" in
   server) packages=("${server[@]}") ;;
   demo) packages=("${build[@]}" "${server[@]}") ;;
   all) packages=("${build[@]}" "${server[@]}" "${rest[@]}") ;;
-  *) echo "usage: scripts/deps.sh [build|server|demo|all]" >&2; exit 2 ;;
+  bench) packages=("${build[@]}" "${server[@]}" "${rest[@]}" gnuplot-nox) ;;
+  *) echo "usage: scripts/deps.sh [build|server|demo|all|bench]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do

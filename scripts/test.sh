@@ -33,7 +33,24 @@ else
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
   # 1. The library, the unit and integration tests, the fault-injection tools.
-  phase "1. the library, the unit and integration tests, the fault tools"
+  # The build's packages first; the library compiles (niced: dpkg keeps its core) while the rest
+  # installs (the JRE and JDK, the peers, Catch2, clang, doxygen: dpkg, on one core), configured
+  # without the tests, which need those; the next build configures with them.
+  phase "1. the build's packages; the library while the rest installs"
+  export ZKLOCK_APT_STAMP=$run_tmp/apt-updated
+  bash scripts/deps.sh build
+  bash scripts/deps.sh all >"$run_tmp/deps.out" 2>&1 &
+  deps_pid=$!
+  nice -n 10 env "${build_env[@]}" DEPS=build BUILD_TESTS=OFF bash scripts/build.sh zklock || status=$?
+  deps_rc=0
+  wait $deps_pid || deps_rc=$?
+  cat "$run_tmp/deps.out" >&2
+  if ((deps_rc != 0 || status != 0)); then
+    echo "zklock: installing the tests' packages (status $deps_rc) or building the library (status $status) failed" >&2
+    rm -rf "$run_tmp"
+    exit $((deps_rc != 0 ? deps_rc : status))
+  fi
+  phase "1. the unit and integration tests, the fault tools"
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault: two lanes, each one harness running its
