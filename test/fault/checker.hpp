@@ -76,6 +76,10 @@ struct run_result {
   int model_violations = 0;
   std::string first_violation;
   int znode_writes = 0;
+  // grants (sections handed out) before the nemesis's first fault, from it to the heal, and from
+  // the heal to the clients' stop: the material each fault's checks had (run.cpp)
+  int grants_before = 0, grants_during = 0, grants_after = 0;
+  std::string phases;  // the run's phases, ms each (run.cpp), for the report
   std::vector<std::string> notes;
   std::map<std::string, int> per_kind_overlaps;  // earlier holder's kind -> unexplained overlaps
   bool zklock_ok() const {

@@ -99,7 +99,9 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
     for (int i = 0; i < o.runs && !mutant_caught; ++i) {
       auto t0 = std::chrono::steady_clock::now();
       auto r = h.run(s, i);
-      std::cerr << "  [" << s << " #" << i << "] " << r.acquisitions << " acquisitions, " << r.overlaps
+      std::cerr << "  [" << s << " #" << i << "] " << r.acquisitions << " acquisitions (grants: " << r.grants_before
+                << " before the fault, " << r.grants_during << " from it to the heal, " << r.grants_after
+                << " after it), " << r.overlaps
                 << " overlaps, " << r.overlaps_paused << " behind a paused holder, ";
       if (o.recipe == "shared")
         std::cerr << r.write_sections << " of them writers, " << r.reader_overlaps << " reader overlaps, ";
@@ -125,6 +127,7 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
                           ? ", slowest async_close " + fmt(r.close_ms) + " ms, probe stalled " + fmt(r.close_stall_ms) + " ms"
                           : std::string())
                   << "\n";
+      std::cerr << "    phases: " << r.phases << "\n";
       for (auto& n : r.notes) std::cerr << "    " << n << "\n";
       const bool caught = r.model_violations > 0;
       results.push_back(std::move(r));

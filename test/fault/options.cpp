@@ -73,6 +73,13 @@ int parse_options(int argc, char** argv, options& o) {
   app.add_option("--session-timeout", o.session_timeout_ms,
                  "MS: clients' session timeout (default 3000; servers' tickTime is 200 ms)");
   app.add_option("--hold-ms", o.hold_ms, "MS: critical section length (default 20)");
+  app.add_option("--waits", o.waits,
+                 "long|short: a run's waits around its faults (default long): long waits 300 ms after the warm-up "
+                 "(every client granted once), 200-1000 ms before each fault and 1000 ms after the heal; short "
+                 "100 ms, 100-400 ms, and after the heal until every client was granted again (at least 250 ms, "
+                 "at most a session timeout + 1000 ms). The seeded draws are the same (the faults' targets and "
+                 "timings of a seed do not change)")
+      ->check(CLI::IsMember({"long", "short"}));
   app.add_option("--stuck-bound", o.stuck_bound_ms,
                  "MS: a wait for the lock longer than this is a stuck waiter (default 5 session timeouts + 10 s)");
   auto* partition = app.add_option_group("Partition window", "instead of the fault scenarios");

@@ -39,6 +39,10 @@ struct options {
   int lock_delay_ms = -1;        // the zklock workers' mutex_options::lock_delay (mutex); -1: 0, or 2 T for skip-lock-delay
   std::string caught_by;         // --pass with --mutant: the model whose catch comes first
   std::vector<std::string> passes;  // --pass=ARGS, each a pass with these options on one ensemble
+  // a run's waits around its faults (run.cpp): "long" 300 ms after the warm-up, 200-1000 ms
+  // before each fault, 1 s after the heal; "short" 100 ms, 100-400 ms, and after the heal until
+  // every client was granted again (at least 250 ms, at most a session timeout + 1 s)
+  std::string waits = "long";
 };
 
 // The scenario lists, built from the nemesis's table of faults (nemesis.cpp):

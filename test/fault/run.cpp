@@ -95,6 +95,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
                               kinds[c] == "zklock" ? worker_args : std::vector<std::string>{});
     clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
   }
+  const std::int64_t t_spawned = mono_ns();
   std::thread io([&] { ioc.run(); });
   std::vector<pause_interval> pauses;
   run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}, {}, {}};
@@ -108,13 +109,19 @@ run_result harness::run(const std::string& scenario, int run_index) {
     return static_cast<int>(g.size()) == k;
   };
   if (!res.wait_for(60s, granted_all)) r.notes.push_back("warm-up: not every client was granted within 60 s");
-  std::this_thread::sleep_for(300ms);
+  const bool short_waits = o.waits == "short";
+  std::this_thread::sleep_for(short_waits ? 100ms : 300ms);
   for (auto& c : clients)
     if (c.kind == "zklock") r.rss_before_kb += rss_kb(c.pid);
 
+  const std::int64_t t_warm = mono_ns();
   // the nemesis
+  std::int64_t t_fault = 0;
   for (int f = 0; f < o.faults; ++f) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(int(nem.uniform(200, 1000))));
+    // (one draw either way: a seed's faults are the same with both)
+    const double lead_in = nem.uniform(0, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(int(short_waits ? 100 + 300 * lead_in : 200 + 800 * lead_in)));
+    if (f == 0) t_fault = mono_ns();
     auto d = nem.apply(scenario == "mixed" ? fault_kinds[nem.pick(int(fault_kinds.size()))] : scenario);
     r.faults.push_back(d);
     std::cerr << "  [" << scenario << " #" << run_index << "] " << d << "\n";
@@ -123,7 +130,23 @@ run_result harness::run(const std::string& scenario, int run_index) {
   // heal everything, let it settle, stop the clients
   nem.heal();
   const std::int64_t t_heal = mono_ns();
-  std::this_thread::sleep_for(1s);
+  const auto healed = std::chrono::steady_clock::now();
+  if (short_waits) {
+    // every client granted again after the heal (its liveness shown by each), at least 250 ms
+    auto granted_again = [&](const std::vector<record>& j) {
+      std::set<std::string> g;
+      for (auto& x : j)
+        if (x.kind == "grant" && x.t_recv >= t_heal) g.insert(process_of(x.who));
+      return static_cast<int>(g.size()) == k;
+    };
+    const auto bound = std::chrono::milliseconds(o.session_timeout_ms + 1000);
+    if (!res.wait_for(bound, granted_again))
+      r.notes.push_back("settle: not every client was granted within " + std::to_string(bound.count()) +
+                        " ms of the heal");
+    std::this_thread::sleep_until(healed + 250ms);
+  } else {
+    std::this_thread::sleep_for(1s);
+  }
   // t_stop before the signals: a client idle between sections answers at once, possibly
   // before this thread runs again (seen on a loaded machine: an idle report 44 ms before the
   // others', recorded before t_stop, counted that client as stuck)
@@ -148,6 +171,8 @@ run_result harness::run(const std::string& scenario, int run_index) {
     }
   }
   const std::int64_t t_end = mono_ns();
+  for (auto& x : res.journal())
+    if (x.kind == "grant") ++(x.t_recv < t_fault ? r.grants_before : x.t_recv < t_heal ? r.grants_during : r.grants_after);
   // leftovers: a released or lost guard's node is deleted in the background; give it 2 s
   // (the semaphore's nodes are in two dirs: its internal mutex's and its leases')
   const std::vector<std::string> node_dirs =
@@ -213,6 +238,13 @@ run_result harness::run(const std::string& scenario, int run_index) {
       r.notes.push_back(c.who + " ended with wait status " + std::to_string(c.status) + " (log " + run_dir + "/" +
                         c.who + ".log)");
     }
+  }
+  {
+    const std::int64_t t_ended = mono_ns();
+    auto ms = [](std::int64_t a, std::int64_t b) { return std::to_string((b - a) / 1000000); };
+    r.phases = "warm-up " + ms(t_spawned, t_warm) + ", before the fault " + ms(t_warm, t_fault) + ", fault " +
+               ms(t_fault, t_heal) + ", settle " + ms(t_heal, t_stop) + ", stop " + ms(t_stop, t_end) +
+               ", leftovers and exits " + ms(t_end, t_ended) + " ms";
   }
   guard.reset();
   ioc.stop();
