@@ -69,12 +69,16 @@ void record_states(session& s, std::vector<session_state>& states) {
 
 // Drops the connection through `proxy` `drops` times; after each, the session (whose states
 // record_states appends to `states`) must reconnect to the same session within 10 s.
+// Each drop comes just after a reply: the server has heard from the session at that moment,
+// so its session timeout runs from the drop, not from a ping up to a third of it earlier.
 asio::awaitable<void> drop_and_reconnect(zklock::test::tcp_proxy& proxy, session& s,
                                          const std::vector<session_state>& states, int drops) {
   auto id = s.session_id();
   auto count = [&](session_state st) { return std::count(states.begin(), states.end(), st); };
   auto before = count(session_state::reconnected);
   for (int i = 1; i <= drops; ++i) {
+    auto [ec_touch, stat] = co_await s.async_exists("/", tuple_awaitable);
+    REQUIRE_FALSE(ec_touch);
     proxy.drop_all();
     co_await until([&] { return count(session_state::reconnected) == before + i || count(session_state::expired) > 0; },
                    10s);
