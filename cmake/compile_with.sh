@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A compiler launcher (CMake's CXX_COMPILER_LAUNCHER) that compiles with another C++ compiler
-# than the project's: ZKLOCK_TEST_CXX's for the test-only programs (CMakeLists.txt).
+# A compiler launcher (CMake's CXX_COMPILER_LAUNCHER, or LINKER_LAUNCHER) that compiles or links
+# with another C++ compiler than the project's: ZKLOCK_TEST_CXX's for the test-only programs
+# (CMakeLists.txt).
 #   compile_with.sh CXX [LAUNCHER...] -- PROJECT_COMPILER ARGS...
 # runs LAUNCHER... CXX ARGS... (LAUNCHER: the project's own launcher, e.g. ccache), without the
-# project compiler's options that only g++ knows (--param=...).
+# project compiler's options that only g++ knows (--param=..., -Wno-tsan).
 set -euo pipefail
 cxx=$1
 shift
@@ -16,7 +17,7 @@ shift 2  # "--" and the project's compiler
 args=()
 for a in "$@"; do
   case "$a" in
-    --param=*) ;;
+    --param=* | -Wno-tsan) ;;
     *) args+=("$a") ;;
   esac
 done

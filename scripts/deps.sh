@@ -23,7 +23,9 @@ rest=(
   catch2  # the tests (the demo configures without them)
   python3-kazoo libcurator-recipes-java default-jdk-headless  # the benchmark's and interop tests' peers
   procps iproute2  # the tests' process and network checks
-  clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too
+  clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too; the
+  # test command's test-only programs (CMakeLists.txt: ZKLOCK_TEST_CXX)
+  libclang-rt-14-dev  # clang's ThreadSanitizer runtime: the test command's ThreadSanitizer programs
   doxygen  # the API reference (cmake --build build --target docs) and its test
 )
 case "$set_name" in
