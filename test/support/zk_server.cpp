@@ -23,6 +23,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -493,8 +494,31 @@ class server_process {
   }
   void stop() { signal_and_reap(SIGTERM, 5000ms); }
   void kill() { signal_and_reap(SIGKILL, 5000ms); }
+  // SIGSTOP, then waits (at most 2 s) until every thread of the JVM has stopped: the kernel stops
+  // a multi-threaded process's threads one by one after kill() returns (a thread running on
+  // another CPU, of a loaded virtual machine, may still answer a request sent at once).
   void pause() {
-    if (running()) ::kill(pid_, SIGSTOP), paused_ = true;
+    if (!running()) return;
+    ::kill(pid_, SIGSTOP);
+    paused_ = true;
+    auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (!all_threads_stopped(pid_) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+  }
+  // Every thread of `pid` is stopped (state T or t in /proc/PID/task/TID/stat), or has exited.
+  static bool all_threads_stopped(pid_t pid) {
+    std::error_code ec;
+    fs::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec);
+    if (ec) return true;  // gone
+    for (const auto& task : tasks) {
+      std::ifstream in(task.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto close = stat.rfind(')');
+      if (close == std::string::npos || close + 2 >= stat.size()) continue;  // exited meanwhile
+      char state = stat[close + 2];
+      if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
+    }
+    return true;
   }
   void resume() {
     if (running()) ::kill(pid_, SIGCONT), paused_ = false;

@@ -70,6 +70,19 @@ bool maps_file(pid_t pid, const std::string& file) {
   return false;
 }
 
+// How many threads of process `pid` are not stopped (state T or t in /proc/PID/task/TID/stat).
+int threads_running(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'T' && stat[close + 2] != 't') ++n;
+  }
+  return n;
+}
+
 void expect_nothing_left() {
   CHECK(our_processes() == 0);
   CHECK(our_dirs() == 0);
@@ -121,6 +134,7 @@ TEST_CASE("standalone server: maps the class archive; ruok, pause, resume, resta
     CHECK(maps_file(s.pid(), ZKLOCK_TEST_ZK_CDS_ARCHIVE));
 
     s.pause();
+    CHECK(threads_running(s.pid()) == 0);  // pause() returns once every thread of the JVM stopped
     auto t1 = clock_type::now();
     CHECK_FALSE(s.ruok());
     CHECK(seconds_since(t1) < 2.0);
