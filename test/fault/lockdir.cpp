@@ -79,10 +79,13 @@ std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& e
 }
 
 int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
-                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes) {
+                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes,
+                  int* silent) {
   auto now = ask_watches(ens);
   int n = 0;
+  if (silent) *silent = 0;
   for (int i = 0; i < ens.size(); ++i) {
+    if (silent && child_watches(now[i]) < 0) ++*silent;
     const member_watch_answers was = i < int(before.size()) ? before[i] : member_watch_answers{};
     if (data_watches(now[i]) > 0) now[i].wchp = ens.four_letter(i, "wchp");
     if (child_watches(now[i]) > std::max(child_watches(was), 0)) now[i].cons = ens.four_letter(i, "cons");

@@ -27,9 +27,11 @@ int count_nodes(const std::string& connect, const std::string& dir, std::vector<
 std::vector<member_watch_answers> ask_watches(const zklock::test::zk_ensemble& ens);
 
 // The watches the run on the lock dir `dir` left on the members (watches_left, summed):
-// `before`, ask_watches() before the run's clients started.
+// `before`, ask_watches() before the run's clients started. `silent`: the members that did not
+// say their counts (no answer, or "not currently serving requests"), each counted as a watch.
 int count_watches(const zklock::test::zk_ensemble& ens, const std::string& dir,
-                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes);
+                  const std::vector<member_watch_answers>& before, std::vector<watches_note>* notes,
+                  int* silent = nullptr);
 
 // Another client writing to lock nodes: one session lists each dir in `dirs`
 // and sets the data of every child (the holder's and the waiters' nodes), `rounds` times,

@@ -173,12 +173,23 @@ run_result harness::run(const std::string& scenario, int run_index) {
   const std::int64_t t_end = mono_ns();
   for (auto& x : res.journal())
     if (x.kind == "grant") ++(x.t_recv < t_fault ? r.grants_before : x.t_recv < t_heal ? r.grants_during : r.grants_after);
-  // leftovers: a released or lost guard's node is deleted in the background; give it 2 s
+  // leftovers: a released or lost guard's node is deleted in the background, a stopped
+  // acquire's watches removed (an acquire cancelled, its cleanup going on behind; a grant gone
+  // ahead of its removal); give it 2 s, and at least two looks: one look (the lock dir listed
+  // by a session of the harness's, each member's wchs and mntr) may take longer than that
+  // itself on a loaded machine, the more so on members restarted moments before (0.3-0.7 s a
+  // mntr at a load average of 18). A look that a member did not answer (its counts unsaid
+  // within the four-letter word's 3 s, or "not currently serving requests") or in which the
+  // lock dir could not be listed says nothing yet: the 2 s run from the next look, while the
+  // check is under 15 s old (a member restarted moments before, slow or electing again).
   // (the semaphore's nodes are in two dirs: its internal mutex's and its leases')
   const std::vector<std::string> node_dirs =
       o.recipe == "semaphore" ? std::vector<std::string>{dir + "/locks", dir + "/leases"} : std::vector<std::string>{dir};
   leftovers left;
-  for (auto until = std::chrono::steady_clock::now() + 2s;;) {
+  const auto check_began = std::chrono::steady_clock::now();
+  int looks = 0;
+  for (auto until = check_began + 2s;;) {
+    ++looks;
     left.node_names.clear();
     left.watch_notes.clear();
     left.nodes = 0;
@@ -188,12 +199,22 @@ run_result harness::run(const std::string& scenario, int run_index) {
       left.nodes = n < 0 || left.nodes < 0 ? -1 : left.nodes + n;
       for (auto& x : names) left.node_names.push_back(d.substr(dir.size()) + (d == dir ? "" : "/") + x);
     }
-    left.watches = count_watches(*ens, dir, watches_before, &left.watch_notes);
-    if ((left.nodes == 0 && left.watches == 0) || std::chrono::steady_clock::now() >= until) break;
+    int silent = 0;
+    left.watches = count_watches(*ens, dir, watches_before, &left.watch_notes, &silent);
+    if (left.nodes == 0 && left.watches == 0) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (silent > 0 || left.nodes < 0) until = std::min(now + 2s, check_began + 15s);
+    if (now >= until && looks >= 2) break;
     std::this_thread::sleep_for(200ms);
   }
   r.nodes_left = left.nodes;
   r.watches_left = left.watches;
+  if (left.nodes != 0 || left.watches != 0)
+    r.notes.push_back("leftovers: still there at the last of " + std::to_string(looks) + " looks, " +
+                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                         std::chrono::steady_clock::now() - check_began)
+                                         .count()) +
+                      " ms after the first began");
   {
     // whose: the clients said their session ids in "hello"; a line may name several sessions
     // (child watches: those connected to the member)
