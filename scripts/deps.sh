@@ -25,7 +25,8 @@ rest=(
   procps iproute2  # the tests' process and network checks
   clang-14  # test/headers: the public headers compile warning-free under clang++ 14 too; the
   # test command's test-only programs (CMakeLists.txt: ZKLOCK_TEST_CXX)
-  libclang-rt-14-dev  # clang's ThreadSanitizer runtime: the test command's ThreadSanitizer programs
+  libclang-rt-14-dev llvm-14  # clang's ThreadSanitizer runtime and the symbolizer of its reports
+  # (llvm-symbolizer-14): the test command's ThreadSanitizer programs
   doxygen  # the API reference (cmake --build build --target docs) and its test
 )
 case "$set_name" in
