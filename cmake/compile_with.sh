@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A compiler launcher (CMake's CXX_COMPILER_LAUNCHER, or LINKER_LAUNCHER) that compiles or links
+# A compiler launcher (CMake's CXX_COMPILER_LAUNCHER, or CXX_LINKER_LAUNCHER) that compiles or links
 # with another C++ compiler than the project's: ZKLOCK_TEST_CXX's for the test-only programs
 # (CMakeLists.txt).
 #   compile_with.sh CXX [LAUNCHER...] -- PROJECT_COMPILER ARGS...

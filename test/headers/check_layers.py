@@ -62,9 +62,6 @@ def main():
         return 1
     sansio_base = base + precompiled  # the engine's files are only preprocessed (-MM)
 
-    def files(layer):
-        return files_of(root, layer)
-
     def sansio(path):
         lang = ["-x", "c++-header"] if path.endswith(".hpp") else []
         p = subprocess.run(sansio_base + ["-fsyntax-only", "-H"] + lang + [path], capture_output=True, text=True)
@@ -89,9 +86,9 @@ def main():
                     return os.path.join(root, "src", m.group(1)) if m else None
         return None
 
-    sources = [f for f in files("sansio") if f.endswith(".cpp")]
+    sources = [f for f in files_of(root, "sansio") if f.endswith(".cpp")]
     first = {first_include(f): f for f in sources}
-    jobs = [(f, sansio) for f in files("sansio") if f not in first] + [(f, engine) for f in files("engine")]
+    jobs = [(f, sansio) for f in files_of(root, "sansio") if f not in first] + [(f, engine) for f in files_of(root, "engine")]
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for (f, _), problems in zip(jobs, pool.map(lambda j: j[1](j[0]), jobs)):

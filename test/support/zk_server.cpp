@@ -502,23 +502,8 @@ class server_process {
     ::kill(pid_, SIGSTOP);
     paused_ = true;
     auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (!all_threads_stopped(pid_) && std::chrono::steady_clock::now() < deadline)
+    while (threads_running(pid_) > 0 && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(1ms);
-  }
-  // Every thread of `pid` is stopped (state T or t in /proc/PID/task/TID/stat), or has exited.
-  static bool all_threads_stopped(pid_t pid) {
-    std::error_code ec;
-    fs::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec);
-    if (ec) return true;  // gone
-    for (const auto& task : tasks) {
-      std::ifstream in(task.path() / "stat");
-      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto close = stat.rfind(')');
-      if (close == std::string::npos || close + 2 >= stat.size()) continue;  // exited meanwhile
-      char state = stat[close + 2];
-      if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
-    }
-    return true;
   }
   void resume() {
     if (running()) ::kill(pid_, SIGCONT), paused_ = false;
@@ -671,6 +656,20 @@ std::string make_chroot(std::uint16_t port) {
 }
 
 }  // namespace
+
+int threads_running(pid_t pid) {
+  int n = 0;
+  std::error_code ec;  // a process gone has no task dir: none running
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = stat.rfind(')');  // the state follows the command name, "(...) S"
+    if (close == std::string::npos || close + 2 >= stat.size()) continue;  // exited meanwhile
+    char state = stat[close + 2];
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') ++n;
+  }
+  return n;
+}
 
 std::string create_node(const std::string& connect, const std::string& path) {
   int rc = admin_session(connect).create(path, &ZOO_OPEN_ACL_UNSAFE);

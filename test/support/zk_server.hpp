@@ -120,6 +120,10 @@ class zk_server {
 /// error ("not authenticated", "node exists", ...).
 std::string create_node(const std::string& connect, const std::string& path);
 
+/// How many threads of process `pid` can still run: those whose state (/proc/PID/task/TID/stat)
+/// is neither stopped (T, t) nor exited (Z, X). 0 once a SIGSTOP has stopped them all.
+int threads_running(pid_t pid);
+
 /// An N-member quorum (QuorumPeerMain, standaloneEnabled=false) on free loopback ports.
 class zk_ensemble {
  public:

@@ -70,19 +70,6 @@ bool maps_file(pid_t pid, const std::string& file) {
   return false;
 }
 
-// How many threads of process `pid` are not stopped (state T or t in /proc/PID/task/TID/stat).
-int threads_running(pid_t pid) {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream in(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto close = stat.rfind(')');
-    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'T' && stat[close + 2] != 't') ++n;
-  }
-  return n;
-}
-
 void expect_nothing_left() {
   CHECK(our_processes() == 0);
   CHECK(our_dirs() == 0);
