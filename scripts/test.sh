@@ -54,16 +54,23 @@ else
   build zklock_unit_tests zklock_integration_tests zklock_fault_checker_test zklock-faultharness zklock_fault_worker
   phase "2. the unit, integration, apps, interop tests and the fault passes beside the rest of the build"
   # 2. In the background: the fault passes (label fault: two lanes, each one harness running its
-  #    passes on one ensemble, about 230 s; a third to a half of a core each) in a ctest of their own (their directory's
-  #    test list, its own Testing/); and in test/'s, one ctest after the other: the unit and
-  #    integration tests but those that must have the machine to themselves (labels
-  #    integration-timing, lock-delay-timing, integration-ensemble: phase 3), then, once the programs they run are
-  #    built, the zklock tool's and the examples' tests and the peers' (apps, interop; the timed
-  #    ones are apps-timing, phase 3). Meanwhile the programs, then everything else, build
-  #    niced: a test's wake-up comes before a compiler.
+  #    passes on one ensemble, about 180 s; a third to a half of a core each) in a ctest of their
+  #    own (their directory's test list, its own Testing/); and in test/'s, one ctest after the
+  #    other: the unit and integration tests but those that must have the machine to themselves
+  #    (labels integration-timing, lock-delay-timing, integration-ensemble: phase 3), then, once
+  #    the programs they run are built, the zklock tool's and the examples' tests and the peers'
+  #    (apps, interop; the timed ones are apps-timing, phase 3). Meanwhile the programs, then
+  #    everything else, build niced: a test's wake-up comes before a compiler.
+  #    And the compilers' checks that need the sources only (label sources: the public headers
+  #    under strict warnings, the layers, each library source's includes; the API reference), at
+  #    idle priority (SCHED_IDLE, `chrt --idle 0`): they take only a core that nothing else wants,
+  #    now and beside the timed tests of phase 3, and finish after them.
   TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test/fault" "${ctest_args[@]}" -L '^fault$' -j 2 \
     >"$run_tmp/fault.out" 2>&1 &
   fault_pid=$!
+  TMPDIR=$run_tmp chrt --idle 0 ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^sources$' -j 2 \
+    >"$run_tmp/sources.out" 2>&1 &
+  sources_pid=$!
   (
     rc=0
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^(unit|integration)$' \
@@ -86,33 +93,43 @@ else
   phase "2. the build is done (status $build_status); waiting for the tests beside it"
   check $early_pid "the unit, integration, apps and interop tests (ctest --test-dir $BUILD_DIR/test -L '^(unit|integration)\$', then -L '^(apps|interop)\$')" \
     "$run_tmp/early.out"
-  # 3. Every other test, the build done: the benchmark's and ThreadSanitizer's programs, the
-  #    compilers' checks, the ensemble tests (integration-ensemble); then the timed tests
-  #    (integration-timing, lock-delay-timing, apps-timing, bench, tsan: RUN_SERIAL, each alone in
-  #    its ctest) in three lanes, three ctests side by side: the library's timed tests in test/'s,
-  #    its lock-delay ones in another, the programs' in the top directory's. Each waits on timers
-  #    and servers most of its run (docs/TESTING.md).
+  # 3. Every other test, the build done, in four lanes: four ctests side by side, each running its
+  #    tests one at a time (the timed ones RUN_SERIAL), each waiting on timers and servers most of
+  #    its run (docs/TESTING.md): the library's timed tests in test/'s (integration-timing), its
+  #    lock-delay ones in another (lock-delay-timing), the programs' in the top directory's
+  #    (apps-timing, bench, tsan), and there the rest: the snippets' programs, the ensemble's,
+  #    the fixture's and the fault window's tests. Beside them, at idle priority (as the checks
+  #    of label sources, still running), the package's consumers: they compile and link.
   if ((build_status == 0)); then
     timed='integration-timing|lock-delay-timing|apps-timing|bench|tsan'
-    phase "3. the compilers' checks, the ensemble's and the fixture's tests"
-    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
-      -LE "^(unit|integration|apps|interop|fault|$timed)\$" -j "${CTEST_JOBS:-4}" || status=$?
-    phase "3. the timed tests, in three lanes"
+    phase "3. the timed tests, the ensemble's and the fixture's, in four lanes; the package's consumers at idle priority"
+    TMPDIR=$run_tmp chrt --idle 0 ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^package$' -LE '^sources$' \
+      -j 2 >"$run_tmp/package.out" 2>&1 &
+    package_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^integration-timing$' \
       >"$run_tmp/timed.out" 2>&1 &
     timed_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR/test" "${ctest_args[@]}" -L '^lock-delay-timing$' \
       >"$run_tmp/lock-delay.out" 2>&1 &
     lock_delay_pid=$!
+    TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
+      -LE "^(unit|integration|apps|interop|fault|package|sources|$timed)\$" >"$run_tmp/rest.out" 2>&1 &
+    rest_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^(apps-timing|bench|tsan)$' || status=$?
     check $timed_pid "the library's timed tests (ctest --test-dir $BUILD_DIR/test -L '^integration-timing\$')" \
       "$run_tmp/timed.out"
     check $lock_delay_pid "the library's lock-delay timed tests (ctest --test-dir $BUILD_DIR/test -L '^lock-delay-timing\$')" \
       "$run_tmp/lock-delay.out"
+    check $rest_pid "the snippets', the ensemble's, the fixture's and the fault window's tests (ctest --test-dir $BUILD_DIR -LE '^(unit|integration|apps|interop|fault|package|sources|$timed)\$')" \
+      "$run_tmp/rest.out"
+    check $package_pid "the package's consumers (ctest --test-dir $BUILD_DIR -L '^package\$' -LE '^sources\$', at idle priority)" \
+      "$run_tmp/package.out"
   else
     echo "zklock: the build failed (status $build_status): the other tests were not run" >&2
     status=$build_status
   fi
+  check $sources_pid "the compilers' checks of the sources (ctest --test-dir $BUILD_DIR -L '^sources\$', at idle priority)" \
+    "$run_tmp/sources.out"
   check $fault_pid "the fault passes (ctest --test-dir $BUILD_DIR/test/fault -L '^fault\$')" "$run_tmp/fault.out"
 fi
 # nothing of ours may outlive the run
