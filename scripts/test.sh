@@ -32,21 +32,26 @@ else
   # Most tests wait on timers and servers (the ctest of every test but the compilers uses less
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
-  # 1. The library, the unit and integration tests, the fault-injection tools.
-  # The build's packages first; the library compiles (niced: dpkg keeps its core) while the rest
-  # installs (the JRE and JDK, the peers, Catch2, clang, doxygen: dpkg, on one core), configured
-  # without the tests, which need those; the next build configures with them.
-  phase "1. the build's packages; the library while the rest installs"
+  # 1. The library and the programs the tests run, the unit and integration tests, the
+  # fault-injection tools. The build's packages first; the library, the zklock tool and the
+  # examples compile (niced: dpkg keeps its core) while the rest installs (the JRE and JDK, the
+  # peers, Catch2, clang, doxygen: dpkg, on one core), configured without the tests, which need
+  # those, but with the test build's flags for the programs (ZKLOCK_FAST_TEST_BUILD, cached: the
+  # next build configures with the tests and compiles none of them again).
+  phase "1. the build's packages; the library, the zklock tool and the examples while the rest installs"
   export ZKLOCK_APT_STAMP=$run_tmp/apt-updated
   bash scripts/deps.sh build
   bash scripts/deps.sh all >"$run_tmp/deps.out" 2>&1 &
   deps_pid=$!
-  nice -n 10 env "${build_env[@]}" DEPS=build BUILD_TESTS=OFF bash scripts/build.sh zklock || status=$?
+  programs=(zklock-cli contention_demo acquire_release recipes_tour threaded_workers stock_server stock_client
+    scheduler_failover)
+  nice -n 10 env "${build_env[@]}" DEPS=build BUILD_TESTS=OFF CMAKE_ARGS=-DZKLOCK_FAST_TEST_BUILD=ON \
+    bash scripts/build.sh zklock "${programs[@]}" || status=$?
   deps_rc=0
   wait $deps_pid || deps_rc=$?
   cat "$run_tmp/deps.out" >&2
   if ((deps_rc != 0 || status != 0)); then
-    echo "zklock: installing the tests' packages (status $deps_rc) or building the library (status $status) failed" >&2
+    echo "zklock: installing the tests' packages (status $deps_rc) or building the library and programs (status $status) failed" >&2
     rm -rf "$run_tmp"
     exit $((deps_rc != 0 ? deps_rc : status))
   fi
@@ -84,9 +89,7 @@ else
   ) >"$run_tmp/early.out" 2>&1 &
   early_pid=$!
   programs_status=0
-  nice -n 10 env "${build_env[@]}" bash scripts/build.sh zklock-cli zklock_contender \
-    contention_demo acquire_release recipes_tour threaded_workers stock_server stock_client scheduler_failover \
-    || programs_status=$?
+  nice -n 10 env "${build_env[@]}" bash scripts/build.sh zklock_contender "${programs[@]}" || programs_status=$?
   echo $programs_status >"$run_tmp/programs.status"
   build_status=$programs_status
   ((build_status != 0)) || nice -n 10 env "${build_env[@]}" bash scripts/build.sh || build_status=$?

@@ -78,11 +78,12 @@ def pid_alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # a zombie is dead for our purpose
+    # a zombie is dead for our purpose; so is a process reaped between the open and the read
+    # (the read then fails with ESRCH)
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
