@@ -30,6 +30,7 @@ class chained_acquire : public std::enable_shared_from_this<Derived> {
   void forward_cancellation() {
     cancel_ = cancel_hook(op_, this->weak_from_this(), [](chained_acquire& self, asio::cancellation_type t) {
       self.cancelled_ = true;
+      self.cancel_type_ = t;
       self.inner_.emit(t);
     });
   }
@@ -52,6 +53,7 @@ class chained_acquire : public std::enable_shared_from_this<Derived> {
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   asio::cancellation_signal inner_;
   bool cancelled_ = false;
+  asio::cancellation_type cancel_type_ = asio::cancellation_type::none;  // what cancelled_ was
   cancel_hook<pending<void(error_code, Result)>> cancel_;  // forward_cancellation
 };
 

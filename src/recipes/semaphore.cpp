@@ -5,6 +5,11 @@
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <optional>
+#include <utility>
+
 namespace zklock::detail {
 
 // The semaphore: Curator's InterProcessSemaphoreV2 layout. Behind an internal mutex on
@@ -85,16 +90,42 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
 
   void on_internal(error_code ec, lock_guard g) {
     if (ec) return op_->complete(ec, lock_guard{});
-    if (cancelled_) return op_->complete(asio::error::operation_aborted, lock_guard{});  // g releases
     internal_ = std::move(g);
+    if (cancelled_) return give_up(asio::error::operation_aborted);
     step(st_->leases, mode_ == lock_mode::try_once ? lock_mode::try_after_probe : mode_, lock_kind::lease,
          &lease_op::on_lease);
   }
 
   void on_lease(error_code ec, lock_guard g) {
+    if (ec) return give_up(ec);
     // Give the internal mutex back (in the background: the next acquirer may go on at once).
     internal_ = lock_guard{};
     op_->complete(ec, std::move(g));
+  }
+
+  // No lease (cancelled, timed out, failed): our internal-mutex node goes before the caller is
+  // answered, as the lease step's own node did, with a mutex's bounds (acquire_fsm.hpp,
+  // stop_kind): a total cancellation waits for the release's answer; anything else waits for it
+  // stop_answer_wait at most while connected, and not at all while disconnected (the release
+  // answers release_pending at once then; the node goes after the reconnect or with the
+  // session). The release goes on either way.
+  void give_up(error_code ec) {
+    struct answer {
+      std::shared_ptr<lease_op> self;
+      error_code ec;
+      std::optional<asio::steady_timer> bound;
+      void operator()() {
+        if (!self) return;
+        if (bound) bound->cancel();
+        std::exchange(self, nullptr)->op_->complete(ec, lock_guard{});
+      }
+    };
+    auto a = std::make_shared<answer>(answer{this->shared_from_this(), ec, std::nullopt});
+    if (!cancelled_ || cancels_at_once(cancel_type_)) {
+      a->bound.emplace(st_->leases->s->executor(), stop_answer_wait);
+      a->bound->async_wait([a](error_code) { (*a)(); });
+    }
+    std::exchange(internal_, lock_guard{}).async_release([a](error_code) { (*a)(); });
   }
 
   std::shared_ptr<semaphore_state> st_;

@@ -68,6 +68,10 @@ TEST_CASE_METHOD(proxied_fixture, "semaphore: try on a full semaphore reads only
     bool waited_out = took >= 100ms + 450ms;
     INFO("the cancelled acquire took "
          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+    // within its bound, it completed once its cleanup was answered: the lease node's delete and
+    // the internal mutex's, whose node it held while it waited for a lease
+    auto after = f[1]->stats();
+    if (!waited_out) CHECK(after.outstanding_requests + after.queued_requests == 0);
     auto children = [&](std::string dir) -> asio::awaitable<std::vector<std::string>> {
       co_return (co_await f[0]->async_get_children(std::move(dir), asio::use_awaitable)).children;
     };
