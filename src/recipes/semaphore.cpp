@@ -103,13 +103,18 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
     op_->complete(ec, std::move(g));
   }
 
-  // No lease (cancelled, timed out, failed): our internal-mutex node goes before the caller is
+  // No lease. Cancelled or timed out: our internal-mutex node goes before the caller is
   // answered, as the lease step's own node did, with a mutex's bounds (acquire_fsm.hpp,
   // stop_kind): a total cancellation waits for the release's answer; anything else waits for it
   // stop_answer_wait at most while connected, and not at all while disconnected (the release
   // answers release_pending at once then; the node goes after the reconnect or with the
-  // session). The release goes on either way.
+  // session). The release goes on either way. Any other error (the session ended: the node
+  // goes with it; a server's refusal) is answered at once, the release in the background.
   void give_up(error_code ec) {
+    if (!cancelled_ && ec != errc::lock_timeout) {
+      internal_ = lock_guard{};
+      return op_->complete(ec, lock_guard{});
+    }
     struct answer {
       std::shared_ptr<lease_op> self;
       error_code ec;
