@@ -5,6 +5,7 @@
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <optional>
@@ -130,7 +131,9 @@ class lease_op : public chained_acquire<lease_op, lock_guard> {
       a->bound.emplace(st_->leases->s->executor(), stop_answer_wait);
       a->bound->async_wait([a](error_code) { (*a)(); });
     }
-    std::exchange(internal_, lock_guard{}).async_release([a](error_code) { (*a)(); });
+    // on the session's executor, as the timer: the answer is given once, on one strand
+    std::exchange(internal_, lock_guard{})
+        .async_release(asio::bind_executor(st_->leases->s->executor(), [a](error_code) { (*a)(); }));
   }
 
   std::shared_ptr<semaphore_state> st_;
