@@ -110,6 +110,7 @@ else
   #    of label sources, still running), the package's consumers: they compile and link.
   if ((build_status == 0)); then
     timed='integration-timing|lock-delay-timing|apps-timing|bench|tsan'
+    rest="^(unit|integration|apps|interop|fault|package|sources|$timed)\$"  # the fourth lane: no other's label
     phase "3. the timed tests, the ensemble's and the fixture's, in four lanes; the package's consumers at idle priority"
     TMPDIR=$run_tmp idle ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^package$' -LE '^sources$' \
       -j 2 >"$run_tmp/package.out" 2>&1 &
@@ -121,14 +122,14 @@ else
       >"$run_tmp/lock-delay.out" 2>&1 &
     lock_delay_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" \
-      -LE "^(unit|integration|apps|interop|fault|package|sources|$timed)\$" >"$run_tmp/rest.out" 2>&1 &
+      -LE "$rest" >"$run_tmp/rest.out" 2>&1 &
     rest_pid=$!
     TMPDIR=$run_tmp ctest --test-dir "$BUILD_DIR" "${ctest_args[@]}" -L '^(apps-timing|bench|tsan)$' || status=$?
     check $timed_pid "the library's timed tests (ctest --test-dir $BUILD_DIR/test -L '^integration-timing\$')" \
       "$run_tmp/timed.out"
     check $lock_delay_pid "the library's lock-delay timed tests (ctest --test-dir $BUILD_DIR/test -L '^lock-delay-timing\$')" \
       "$run_tmp/lock-delay.out"
-    check $rest_pid "the snippets', the ensemble's, the fixture's and the fault window's tests (ctest --test-dir $BUILD_DIR -LE '^(unit|integration|apps|interop|fault|package|sources|$timed)\$')" \
+    check $rest_pid "the snippets', the ensemble's, the fixture's and the fault window's tests (ctest --test-dir $BUILD_DIR -LE '$rest')" \
       "$run_tmp/rest.out"
     check $package_pid "the package's consumers (ctest --test-dir $BUILD_DIR -L '^package\$' -LE '^sources\$', at idle priority)" \
       "$run_tmp/package.out"
