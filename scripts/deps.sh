@@ -5,6 +5,8 @@
 #   scripts/deps.sh demo    both: what the demo needs
 #   scripts/deps.sh [all]   everything the tests need too: Catch2, the benchmark's peers (Curator,
 #                           kazoo, a JDK), clang++ 14, doxygen
+#   scripts/deps.sh test-compiler  clang++ 14 alone: the test command installs it first, to compile
+#                           its programs while the rest installs (scripts/test.sh)
 #   scripts/deps.sh bench   all, and gnuplot for the benchmark's plots (scripts/bench; no test
 #                           draws one: 42 packages of 176 that the test command need not install)
 # Idempotent: installs only what is missing (apt-get update once, only when needed). One line per
@@ -34,8 +36,9 @@ case "$set_name" in
   server) packages=("${server[@]}") ;;
   demo) packages=("${build[@]}" "${server[@]}") ;;
   all) packages=("${build[@]}" "${server[@]}" "${rest[@]}") ;;
+  test-compiler) packages=(clang-14) ;;
   bench) packages=("${build[@]}" "${server[@]}" "${rest[@]}" gnuplot-nox) ;;
-  *) echo "usage: scripts/deps.sh [build|server|demo|all|bench]" >&2; exit 2 ;;
+  *) echo "usage: scripts/deps.sh [build|server|demo|all|test-compiler|bench]" >&2; exit 2 ;;
 esac
 missing=()
 for p in "${packages[@]}"; do

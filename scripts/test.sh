@@ -38,20 +38,32 @@ else
   # than a core of 2), and the build uses both cores: the tests that need only the library's
   # own test programs run while the rest builds (docs/TESTING.md, "The test command's phases").
   # 1. The library and the programs the tests run, the unit and integration tests, the
-  # fault-injection tools. The build's packages first; the library, the zklock tool and the
-  # examples compile (niced: dpkg keeps its core) while the rest installs (the JRE and JDK, the
-  # peers, Catch2, clang, doxygen: dpkg, on one core), configured without the tests, which need
-  # those, but with the test build's flags for the programs (ZKLOCK_FAST_TEST_BUILD, cached: the
-  # next build configures with the tests and compiles none of them again).
-  phase "1. the build's packages; the library, the zklock tool and the examples while the rest installs"
+  # fault-injection tools. The build's packages first; the library (g++), then the zklock tool
+  # and the examples (clang++ 14 with the programs' precompiled header, CMakeLists.txt:
+  # zklock_program) compile (niced: dpkg keeps its core) while the rest installs (clang first,
+  # then the JRE and JDK, the peers, Catch2, doxygen: dpkg, on one core), configured without the
+  # tests, which need those, but with the test build's flags for the programs
+  # (ZKLOCK_FAST_TEST_BUILD, cached: the next build configures with the tests and compiles none
+  # of them again). The programs' configure comes once clang is installed (or its install
+  # failed: then g++ compiles them).
+  phase "1. the build's packages; the library, then the zklock tool and the examples, while the rest installs"
   export ZKLOCK_APT_STAMP=$run_tmp/apt-updated
   bash scripts/deps.sh build
-  bash scripts/deps.sh all >"$run_tmp/deps.out" 2>&1 &
+  (
+    bash scripts/deps.sh test-compiler || true
+    : >"$run_tmp/test-compiler.done"
+    bash scripts/deps.sh all
+  ) >"$run_tmp/deps.out" 2>&1 &
   deps_pid=$!
   programs=(zklock-cli contention_demo acquire_release recipes_tour threaded_workers stock_server stock_client
     scheduler_failover)
-  nice -n 10 env "${build_env[@]}" DEPS=build BUILD_TESTS=OFF CMAKE_ARGS=-DZKLOCK_FAST_TEST_BUILD=ON \
-    bash scripts/build.sh zklock "${programs[@]}" || status=$?
+  phase1_build() {
+    nice -n 10 env "${build_env[@]}" DEPS=build BUILD_TESTS=OFF CMAKE_ARGS=-DZKLOCK_FAST_TEST_BUILD=ON \
+      bash scripts/build.sh "$@"
+  }
+  phase1_build zklock || status=$?
+  while [ ! -e "$run_tmp/test-compiler.done" ] && kill -0 $deps_pid 2>/dev/null; do sleep 0.2; done
+  ((status != 0)) || phase1_build "${programs[@]}" || status=$?
   deps_rc=0
   wait $deps_pid || deps_rc=$?
   cat "$run_tmp/deps.out" >&2

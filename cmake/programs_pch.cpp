@@ -1,0 +1,1 @@
+// The precompiled header of the test command's programs (CMakeLists.txt: zklock_programs_pch).
