@@ -15,10 +15,20 @@ while (($#)) && [ "$1" != -- ]; do
 done
 shift 2  # "--" and the project's compiler
 args=()
+out=""
+prev=""
 for a in "$@"; do
   case "$a" in
     --param=* | -Wno-tsan) ;;
     *) args+=("$a") ;;
   esac
+  [ "$prev" != -o ] || out=$a
+  prev=$a
 done
+# A precompiled header is made as g++'s (CMake: -include cmake_pch.hxx, output cmake_pch.hxx.gch):
+# clang takes a .gch already there for that -include and would chain the new one on the stale
+# one ("out of date" at its next use): gone first.
+case "$out" in
+  *.gch) rm -f "$out" ;;
+esac
 exec "${launcher[@]}" "$cxx" "${args[@]}"

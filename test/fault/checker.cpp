@@ -414,37 +414,39 @@ void check_fault_rules(run_result& r, const std::vector<record>& j, const std::v
   // ensemble-gone
   for (auto& o : outages) {
     ++r.injected;
-    const std::int64_t bound = o.down + b.session_timeout_ns + b.outage_margin_ns;
+    const std::int64_t gone = o.gone ? o.gone : o.down;  // the bound runs from every server gone
+    const std::int64_t bound = gone + b.session_timeout_ns + b.outage_margin_ns;
     // the old sessions' acquires: sent before the servers were back and before every old
     // session had expired (an acquire after that is a new session's, sent once a quorum served,
     // which may be before the last member's start returned)
-    const std::int64_t old_until = std::min(o.up, o.down + b.session_timeout_ns);
+    const std::int64_t old_until = std::min(o.up, gone + b.session_timeout_ns);
     for (auto& w : waits) {
       if (!(w.from < old_until && w.to > o.down)) continue;
       ++r.fault_waits;
       if (w.how == "grant" || w.how == "dead_grant") {
         // granted while no server served: only a reply already in flight, or a local handoff;
         // its section is checked below
-        if (w.to > o.down + b.outage_margin_ns)
+        if (w.to > gone + b.outage_margin_ns)
           r.notes.push_back("ensemble-gone: " + w.who + " was granted " + ms(w.to - o.down) +
                             " ms after every server went down (" + w.how + ")");
         continue;
       }
       if (ended_by_own_deadline(w, "ENSEMBLE-GONE")) continue;
-      worst(w.to - std::max(w.from, o.down));
+      worst(w.to - std::max(w.from, gone));
       if (w.how != "acquire_error" || w.to > bound)
         fail("ENSEMBLE-GONE: " + w.who + "'s acquire (waiting since " + ms(w.from - o.down) +
              " ms after the outage began) " +
              (w.how == "acquire_error" ? "failed only " + ms(w.to - o.down) + " ms after it began"
                                        : "was still waiting " + ms(w.to - o.down) + " ms after it began (" + w.how + ")") +
-             " (bound: session timeout + " + ms(b.outage_margin_ns) + " ms)");
+             " (bound: session timeout + " + ms(b.outage_margin_ns) + " ms after every server was gone, " +
+             ms(gone - o.down) + " ms after it began)");
       else if (w.extra.find("expired") == std::string::npos)
         fail("ENSEMBLE-GONE: " + w.who + "'s acquire failed with " + w.extra + ", not a session expiry");
     }
     for (auto& s : sections) {
       if (!(s.start < old_until && s.end > o.down)) continue;
       ++r.fault_waits;
-      worst(s.end - o.down);
+      worst(s.end - gone);
       if (s.end > bound)
         fail("ENSEMBLE-GONE: " + s.who + " (token " + std::to_string(s.token) + ") held until " + ms(s.end - o.down) +
              " ms after every server went down");

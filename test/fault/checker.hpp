@@ -94,9 +94,12 @@ struct pause_interval {
   std::int64_t from = 0, to = 0;
 };
 
-// ensemble-gone: every server down from `down` (its first kill) until `up` (serving again).
+// ensemble-gone: servers going down from `down` (the first kill), every one gone from `gone`
+// (the last kill returned: the member was reaped; 0: at `down`), until `up` (serving again). A
+// client whose server is killed last keeps its session until then: its session timeout runs
+// from `gone` (a kill of a JVM took up to a second on a loaded machine).
 struct outage {
-  std::int64_t down = 0, up = 0;
+  std::int64_t down = 0, up = 0, gone = 0;
 };
 
 // operator-delete: another session deleted a contender's `node` (its full path) at `at`; `who`

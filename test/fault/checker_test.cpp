@@ -399,6 +399,18 @@ TEST_CASE("fault rules: outages, session closes and node deletions", "[fault][ch
     CHECK(r.fault_failures == 0);
     CHECK(r.worst_fail_ms == Approx(2'050));
   }
+  SECTION("ensemble-gone: the kills take 900 ms: the bound runs from the last one") {
+    journal j;
+    // a: within the bound from the last kill, not from the first
+    j.add("acquire", "a", 0, 900).add("acquire_error", "a", 0, 4'500, "'the ZooKeeper session expired'");
+    j.add("acquire", "b", 0, 980).add("acquire_error", "b", 0, 4'950, "'the ZooKeeper session expired'");
+    auto r = rules(j, {{1'000 * ms, 6'000 * ms, 1'900 * ms}});
+    CHECK(r.fault_waits == 2);
+    CHECK(r.fault_failures == 1);
+    CHECK(noted(r, "ENSEMBLE-GONE: b's acquire (waiting since -20 ms after the outage began) failed only 3950 ms "
+                   "after it began (bound: session timeout + 1000 ms after every server was gone, 900 ms after it began)"));
+    CHECK(r.worst_fail_ms == Approx(3'050));
+  }
   SECTION("ensemble-gone: a waiter still waiting, one failing late, one failing with something else") {
     journal j;
     j.add("acquire", "a", 0, 900);  // never ends

@@ -406,7 +406,8 @@ std::string nemesis::who_has_session(const std::string& owner) const {
 // timeouts: its guard must turn lost at its deadline) and the others queue behind it, kept down
 // 1.5-2 session timeouts, then all started again. The clients' sessions expire locally
 // meanwhile (no server answers for the session timeout): every waiter must fail with an expiry
-// and every holder stop within the session timeout plus a margin (checker: check_fault_rules).
+// and every holder stop within the session timeout plus a margin from the last member's death (a
+// session lives on while its own server does; checker: check_fault_rules).
 // After the restart the servers expire the old sessions a session timeout after they serve
 // again: the fault waits 1.5 of them, so that the run's leftover check (no node, no watch) sees
 // what they left, if anything.
@@ -421,7 +422,8 @@ void nemesis::ensemble_gone(const std::string&, std::ostream& d) {
   outage o;
   o.down = mono_ns();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int s = 0; s < e_.ens.size(); ++s) e_.ens.kill(s);
+  for (int s = 0; s < e_.ens.size(); ++s) e_.ens.kill(s);  // each SIGKILLed and reaped
+  o.gone = mono_ns();
   const auto killed = std::chrono::steady_clock::now() - t0;
   std::this_thread::sleep_until(t0 + down);
   e_.ens.start_all();
