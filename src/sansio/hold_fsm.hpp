@@ -100,6 +100,8 @@ class hold_fsm {
   }
   /// True once nothing is left to do: the node is deleted or went with the session.
   bool finished() const noexcept { return delete_ == delete_state::done; }
+  /// What the hold last heard of the connection: connected (not suspended, not ended).
+  bool hears_connected() const noexcept { return link_ == link::connected; }
   /// Why the server refused to delete our node for good (empty otherwise): the node stays
   /// until the session ends, and blocks the lock meanwhile.
   error_code release_failure() const noexcept { return failure_; }

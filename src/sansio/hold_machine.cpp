@@ -295,7 +295,14 @@ hold_machine::actions hold_machine::drop_revoke_watch() {
 
 hold_machine::actions hold_machine::release(bool caller_waits, const view& now) {
   seen_ = now;
-  return held(fsm_.release(caller_waits));
+  // The session's changes reach us posted: a caller that saw it suspended first (its own
+  // async_wait_state) releases before we heard. The release goes by the state as it is now: while
+  // disconnected it completes at once (release_pending), its delete owed until the reconnect,
+  // not sent into a connection that is being made again.
+  actions out;
+  if (now.state == session_state::suspended && fsm_.hears_connected()) out = on_session(session_state::suspended);
+  append(out, held(fsm_.release(caller_waits)));
+  return out;
 }
 
 hold_machine::actions hold_machine::end_released(const view& now) {

@@ -163,6 +163,24 @@ TEST_CASE("hold on the runner: a release while disconnected is sent once connect
   CHECK(!f.m().fsm().release_owed());
 }
 
+TEST_CASE("hold on the runner: a release right after the session turned suspended, before the hold heard it, "
+          "completes at once and sends nothing until the reconnect",
+          "[runner][hold]") {
+  fixture f;
+  f.s->wire.clear();
+  f.s->disconnect();  // the hold hears it through a post, not run yet
+  f.r->execute(f.m().release(true, f.r->seen()));
+  f.settle();
+  CHECK(f.hook().ec_of(hold_outcome::complete_release) == errc::release_pending);
+  CHECK(f.m().fsm().release_owed());
+  CHECK(f.s->wire.empty());
+  f.s->reconnect();
+  f.settle();
+  CHECK(f.s->wire == std::vector<std::string>{"remove " + node});
+  CHECK(!f.s->has(node));
+  CHECK(!f.m().fsm().release_owed());
+}
+
 TEST_CASE("hold on the runner: a revocation request is read through our node's watch", "[runner][hold]") {
   fixture f;
   f.s->wire.clear();
