@@ -153,7 +153,10 @@ acquire_fsm::actions acquire_fsm::evaluate_queue(const std::vector<std::string>&
     a.nearest = i + 1 == all.size();
     out.push_back(std::move(a));
   }
-  all_watched_ = true;
+  // More blockers than K: the listing may be the view's window (K + 1 blockers: the queue is
+  // deeper than it shows), so they are never all watched, even when watches of ours from before
+  // a requeue (our node deleted, queued again) are still on some beyond the nearest K.
+  all_watched_ = all.size() <= static_cast<std::size_t>(max_watched_);
   for (auto i : all)
     if (!blockers_.count(join_path(dir_, q[i].name))) all_watched_ = false;
   return out;
