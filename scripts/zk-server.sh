@@ -50,8 +50,14 @@ case "$cmd" in
         fi
         sleep 0.1
       done
-      if ! kill -0 "$pid" 2>/dev/null && grep -q "Address already in use" "$dir/server.log"; then
-        continue  # the port was taken: try another
+      if ! kill -0 "$pid" 2>/dev/null; then
+        # It exited before serving: most likely the port was taken before it bound it (with
+        # slf4j's no-op logger the server says nothing, "Address already in use" included).
+        # Try another; a server that cannot start at all fails every attempt.
+        status=0
+        wait "$pid" 2>/dev/null || status=$?
+        echo "zk-server.sh: the server on port $port exited ($status) before serving (attempt $attempt of 5)" >&2
+        continue
       fi
       break
     done
