@@ -282,8 +282,10 @@ class basic_session {
   /// not answer (stopped, a link that stopped moving bytes): completes within 1 s, without its
   /// answer; the server ends the session when it expires. No thread waits meanwhile (the close
   /// runs on the session's executor, as everything else), and other sessions do not notice.
-  /// Pending operations complete with errc::session_closed. Handler: void(error_code).
-  /// Not cancellable (bounded: 1 s).
+  /// Pending operations complete with errc::session_closed. A completion already queued when
+  /// the close runs (an acquire granted just before) still reaches its handler, as with any Asio
+  /// operation that completed before its cancel: its guard then says lost (status lost,
+  /// owns_lock false). Handler: void(error_code). Not cancellable (bounded: 1 s).
   template <class Token = detail::default_token_t<Executor>>
   auto async_close(Token&& token = {}) {
     return asio::async_initiate<Token, void(error_code)>(

@@ -494,6 +494,22 @@ TEST_CASE("fault rules: outages, session closes and node deletions", "[fault][ch
     CHECK(noted(r, "GRANT AFTER CLOSE: p.1 (dead_grant) 1 ms after p's destroy after 0 handlers"));
     CHECK(noted(r, "LOCAL-CLOSE: p.2's acquire ended by open"));
   }
+  SECTION("local-close: a grant on its way when the close was taken is handed over lost; a live one, or one long after, fails") {
+    // (the fault lanes' pause-close, threads mode: a dead grant 14 ms after the close's record)
+    journal j;
+    j.add("hello", "p", 0, 0, "0x1");
+    j.add("acquire", "p.1", 0, 10).add("acquire", "p.2", 0, 11).add("acquire", "p.3", 0, 12);
+    j.add("close", "p", 0, 20, "async_close after 0 handlers");
+    j.add("dead_grant", "p.1", 7, 34, "status=lost");  // completed before the close, resumed after it
+    j.add("grant", "p.2", 8, 35, "/l/n");              // a guard that still says held: a grant after the close
+    j.add("dead_grant", "p.3", 9, 20 + 2'500, "status=lost");  // beyond the close's bound (2 s)
+    auto r = rules(j, {});
+    CHECK(r.lost_at_handover == 1);
+    CHECK(r.grants_after_close == 2);
+    CHECK(r.fault_failures == 2);
+    CHECK(noted(r, "GRANT AFTER CLOSE: p.2 (grant) 15 ms after p's async_close after 0 handlers"));
+    CHECK(noted(r, "GRANT AFTER CLOSE: p.3 (dead_grant) 2500 ms after p's async_close after 0 handlers"));
+  }
   SECTION("operator-delete: the holder stops at once with node_deleted, the waiter queues again") {
     journal j;
     j.add("acquire", "a", 0, 0).add("grant", "a", 10, 1, "/l/a side=exclusive").add("write", "a", 10, 100);

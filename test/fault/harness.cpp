@@ -62,7 +62,8 @@ void add_run(run_result& t, const run_result& r) {
       &run_result::dead_grants, &run_result::write_sections, &run_result::reader_overlaps,
       &run_result::at_capacity, &run_result::over_capacity_writes, &run_result::overlaps_within,
       &run_result::fairness_violations, &run_result::injected, &run_result::fault_waits,
-      &run_result::fault_failures, &run_result::grants_after_close, &run_result::overlaps_ended,
+      &run_result::fault_failures, &run_result::grants_after_close, &run_result::lost_at_handover,
+      &run_result::overlaps_ended,
       &run_result::stale_after_taken, &run_result::worker_failures, &run_result::foreign_writes,
       &run_result::user_socket_stalls, &run_result::model_violations, &run_result::znode_writes);
   largest(&run_result::max_grant_delay_ms, &run_result::max_wait_ms, &run_result::max_concurrent,
@@ -121,7 +122,11 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
       if (r.injected > 0)
         std::cerr << "    fault rule: " << r.injected << " injected, " << r.fault_waits << " waits/sections checked, "
                   << r.fault_failures << " failed, worst " << fmt(r.worst_fail_ms) << " ms after the fault, "
-                  << r.grants_after_close << " grants after a close, " << r.overlaps_ended
+                  << r.grants_after_close << " grants after a close"
+                  << (r.lost_at_handover > 0 ? " (" + std::to_string(r.lost_at_handover) +
+                                                   " handed over lost: on their way when it was taken)"
+                                             : std::string())
+                  << ", " << r.overlaps_ended
                   << " overlaps after a holder's node was deleted or its session closed"
                   << (r.close_ms > 0 || r.close_stall_ms > 0
                           ? ", slowest async_close " + fmt(r.close_ms) + " ms, probe stalled " + fmt(r.close_stall_ms) + " ms"
@@ -231,7 +236,7 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
          << ",\"foreign_writes\":" << t.foreign_writes << ",\"user_socket_stalls\":" << t.user_socket_stalls
          << ",\"injected\":" << t.injected << ",\"fault_checked\":" << t.fault_waits
          << ",\"fault_failures\":" << t.fault_failures << ",\"worst_fail_ms\":" << t.worst_fail_ms
-         << ",\"grants_after_close\":" << t.grants_after_close << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
+         << ",\"grants_after_close\":" << t.grants_after_close << ",\"lost_at_handover\":" << t.lost_at_handover << ",\"overlaps_ended\":" << t.overlaps_ended << ",\"stale_after_taken\":" << t.stale_after_taken
          << ",\"close_ms\":" << t.close_ms << ",\"close_stall_ms\":" << t.close_stall_ms
          << ",\"model_violations\":" << t.model_violations << ",\"znode_writes\":" << t.znode_writes
          << ",\"ok\":" << (ok ? "true" : "false") << "}";
@@ -251,8 +256,8 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
   // check_fault_rules)
   if (!fault_rows.empty()) {
     std::cout << "\nfault rules (ensemble-gone: every waiter fails with an expiry and every holder stops by the "
-                 "last member's kill + the session timeout + 1000 ms; local-close: no grant after the close, every waiter "
-                 "fails within a session timeout; operator-delete: the holder stops within a quarter session "
+                 "last member's kill + the session timeout + 1000 ms; local-close: no grant after the close (one on its "
+                 "way when it was taken is handed over lost), every waiter fails within a session timeout; operator-delete: the holder stops within a quarter session "
                  "timeout, lost with node_deleted, no waiter fails; pause-close: local-close's rule, each async_close "
                  "within 1000 + 1000 ms, the closing process's probe session stalled under 500 ms: close-ms the "
                  "slowest async_close, stall-ms the probe's worst)\n"
