@@ -257,7 +257,8 @@ pass_outcome run_pass(const options& o, zklock::test::zk_ensemble& ens, const st
   if (!fault_rows.empty()) {
     std::cout << "\nfault rules (ensemble-gone: every waiter fails with an expiry and every holder stops by the "
                  "last member's kill + the session timeout + 1000 ms; local-close: no grant after the close (one on its "
-                 "way when it was taken is handed over lost), every waiter fails within a session timeout; operator-delete: the holder stops within a quarter session "
+                 "way when it was taken is handed over lost), every waiter fails within a session timeout; "
+                 "operator-delete: the holder stops within a quarter session "
                  "timeout, lost with node_deleted, no waiter fails; pause-close: local-close's rule, each async_close "
                  "within 1000 + 1000 ms, the closing process's probe session stalled under 500 ms: close-ms the "
                  "slowest async_close, stall-ms the probe's worst)\n"
