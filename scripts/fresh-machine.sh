@@ -46,7 +46,7 @@ timed() {  # name command
   if [ -n "${FRESH_CORES:-}" ]; then
     quota=/sys/fs/cgroup/cpu/zklock-fresh-$1-$$
     mkdir -p "$quota" && echo 10000 >"$quota/cpu.cfs_period_us" &&
-      python3 -c "print(round(${FRESH_CORES} * 10000))" >"$quota/cpu.cfs_quota_us" || {
+      echo "$(awk -v c="$FRESH_CORES" 'BEGIN { printf "%d", c * 10000 }')" >"$quota/cpu.cfs_quota_us" || {
       echo "FRESH_CORES: no cpu cgroup to limit the cores with" >&2
       exit 1
     }
