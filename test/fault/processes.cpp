@@ -12,12 +12,16 @@
 #include <fstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #ifndef ZKLOCK_FAULT_WORKER
 #define ZKLOCK_FAULT_WORKER "zklock_fault_worker"
 #endif
 #ifndef ZKLOCK_FAULT_SOURCE_DIR
 #define ZKLOCK_FAULT_SOURCE_DIR "."
+#endif
+#ifndef ZKLOCK_JAVA_PEERS
+#define ZKLOCK_JAVA_PEERS "java_peers.args"  // the harness's build names the build's (CMakeLists.txt)
 #endif
 
 using namespace std::chrono_literals;
@@ -51,6 +55,15 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log, const 
   ::close(null_fd);
   if (pid < 0) throw std::runtime_error("fork failed");
   return pid;
+}
+
+child::child(child&& o) noexcept
+    : who(std::move(o.who)), kind(std::move(o.kind)), pid(std::exchange(o.pid, -1)), status(o.status), reaped(o.reaped) {}
+
+child::~child() {
+  if (reaped || pid <= 0) return;
+  ::kill(pid, SIGKILL);
+  reap(*this, std::chrono::milliseconds(5000));
 }
 
 bool reap(child& c, std::chrono::milliseconds wait) {

@@ -13,11 +13,18 @@
 
 namespace zklock::fault {
 
+// One child process. A child not yet reaped when it goes out of scope (a run ended by an
+// exception: a member that would not start again) is killed (SIGKILL) and reaped: no client
+// outlives its run.
 struct child {
   std::string who, kind;  // kind: zklock, curator, kazoo, exec
   pid_t pid = -1;
   int status = -1;  // wait status once reaped
   bool reaped = false;
+
+  child() = default;
+  child(child&& o) noexcept;
+  ~child();
 };
 
 // fork + exec with PR_SET_PDEATHSIG (SIGKILL): a client never outlives the harness. Called from

@@ -1,6 +1,7 @@
 #include "run.hpp"
 
 #include "history.hpp"
+#include "io_thread.hpp"
 #include "lockdir.hpp"
 #include "models.hpp"
 #include "nemesis.hpp"
@@ -96,7 +97,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
     clients[c].pid = spawn(cmd, run_dir + "/" + clients[c].who + ".log");
   }
   const std::int64_t t_spawned = mono_ns();
-  std::thread io([&] { ioc.run(); });
+  io_thread io(ioc);
   std::vector<pause_interval> pauses;
   run_env env{o, *ens, ioc, res, proxies, clients, index_of, pauses, r, rng, dir, {}, {}, {}};
   nemesis nem(env);
@@ -268,8 +269,7 @@ run_result harness::run(const std::string& scenario, int run_index) {
                ", leftovers and exits " + ms(t_end, t_ended) + " ms";
   }
   guard.reset();
-  ioc.stop();
-  io.join();
+  io.stop();
   auto j = res.journal();
   write_journal(run_dir + "/journal.tsv", j);
   recipe_rule rule;

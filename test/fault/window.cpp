@@ -1,5 +1,6 @@
 #include "window.hpp"
 
+#include "io_thread.hpp"
 #include "processes.hpp"
 #include "resource.hpp"
 #include "tcp_proxy.hpp"
@@ -42,7 +43,7 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
     proxies.push_back(std::make_unique<zklock::test::tcp_proxy>(ioc.get_executor(), ens.port(s)));
     proxied += (proxied.empty() ? "" : ",") + proxies.back()->connect_string();
   }
-  std::thread io([&] { ioc.run(); });
+  io_thread io(ioc);
   child holder, waiter;
   holder.who = "holder";
   waiter.who = "waiter";
@@ -150,8 +151,7 @@ window_result measure_window(const options& o, zklock::test::zk_ensemble& ens, c
   end_child(waiter, 10s);
   if (command > 0) ::kill(command, SIGKILL);  // only if it outlived zklock (it must not)
   guard.reset();
-  ioc.stop();
-  io.join();
+  io.stop();
   write_journal(run_dir + "/journal.tsv", res.journal());
   return w;
 }

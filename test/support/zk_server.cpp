@@ -26,6 +26,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -324,7 +325,27 @@ int loopback_socket(std::uint16_t port, sockaddr_in& a) {
 
 }  // namespace
 
+namespace {
+
+// The lowest port of the kernel's ephemeral range (ip_local_port_range), 32768 if unread.
+int ephemeral_low() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low && low > 0 ? low : 32768;
+}
+
+}  // namespace
+
 std::vector<std::uint16_t> free_ports(int n) {
+  // Chosen at random below the ephemeral range (from 10000, where it leaves 4096 ports or more):
+  // the kernel draws an outgoing connection's local port from that range, and a server killed and
+  // started again on its own port (a quorum member keeps its ports) would find its port taken by
+  // one. Each port is bound to check it is free and held until all are chosen; bind(0) where the
+  // range leaves no room or 64 draws found none.
+  static constexpr int lowest = 10000;
+  const int below = ephemeral_low();
+  static std::mt19937 draw(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  static std::mutex draw_mutex;
   std::vector<int> fds;
   std::vector<std::uint16_t> ports;
   auto close_all = [&] {
@@ -332,18 +353,33 @@ std::vector<std::uint16_t> free_ports(int n) {
   };
   for (int i = 0; i < n; ++i) {
     sockaddr_in a{};
-    int fd = loopback_socket(0, a);
-    if (fd < 0) {
-      close_all();
-      throw std::runtime_error(std::string("free_port: socket: ") + std::strerror(errno));
+    int fd = -1;
+    for (int attempt = 0; attempt <= 64; ++attempt) {
+      std::uint16_t port = 0;  // the last attempt: any port the kernel gives
+      if (attempt < 64 && below - lowest >= 4096) {
+        std::lock_guard lock(draw_mutex);
+        port = static_cast<std::uint16_t>(std::uniform_int_distribution<int>(lowest, below - 1)(draw));
+      }
+      fd = loopback_socket(port, a);
+      if (fd < 0) {
+        close_all();
+        throw std::runtime_error(std::string("free_port: socket: ") + std::strerror(errno));
+      }
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) break;
+      int e = errno;
+      ::close(fd);
+      fd = -1;
+      if (port == 0 || e != EADDRINUSE) {
+        close_all();
+        throw std::runtime_error(std::string("free_port: bind: ") + std::strerror(e));
+      }
     }
     fds.push_back(fd);
     socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       int e = errno;
       close_all();
-      throw std::runtime_error(std::string("free_port: bind: ") + std::strerror(e));
+      throw std::runtime_error(std::string("free_port: getsockname: ") + std::strerror(e));
     }
     ports.push_back(ntohs(a.sin_port));
   }
@@ -549,6 +585,27 @@ class server_process {
   mutable bool paused_ = false;
 };
 
+namespace {
+
+// Waits until a server spawned again (a restart, a quorum member started after a kill) is ready.
+// It keeps its ports: one taken while it was down (by a short-lived socket) is tried again for up
+// to 5 s.
+void wait_ready_on_own_ports(server_process& m) {
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  for (;;) {
+    try {
+      m.wait_ready();
+      return;
+    } catch (const port_in_use&) {
+      if (std::chrono::steady_clock::now() >= until) throw;
+      std::this_thread::sleep_for(250ms);
+      m.spawn();
+    }
+  }
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 
 // --- the tests' shared server ------------------------------------------------------------------
@@ -716,10 +773,14 @@ void zk_server::stop() { own("stop").stop(); }
 void zk_server::kill() { own("kill").kill(); }
 void zk_server::pause() { own("pause").pause(); }
 void zk_server::resume() { own("resume").resume(); }
-void zk_server::start() { own("start").start(); }
+void zk_server::start() {
+  own("start").spawn();
+  wait_ready_on_own_ports(*p_);
+}
 void zk_server::restart() {
   own("restart").stop();
-  p_->start();
+  p_->spawn();
+  wait_ready_on_own_ports(*p_);
 }
 bool zk_server::ruok() const { return zklock::test::four_letter(port(), "ruok", 1000ms) == "imok"; }
 std::string zk_server::four_letter(const std::string& cmd) const {
@@ -792,13 +853,14 @@ void zk_ensemble::kill(int i) { members_.at(i)->kill(); }
 void zk_ensemble::pause(int i) { members_.at(i)->pause(); }
 void zk_ensemble::resume(int i) { members_.at(i)->resume(); }
 void zk_ensemble::start(int i) {
-  members_.at(i)->start();
+  members_.at(i)->spawn();
+  wait_ready_on_own_ports(*members_.at(i));
   wait_quorum();
 }
 void zk_ensemble::start_all() {
   // all spawned before any is waited for: one member alone never forms a quorum
   for (auto& m : members_) m->spawn();
-  for (auto& m : members_) m->wait_ready();
+  for (auto& m : members_) wait_ready_on_own_ports(*m);
   wait_quorum();
 }
 void zk_ensemble::restart(int i) {

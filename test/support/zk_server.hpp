@@ -59,9 +59,10 @@ struct server_options {
   bool operator==(const server_options&) const = default;
 };
 
-/// A free TCP port on 127.0.0.1 (bound to port 0 and released). Another process (a test running
-/// in parallel) may take it before our server binds it: zk_server and zk_ensemble then see their
-/// server exit with "Address already in use" (port_in_use) and start again on new ports, and they
+/// A free TCP port on 127.0.0.1 (bound and released), below the kernel's ephemeral range where
+/// that leaves room: a server started again on its port never finds it taken by an outgoing
+/// connection's local port. Another process (a test running in parallel) may take it before our
+/// server binds it: zk_server and zk_ensemble then see their server exit with "Address already in use" (port_in_use) and start again on new ports, and they
 /// never take another process's server on that port for theirs (it must name our dataDir).
 std::uint16_t free_port();
 
@@ -139,7 +140,8 @@ class zk_ensemble {
   void kill(int i);
   void pause(int i);
   void resume(int i);
-  void start(int i);    // waits until the running, unpaused members form a quorum again
+  void start(int i);    // waits until the running, unpaused members form a quorum again; a port
+                        // taken while the member was down is waited for up to 5 s
   void restart(int i);  // stop + start
   bool ruok(int i) const;
   std::uint16_t port(int i) const;

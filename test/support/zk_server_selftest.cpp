@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -164,10 +166,67 @@ TEST_CASE("standalone server: maps the class archive; ruok, pause, resume, resta
     s.start();
     CHECK(s.ruok());
     pids.push_back(s.pid());
+
+    // Its port taken while it was down (by a socket that goes away): the start is tried again on
+    // the same port. The socket is closed only once the server's log shows its bind refused.
+    s.kill();
+    {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(port);
+      int taken = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      REQUIRE(taken >= 0);
+      int on = 1;  // past the killed server's connections in TIME_WAIT
+      ::setsockopt(taken, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+      REQUIRE(::bind(taken, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+      REQUIRE(::listen(taken, 1) == 0);  // listening: the server's bind is refused, reuse or not
+      std::atomic<bool> refused{false};
+      std::thread release([&] {
+        for (auto until = clock_type::now() + 20s; clock_type::now() < until && !refused; std::this_thread::sleep_for(20ms)) {
+          std::ifstream log(s.log_path());
+          std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+          refused = text.find("Address already in use") != std::string::npos;
+        }
+        ::close(taken);
+      });
+      bool started = false;
+      try {
+        s.start();
+        started = true;
+      } catch (const std::exception& e) {
+        INFO(e.what());
+        CHECK(false);
+      }
+      release.join();
+      CHECK(refused);
+      CHECK(started);
+    }
+    CHECK(s.ruok());
+    CHECK(s.port() == port);
+    pids.push_back(s.pid());
   }
   for (pid_t p : pids) CHECK(gone(p));
   CHECK_FALSE(fs::exists(data));
   expect_nothing_left();
+}
+
+TEST_CASE("free ports are chosen below the kernel's ephemeral range, where it leaves room", "[fixture]") {
+  // an outgoing connection's local port is drawn from that range: a server started again on its
+  // own port must not find it taken by one
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  REQUIRE(range >> low);
+  INFO("ephemeral range from " << low);
+  if (low - 10000 < 4096) return;  // no room below it: bind(0)'s ports, in it
+  auto ports = free_ports(20);
+  std::set<std::uint16_t> distinct(ports.begin(), ports.end());
+  CHECK(distinct.size() == ports.size());
+  for (auto p : ports) {
+    CHECK(p >= 10000);
+    CHECK(p < low);
+  }
+  CHECK(free_port() < low);
 }
 
 TEST_CASE("3-node ensemble keeps a quorum when one member dies", "[fixture]") {
