@@ -323,10 +323,6 @@ int loopback_socket(std::uint16_t port, sockaddr_in& a) {
   return ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
-}  // namespace
-
-namespace {
-
 // The lowest port of the kernel's ephemeral range (ip_local_port_range), 32768 if unread.
 int ephemeral_low() {
   std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
@@ -587,10 +583,11 @@ class server_process {
 
 namespace {
 
-// Waits until a server spawned again (a restart, a quorum member started after a kill) is ready.
-// It keeps its ports: one taken while it was down (by a short-lived socket) is tried again for up
-// to 5 s.
-void wait_ready_on_own_ports(server_process& m) {
+// Starts a server again (a restart, a quorum member after a kill; spawned already, this only
+// waits) and waits until it is ready. It keeps its ports: one taken while it was down (by a
+// short-lived socket) is tried again for up to 5 s.
+void start_on_own_ports(server_process& m) {
+  m.spawn();
   const auto until = std::chrono::steady_clock::now() + 5s;
   for (;;) {
     try {
@@ -773,14 +770,10 @@ void zk_server::stop() { own("stop").stop(); }
 void zk_server::kill() { own("kill").kill(); }
 void zk_server::pause() { own("pause").pause(); }
 void zk_server::resume() { own("resume").resume(); }
-void zk_server::start() {
-  own("start").spawn();
-  wait_ready_on_own_ports(*p_);
-}
+void zk_server::start() { start_on_own_ports(own("start")); }
 void zk_server::restart() {
   own("restart").stop();
-  p_->spawn();
-  wait_ready_on_own_ports(*p_);
+  start_on_own_ports(*p_);
 }
 bool zk_server::ruok() const { return zklock::test::four_letter(port(), "ruok", 1000ms) == "imok"; }
 std::string zk_server::four_letter(const std::string& cmd) const {
@@ -853,14 +846,13 @@ void zk_ensemble::kill(int i) { members_.at(i)->kill(); }
 void zk_ensemble::pause(int i) { members_.at(i)->pause(); }
 void zk_ensemble::resume(int i) { members_.at(i)->resume(); }
 void zk_ensemble::start(int i) {
-  members_.at(i)->spawn();
-  wait_ready_on_own_ports(*members_.at(i));
+  start_on_own_ports(*members_.at(i));
   wait_quorum();
 }
 void zk_ensemble::start_all() {
   // all spawned before any is waited for: one member alone never forms a quorum
   for (auto& m : members_) m->spawn();
-  for (auto& m : members_) wait_ready_on_own_ports(*m);
+  for (auto& m : members_) start_on_own_ports(*m);
   wait_quorum();
 }
 void zk_ensemble::restart(int i) {

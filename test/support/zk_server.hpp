@@ -62,8 +62,9 @@ struct server_options {
 /// A free TCP port on 127.0.0.1 (bound and released), below the kernel's ephemeral range where
 /// that leaves room: a server started again on its port never finds it taken by an outgoing
 /// connection's local port. Another process (a test running in parallel) may take it before our
-/// server binds it: zk_server and zk_ensemble then see their server exit with "Address already in use" (port_in_use) and start again on new ports, and they
-/// never take another process's server on that port for theirs (it must name our dataDir).
+/// server binds it: zk_server and zk_ensemble then see their server exit with "Address already
+/// in use" (port_in_use) and start again on new ports, and they never take another process's
+/// server on that port for theirs (it must name our dataDir).
 std::uint16_t free_port();
 
 /// A server could not bind its port: it was taken after free_port() chose it.
